@@ -72,7 +72,9 @@ class TableLayout:
         for t in tables:
             t = tuple(int(f) for f in t)
             if not 1 <= len(t) <= MAX_ARITY:
-                raise AggMRFError(f"table {t} has arity {len(t)}; tables have 1 to {MAX_ARITY} features.")
+                raise AggMRFError(
+                    f"table {t} has arity {len(t)}; tables have 1 to {MAX_ARITY} features."
+                )
             if len(set(t)) != len(t) or any(not 0 <= f < D for f in t):
                 raise AggMRFError(f"table {t} must list distinct feature indices in 0..{D - 1}.")
             t = tuple(sorted(t))
@@ -80,7 +82,9 @@ class TableLayout:
                 raise AggMRFError(f"table {t} is listed twice.")
             clean.append(t)
         if not clean:
-            raise AggMRFError("a layout needs at least one table (e.g. TableLayout.all_pairs(...)).")
+            raise AggMRFError(
+                "a layout needs at least one table (e.g. TableLayout.all_pairs(...))."
+            )
         self.intercept = bool(intercept)
         self.tables: list[tuple[int, ...]] = ([()] if intercept else []) + clean
         sizes = [int(np.prod(m[list(t)])) if t else 1 for t in self.tables]
@@ -269,7 +273,9 @@ class AggregatedData:
         self.c = np.asarray(self.c, dtype=np.float64)
         K = self.layout.K
         if self.d.shape != (K,) or self.c.shape != (K,):
-            raise AggMRFError(f"d and c must have shape ({K},); got {self.d.shape} and {self.c.shape}.")
+            raise AggMRFError(
+                f"d and c must have shape ({K},); got {self.d.shape} and {self.c.shape}."
+            )
         if not (np.all(np.isfinite(self.d)) and np.all(np.isfinite(self.c))):
             raise AggMRFError("aggregated counts contain NaN or inf; check the source tables.")
         if int(self.n) <= 0:
@@ -280,7 +286,9 @@ class AggregatedData:
     def is_noisy(self) -> bool:
         return self.noise is not None
 
-    def table_frame(self, t: int | Sequence[int | str], extra: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+    def table_frame(
+        self, t: int | Sequence[int | str], extra: dict[str, np.ndarray] | None = None
+    ) -> pd.DataFrame:
         """Table t as a tidy DataFrame: one column per feature (modality labels), count, label_sum.
 
         ``t`` is a table index or the features of the table.  ``extra`` adds columns
