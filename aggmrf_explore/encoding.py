@@ -68,18 +68,33 @@ def _missing_mask(s: pd.Series) -> np.ndarray:
 
 
 def check_no_missing(
-    df: pd.DataFrame, columns: Sequence[str] | None = None, what: str = ""
+    df: pd.DataFrame,
+    columns: Sequence[str] | None = None,
+    what: str = "",
+    line_offset: int | None = None,
 ) -> None:
-    """Raise AggMRFError if any of ``columns`` (default: all) has NaN / None / empty cells."""
+    """Raise AggMRFError if any of ``columns`` (default: all) has NaN / None / empty cells.
+
+    ``what`` is appended to the column name in the message (e.g. " of 'data.csv'");
+    ``line_offset``, for frames read from a file, turns row positions into file line numbers.
+    """
     for col in df.columns if columns is None else columns:
         mask = _missing_mask(df[col])
         k = int(mask.sum())
         if k:
-            first = df.index[np.flatnonzero(mask)[0]]
+            pos = int(np.flatnonzero(mask)[0])
+            if line_offset is not None:
+                where = f"first on line {pos + line_offset}"
+                todo = "Fill the empty cells in the file or delete those lines"
+            else:
+                where = f"first at row {df.index[pos]!r}"
+                todo = (
+                    f"Fill them (df[{col!r}] = df[{col!r}].fillna(value)) or drop those rows "
+                    f"(df = df.dropna(subset=[{col!r}]))"
+                )
             raise AggMRFError(
-                f"column {col!r}{what} has {k} missing (NaN or empty) value(s) out of {len(df)} rows "
-                f"(first at row {first!r}). Fill them (e.g. df[{col!r}] = df[{col!r}].fillna('missing')) "
-                f"or drop those rows (df.dropna(subset=[{col!r}])) before encoding."
+                f"column {col!r}{what} has {k} missing (NaN or empty) value(s) out of {len(df)} "
+                f"rows ({where}). {todo} before encoding."
             )
 
 

@@ -127,7 +127,7 @@ def test_missing_values_raise():
     df = _frame(20)
     df["age"] = df["age"].astype(float)
     df.loc[[2, 7], "age"] = np.nan
-    with pytest.raises(AggMRFError, match=r"'age' has 2 missing.*fillna|'age' has 2 missing.*drop"):
+    with pytest.raises(AggMRFError, match=r"'age' has 2 missing.*row 2.*fillna.*dropna"):
         Encoder().fit(df)
     df2 = _frame(20)
     df2.loc[4, "color"] = "  "
