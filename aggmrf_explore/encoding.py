@@ -59,12 +59,21 @@ def _fmt_number(v: float) -> str:
     return f"{v:.6g}"
 
 
+def _factorize_str(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes (n,) int64 with -1 for NaN, stripped string of each distinct value).
+
+    Strips only the distinct values: much faster than ``s.str.strip()`` on large columns.
+    """
+    codes, uniq = pd.factorize(s, use_na_sentinel=True)
+    return codes, np.asarray([str(u).strip() for u in uniq], dtype=object)
+
+
 def _missing_mask(s: pd.Series) -> np.ndarray:
-    mask = s.isna().to_numpy(dtype=bool, copy=True)
-    if not (pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)):
-        blank = s.astype(str).str.strip().eq("").to_numpy(dtype=bool)
-        mask |= blank
-    return mask
+    if pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+        return s.isna().to_numpy(dtype=bool, copy=True)
+    codes, uniq = _factorize_str(s)
+    blank = np.asarray([u == "" for u in uniq], dtype=bool)
+    return (codes < 0) | (blank[codes] & (codes >= 0))
 
 
 def check_no_missing(
@@ -231,18 +240,22 @@ class Encoder:
             counts = pd.Series(s.to_numpy(dtype=np.float64)).value_counts()
             cnt = counts.reindex(known, fill_value=0).to_numpy()
         else:
+            fcodes, uniq = _factorize_str(s)
+            counts = (
+                pd.Series(
+                    np.bincount(fcodes, minlength=len(uniq)), index=pd.Index(uniq, dtype=object)
+                )
+                .groupby(level=0)
+                .sum()
+            )
+            present = set(counts.index)
             if isinstance(s.dtype, pd.CategoricalDtype):
-                cats = [str(c).strip() for c in s.cat.categories]
-                strs = s.astype(str).str.strip()
-                present = set(strs.unique())
+                cats = list(dict.fromkeys(str(c).strip() for c in s.cat.categories))
                 cats += sorted(present - set(cats), key=_natural_key)
-                cats = list(dict.fromkeys(cats))
             else:
-                strs = s.astype(str).str.strip()
-                cats = sorted(strs.unique().tolist(), key=_natural_key)
+                cats = sorted(present, key=_natural_key)
             known = pd.Index(cats, dtype=object)
             labels = list(cats)
-            counts = strs.value_counts()
             cnt = counts.reindex(known, fill_value=0).to_numpy()
         # which known values keep their own modality
         keep = np.ones(len(known), dtype=bool)
@@ -331,8 +344,9 @@ class Encoder:
             idx = known.get_indexer(x)
             raw = x
         else:
-            raw = s.astype(str).str.strip().to_numpy(dtype=object)
-            idx = known.get_indexer(raw)
+            fcodes, uniq = _factorize_str(s)
+            idx = known.get_indexer(uniq)[fcodes]
+            raw = uniq[fcodes]
         unseen = idx < 0
         codes = self._cat_codes[j][np.where(unseen, 0, idx)]
         if unseen.any():
@@ -412,7 +426,8 @@ def _label_strings(series: pd.Series) -> np.ndarray:
         return np.where(series.to_numpy(dtype=bool), "True", "False").astype(object)
     if pd.api.types.is_numeric_dtype(series.dtype):
         return np.asarray([_fmt_number(v) for v in series.to_numpy(dtype=np.float64)], dtype=object)
-    return series.astype(str).str.strip().to_numpy(dtype=object)
+    codes, uniq = _factorize_str(series)
+    return np.where(codes >= 0, uniq[np.maximum(codes, 0)] if len(uniq) else "", "nan")
 
 
 def encode_label(
