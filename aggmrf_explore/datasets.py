@@ -644,7 +644,9 @@ def load_dataset(
 
     ``n``: number of records (xor / synthetic: each split; adult / bank: a seeded subsample
     of the train split; not accepted by toy).  ``features`` / ``drop_features`` select
-    feature columns.  Other keywords go to the generator (e.g. ``n_features``, ``coupling``).
+    feature columns (``truth`` of synthetic data still describes the full generating model).
+    Other keywords go to the generator (e.g. ``n_features``, ``coupling``, bank's
+    ``test_fraction``); unknown ones raise AggMRFError listing the accepted ones.
     """
     key = str(name).strip().lower()
     if key not in DATASET_NAMES:
