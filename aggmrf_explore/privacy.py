@@ -1,0 +1,537 @@
+"""Differential-privacy release of aggregated tables and the MRF-N noise posterior.
+
+Mechanisms
+----------
+``LaplaceMechanism`` (ε-DP, scale b = Δ1/ε, std √2·b) and ``GaussianMechanism``
+((ε, δ)-DP, std σ) add i.i.d. noise to every released count and label sum.  Gaussian σ
+calibrations: ``"analytic"`` (Balle & Wang 2018, tight, any ε), ``"classic"``
+(√(2 ln(1.25/δ))·Δ2/ε, valid only for ε < 1) and ``"adkdd21"`` (the formula of the
+AdKDD'21 experiments).
+
+Sensitivity
+-----------
+A release publishes T tables (``layout.n_released_tables``; the intercept row is derived
+by post-processing, never released).  Adding or removing one record changes exactly one
+row of each released table: that row's count by 1 and its label sum by y ∈ {0, 1}.  So
+the release vector (counts and label sums, 2K entries) moves by at most 2T in L1 and
+√(T·1² + T·1²) = √(2T) in L2 (``accounting="both"``).  The AdKDD'21 paper counted T queries
+(Δ1 = T, Δ2 = √T: ``accounting="queries"``), which protects only one of the two columns.
+
+Negative and zero noisy counts (trainer policy)
+-----------------------------------------------
+Noisy d̃, c̃ can be negative, zero, or have c̃ > d̃.  The plain MRF trainer fits the
+projected targets ``project_targets(d̃, c̃)``: d⁺ = max(d̃, 0), c⁺ = clip(c̃, 0, d⁺)
+(post-processing, no privacy cost).  MRF-N instead replaces the targets by the posterior
+means E[A_j | A_j + L_j = b_j] from ``posterior_mean_counts`` (always in [0, n]); the
+paper's gradient term is then E[L_j | ·] = b_j − E[A_j | ·] (``expected_noise``).
+
+Prior for MRF-N.  Under the model, each of the n i.i.d. records falls in row j with
+probability d̂_j/n, so A_j ~ Binomial(n, d̂_j/n) exactly; the label sum C_j counts the
+records in row j with y = 1, each with probability ĉ_j/n, so C_j ~ Binomial(n, ĉ_j/n)
+exactly too.  Hence the recommended call for both columns is
+``posterior_mean_counts(b, model_expectation, agg.n, mechanism)``.  (Conditioning C_j on
+the row's count, Binomial(round(d⁺_j), ĉ_j/d̂_j), is possible by passing an array ``n``.)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import replace
+from typing import Literal
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr
+
+from .errors import AggMRFError
+from .tables import AggregatedData, TableLayout
+
+__all__ = [
+    "ClassicGaussianWarning",
+    "LaplaceMechanism",
+    "GaussianMechanism",
+    "Mechanism",
+    "MECHANISMS",
+    "CALIBRATIONS",
+    "ACCOUNTINGS",
+    "achieved_delta",
+    "analytic_gaussian_sigma",
+    "classic_gaussian_sigma",
+    "adkdd21_gaussian_sigma",
+    "sensitivity",
+    "make_mechanism",
+    "release",
+    "project_targets",
+    "posterior_mean_counts",
+    "expected_noise",
+]
+
+MECHANISMS = ("none", "laplace", "gaussian")
+CALIBRATIONS = ("analytic", "classic", "adkdd21")
+ACCOUNTINGS = ("both", "queries")
+PRIORS = ("binomial", "poisson")
+
+
+class ClassicGaussianWarning(UserWarning):
+    """The classic Gaussian calibration was used with ε > 1, where it gives no (ε, δ)-DP guarantee."""
+
+
+# ---------------------------------------------------------------------- validation
+def _positive_finite(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise AggMRFError(f"{name} must be a positive finite number; got {value!r}.")
+    v = float(value)
+    if not (math.isfinite(v) and v > 0.0):
+        raise AggMRFError(f"{name} must be a positive finite number; got {value!r}.")
+    return v
+
+
+def _delta(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise AggMRFError(f"delta must be a number with 0 < delta < 1; got {value!r}.")
+    v = float(value)
+    if not (0.0 < v < 1.0):
+        raise AggMRFError(f"delta must satisfy 0 < delta < 1; got {value!r}.")
+    return v
+
+
+def _choice(name: str, value: object, valid: tuple[str, ...]) -> str:
+    v = value.lower() if isinstance(value, str) else value
+    if v not in valid:
+        raise AggMRFError(f"unknown {name} {value!r}; choose one of {', '.join(valid)}.")
+    return v  # type: ignore[return-value]
+
+
+def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+# ---------------------------------------------------------------------- mechanisms
+class LaplaceMechanism:
+    """ε-DP Laplace mechanism: i.i.d. Laplace(0, b) noise with b = Δ1/ε.
+
+    epsilon : privacy parameter ε > 0;  l1_sensitivity : Δ1 > 0 (in counts).
+    """
+
+    name = "laplace"
+
+    def __init__(self, epsilon: float, l1_sensitivity: float) -> None:
+        self._epsilon = _positive_finite("epsilon", epsilon)
+        self._l1 = _positive_finite("l1_sensitivity", l1_sensitivity)
+
+    @property
+    def epsilon(self) -> float:
+        return self._epsilon
+
+    @property
+    def delta(self) -> float:
+        return 0.0
+
+    @property
+    def l1_sensitivity(self) -> float:
+        return self._l1
+
+    @property
+    def scale(self) -> float:
+        """Laplace scale b = Δ1/ε (counts)."""
+        return self._l1 / self._epsilon
+
+    @property
+    def std(self) -> float:
+        """Noise standard deviation √2·b (counts)."""
+        return math.sqrt(2.0) * self.scale
+
+    def sample(
+        self, size: int | tuple[int, ...], rng: np.random.Generator | int | None = None
+    ) -> np.ndarray:
+        """I.i.d. noise of the given shape (float64)."""
+        return _rng(rng).laplace(0.0, self.scale, size)
+
+    def log_density(self, x: np.ndarray | float) -> np.ndarray:
+        """log f_L(x) = −|x|/b − log(2b), elementwise (x in counts)."""
+        b = self.scale
+        return -np.abs(np.asarray(x, dtype=np.float64)) / b - math.log(2.0 * b)
+
+    def describe(self) -> dict:
+        return {
+            "mechanism": self.name,
+            "epsilon": self._epsilon,
+            "delta": 0.0,
+            "scale": self.scale,
+            "std": self.std,
+            "l1_sensitivity": self._l1,
+        }
+
+    def __repr__(self) -> str:
+        return f"LaplaceMechanism(epsilon={self._epsilon:g}, l1_sensitivity={self._l1:g}, scale={self.scale:.4g})"
+
+
+def achieved_delta(sigma: float, epsilon: float, l2_sensitivity: float) -> float:
+    """Exact δ of the Gaussian mechanism N(0, σ²) at ε (Balle & Wang 2018, Thm 8).
+
+    δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), evaluated in log space.
+    """
+    sigma = _positive_finite("sigma", sigma)
+    eps = _positive_finite("epsilon", epsilon)
+    l2 = _positive_finite("l2_sensitivity", l2_sensitivity)
+    return math.exp(_log_delta(sigma, eps, l2))
+
+
+def _log_delta(sigma: float, eps: float, l2: float) -> float:
+    u = l2 / (2.0 * sigma)
+    v = eps * sigma / l2
+    la = float(log_ndtr(u - v))
+    lb = eps + float(log_ndtr(-u - v))
+    x = lb - la  # < 0 exactly; log δ = la + log(1 − e^x)
+    if x >= 0.0:
+        return -math.inf
+    log1mexp = math.log(-math.expm1(x)) if x > -math.log(2.0) else math.log1p(-math.exp(x))
+    return la + log1mexp
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
+    """Smallest σ whose Gaussian mechanism is (ε, δ)-DP (Balle & Wang 2018), by brentq on log σ."""
+    eps = _positive_finite("epsilon", epsilon)
+    dl = _delta(delta)
+    l2 = _positive_finite("l2_sensitivity", l2_sensitivity)
+    target = math.log(dl)
+
+    def f(log_s: float) -> float:
+        return _log_delta(math.exp(log_s), eps, l2) - target
+
+    lo = hi = math.log(l2 * math.sqrt(2.0 * math.log(1.25 / dl)) / eps)
+    while f(lo) <= 0.0:  # δ(σ) decreases in σ
+        lo -= 1.0
+    while f(hi) > 0.0:
+        hi += 1.0
+    return math.exp(brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
+
+
+def classic_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
+    """√(2 ln(1.25/δ))·Δ2/ε (Dwork & Roth); warns (ClassicGaussianWarning) when ε > 1."""
+    eps = _positive_finite("epsilon", epsilon)
+    dl = _delta(delta)
+    l2 = _positive_finite("l2_sensitivity", l2_sensitivity)
+    if eps > 1.0:
+        warnings.warn(
+            f"the classic Gaussian calibration is not a valid (ε, δ)-DP calibration for ε > 1 "
+            f"(got ε = {eps:g}); use calibration='analytic'.",
+            ClassicGaussianWarning,
+            stacklevel=2,
+        )
+    return math.sqrt(2.0 * math.log(1.25 / dl)) * l2 / eps
+
+
+def adkdd21_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
+    """σ = Δ2 (c + √(c² + ε)) / (ε√2), c = √(ln(2/(√(16δ+1) − 1))) (AdKDD'21 experiments)."""
+    eps = _positive_finite("epsilon", epsilon)
+    dl = _delta(delta)
+    l2 = _positive_finite("l2_sensitivity", l2_sensitivity)
+    c = math.sqrt(math.log(2.0 / math.expm1(0.5 * math.log1p(16.0 * dl))))
+    return l2 * (c + math.sqrt(c * c + eps)) / (eps * math.sqrt(2.0))
+
+
+_CALIBRATE = {
+    "analytic": analytic_gaussian_sigma,
+    "classic": classic_gaussian_sigma,
+    "adkdd21": adkdd21_gaussian_sigma,
+}
+
+
+class GaussianMechanism:
+    """(ε, δ)-DP Gaussian mechanism: i.i.d. N(0, σ²) noise, σ from ``calibration``.
+
+    epsilon : ε > 0;  delta : 0 < δ < 1;  l2_sensitivity : Δ2 > 0 (counts);
+    calibration : "analytic" (default, tight), "classic" or "adkdd21".
+    """
+
+    name = "gaussian"
+
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float,
+        l2_sensitivity: float,
+        calibration: Literal["analytic", "classic", "adkdd21"] = "analytic",
+    ) -> None:
+        self._epsilon = _positive_finite("epsilon", epsilon)
+        self._delta = _delta(delta)
+        self._l2 = _positive_finite("l2_sensitivity", l2_sensitivity)
+        self._calibration = _choice("calibration", calibration, CALIBRATIONS)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClassicGaussianWarning)
+            self._sigma = _CALIBRATE[self._calibration](self._epsilon, self._delta, self._l2)
+        if self._calibration == "classic" and self._epsilon > 1.0:
+            warnings.warn(
+                f"the classic Gaussian calibration is not a valid (ε, δ)-DP calibration for ε > 1 "
+                f"(got ε = {self._epsilon:g}); use calibration='analytic'.",
+                ClassicGaussianWarning,
+                stacklevel=2,
+            )
+
+    @property
+    def epsilon(self) -> float:
+        return self._epsilon
+
+    @property
+    def delta(self) -> float:
+        return self._delta
+
+    @property
+    def l2_sensitivity(self) -> float:
+        return self._l2
+
+    @property
+    def calibration(self) -> str:
+        return self._calibration
+
+    @property
+    def sigma(self) -> float:
+        """Noise standard deviation σ (counts)."""
+        return self._sigma
+
+    @property
+    def scale(self) -> float:
+        return self._sigma
+
+    @property
+    def std(self) -> float:
+        return self._sigma
+
+    def sample(
+        self, size: int | tuple[int, ...], rng: np.random.Generator | int | None = None
+    ) -> np.ndarray:
+        """I.i.d. N(0, σ²) noise of the given shape (float64)."""
+        return _rng(rng).normal(0.0, self._sigma, size)
+
+    def log_density(self, x: np.ndarray | float) -> np.ndarray:
+        """log f_L(x) = −x²/(2σ²) − ½ log(2πσ²), elementwise (x in counts)."""
+        s = self._sigma
+        z = np.asarray(x, dtype=np.float64) / s
+        return -0.5 * z * z - math.log(s) - 0.5 * math.log(2.0 * math.pi)
+
+    def describe(self) -> dict:
+        return {
+            "mechanism": self.name,
+            "epsilon": self._epsilon,
+            "delta": self._delta,
+            "sigma": self._sigma,
+            "std": self._sigma,
+            "l2_sensitivity": self._l2,
+            "calibration": self._calibration,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"GaussianMechanism(epsilon={self._epsilon:g}, delta={self._delta:g}, "
+            f"l2_sensitivity={self._l2:g}, calibration={self._calibration!r}, sigma={self._sigma:.4g})"
+        )
+
+
+Mechanism = LaplaceMechanism | GaussianMechanism
+
+
+# ---------------------------------------------------------------------- accounting
+def sensitivity(
+    layout_or_T: TableLayout | int, accounting: Literal["both", "queries"] = "both"
+) -> tuple[float, float]:
+    """(Δ1, Δ2) of releasing the T released tables of a layout (or T given directly).
+
+    One record sits in exactly one row of each of the T released tables; adding or
+    removing it changes that row's count by 1 and its label sum by y ∈ {0, 1}.
+    "both" (counts and label sums released): Δ1 = 2T, Δ2 = √(2T).
+    "queries" (the paper's convention, T queries): Δ1 = T, Δ2 = √T.
+    The intercept row is derived from the released tables, so it costs nothing.
+    """
+    acc = _choice("accounting", accounting, ACCOUNTINGS)
+    if isinstance(layout_or_T, TableLayout):
+        T = layout_or_T.n_released_tables
+    elif isinstance(layout_or_T, numbers.Integral) and not isinstance(layout_or_T, bool):
+        T = int(layout_or_T)
+    else:
+        raise AggMRFError(
+            f"sensitivity needs a TableLayout or a number of released tables T; got {layout_or_T!r}."
+        )
+    if T < 1:
+        raise AggMRFError(f"the number of released tables T must be ≥ 1; got {T}.")
+    k = 2 * T if acc == "both" else T
+    return float(k), math.sqrt(k)
+
+
+def make_mechanism(
+    name: str,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    layout: TableLayout | int | None = None,
+    accounting: Literal["both", "queries"] = "both",
+    calibration: Literal["analytic", "classic", "adkdd21"] = "analytic",
+) -> Mechanism | None:
+    """Mechanism for a layout: "none" → None, "laplace" (δ ignored) or "gaussian".
+
+    The sensitivity comes from ``sensitivity(layout, accounting)``.
+    """
+    kind = _choice("mechanism", name, MECHANISMS)
+    if kind == "none":
+        return None
+    if layout is None:
+        raise AggMRFError(f"mechanism {kind!r} needs the layout (or T) to compute its sensitivity.")
+    if epsilon is None:
+        raise AggMRFError(f"mechanism {kind!r} needs epsilon > 0.")
+    l1, l2 = sensitivity(layout, accounting)
+    if kind == "laplace":
+        return LaplaceMechanism(epsilon, l1)
+    if delta is None:
+        raise AggMRFError("the gaussian mechanism needs delta with 0 < delta < 1 (e.g. 1e-7).")
+    return GaussianMechanism(epsilon, delta, l2, calibration)
+
+
+def _check_mechanism(mechanism: object) -> Mechanism:
+    if not isinstance(mechanism, LaplaceMechanism | GaussianMechanism):
+        raise AggMRFError(
+            f"expected a LaplaceMechanism or GaussianMechanism (see make_mechanism); got {mechanism!r}."
+        )
+    return mechanism
+
+
+# ---------------------------------------------------------------------- release
+def release(
+    agg: AggregatedData, mechanism: Mechanism | None, seed: int | None = None
+) -> AggregatedData:
+    """Noisy release of exact aggregates: a new AggregatedData (the input is not modified).
+
+    Every row of the released tables (``layout.released``) gets i.i.d. noise on its count
+    and on its label sum.  The intercept row (row 0 when ``layout.intercept``) is derived
+    by post-processing: its d (c) is the mean over released tables of the table's total
+    noisy count (label sum).  ``n`` becomes that derived total, rounded (≥ 1), since the
+    exact n is not released; the exact values stay in ``true_d``, ``true_c`` and
+    ``meta["true_n"]``.  ``mechanism=None`` returns an exact copy.  Deterministic for a seed.
+    """
+    if not isinstance(agg, AggregatedData):
+        raise AggMRFError(
+            f"release needs an AggregatedData (from aggregate()); got {type(agg).__name__}."
+        )
+    if agg.is_noisy:
+        raise AggMRFError(
+            "this AggregatedData is already a noisy release; release the exact aggregates."
+        )
+    if mechanism is None:
+        return replace(agg, d=agg.d.copy(), c=agg.c.copy(), meta=dict(agg.meta))
+    mech = _check_mechanism(mechanism)
+    lay = agg.layout
+    mask = lay.released
+    rng = np.random.default_rng(seed)
+    noise = mech.sample((2, int(mask.sum())), rng)
+    d = agg.d.copy()
+    c = agg.c.copy()
+    d[mask] += noise[0]
+    c[mask] += noise[1]
+    starts = lay.offsets[int(lay.intercept) : -1]
+    n_tab = lay.n_released_tables
+    d_tot = float(np.add.reduceat(d, starts).sum()) / n_tab
+    c_tot = float(np.add.reduceat(c, starts).sum()) / n_tab
+    if lay.intercept:
+        d[0] = d_tot
+        c[0] = c_tot
+    meta = dict(agg.meta)
+    meta.update(privacy=mech.describe(), seed=seed, true_n=agg.n)
+    return AggregatedData(
+        lay,
+        d,
+        c,
+        max(1, int(round(d_tot))),
+        true_d=agg.d.copy(),
+        true_c=agg.c.copy(),
+        noise=mech,
+        meta=meta,
+    )
+
+
+def project_targets(d: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Plain-MRF targets from noisy aggregates: d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺); shape (K,)."""
+    d = np.asarray(d, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    if d.shape != c.shape:
+        raise AggMRFError(f"d and c must have the same shape; got {d.shape} and {c.shape}.")
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(c))):
+        raise AggMRFError("d and c must be finite (no NaN or inf).")
+    d_plus = np.maximum(d, 0.0)
+    return d_plus, np.clip(c, 0.0, d_plus)
+
+
+# ---------------------------------------------------------------------- MRF-N posterior
+def posterior_mean_counts(
+    b: np.ndarray,
+    prior_mean: np.ndarray,
+    n: int | np.ndarray,
+    mechanism: Mechanism | None,
+    prior: Literal["binomial", "poisson"] = "binomial",
+) -> np.ndarray:
+    """E[A_j | A_j + L_j = b_j] for every coordinate j independently, shape of ``b``.
+
+    b : noisy values, shape (K,);  prior_mean : E[A_j] under the model, shape (K,)
+    (clipped to [0, n_j]);  n : trials (int or integer-valued array broadcastable to b);
+    A_j ~ Binomial(n_j, prior_mean_j/n_j) or Poisson(prior_mean_j) truncated to [0, n_j];
+    L_j ~ the mechanism's noise.  Exact sum over the integers a ∈ [0, n_j] to ~1e-13
+    (a numba kernel walking out from the posterior mode), so results are finite and in
+    [0, n_j] for any finite b.  ``mechanism=None`` (no noise) returns clip(b, 0, n).
+    """
+    kind = _choice("prior", prior, PRIORS)
+    b_arr = np.asarray(b, dtype=np.float64)
+    if not np.all(np.isfinite(b_arr)):
+        raise AggMRFError("b (noisy values) must be finite; got NaN or inf.")
+    mu = np.asarray(prior_mean, dtype=np.float64)
+    if not np.all(np.isfinite(mu)):
+        raise AggMRFError("prior_mean must be finite; got NaN or inf.")
+    n_arr = np.asarray(n, dtype=np.float64)
+    if not np.all(np.isfinite(n_arr)) or np.any(n_arr < 0):
+        raise AggMRFError(f"n must be a non-negative integer (or array of them); got {n!r}.")
+    n_int = np.round(n_arr)
+    if np.any(np.abs(n_int - n_arr) > 1e-9 * np.maximum(1.0, n_arr)):
+        raise AggMRFError(f"n must be integer-valued (a number of trials); got {n!r}.")
+    try:
+        b_b, mu_b, n_b = np.broadcast_arrays(b_arr, mu, n_int)
+    except ValueError:
+        raise AggMRFError(
+            f"b, prior_mean and n must have broadcastable shapes; got {b_arr.shape}, {mu.shape}, {n_arr.shape}."
+        ) from None
+    if b_b.shape != b_arr.shape:
+        raise AggMRFError(f"prior_mean and n must broadcast to b's shape {b_arr.shape}.")
+    if mechanism is None:
+        return np.clip(b_arr, 0.0, n_b)
+    mech = _check_mechanism(mechanism)
+    from .kernels.noise import (
+        NOISE_GAUSS,
+        NOISE_LAPLACE,
+        PRIOR_BINOMIAL,
+        PRIOR_POISSON,
+        posterior_mean_kernel,
+    )
+
+    shape = b_arr.shape
+    bb = np.ascontiguousarray(b_b, dtype=np.float64).ravel()
+    nn = np.ascontiguousarray(n_b, dtype=np.float64).ravel()
+    mm = np.clip(np.ascontiguousarray(mu_b, dtype=np.float64).ravel(), 0.0, nn)
+    out = posterior_mean_kernel(
+        bb,
+        mm,
+        nn,
+        float(mech.scale),
+        PRIOR_BINOMIAL if kind == "binomial" else PRIOR_POISSON,
+        NOISE_GAUSS if isinstance(mech, GaussianMechanism) else NOISE_LAPLACE,
+    )
+    return out.reshape(shape)
+
+
+def expected_noise(
+    b: np.ndarray,
+    prior_mean: np.ndarray,
+    n: int | np.ndarray,
+    mechanism: Mechanism | None,
+    prior: Literal["binomial", "poisson"] = "binomial",
+) -> np.ndarray:
+    """E[L_j | A_j + L_j = b_j] = b_j − E[A_j | ·] (the paper's MRF-N gradient term), shape of b."""
+    return np.asarray(b, dtype=np.float64) - posterior_mean_counts(
+        b, prior_mean, n, mechanism, prior
+    )
