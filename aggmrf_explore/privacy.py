@@ -473,7 +473,7 @@ def posterior_mean_counts(
     b : noisy values, shape (K,);  prior_mean : E[A_j] under the model, shape (K,)
     (clipped to [0, n_j]);  n : trials (int or integer-valued array broadcastable to b);
     A_j ~ Binomial(n_j, prior_mean_j/n_j) or Poisson(prior_mean_j) truncated to [0, n_j];
-    L_j ~ the mechanism's noise.  Exact sum over the integers a ∈ [0, n_j] to ~1e-13
+    L_j ~ the mechanism's noise.  Exact sum over the integers a ∈ [0, n_j] to ~1e-10
     (a numba kernel walking out from the posterior mode), so results are finite and in
     [0, n_j] for any finite b.  ``mechanism=None`` (no noise) returns clip(b, 0, n).
     """

@@ -33,8 +33,8 @@ PRIOR_POISSON = 1
 NOISE_GAUSS = 0
 NOISE_LAPLACE = 1
 
-TOL = 1e-13  # bound on the neglected tail (mass and first moment), relative to the walked mass
-CHEAP = 1e-11
+TOL = 1e-10  # bound on the neglected tail (mass and first moment), relative to the walked mass
+CHEAP = 1e-8
 LOG_MAX = 700.0  # exp(±700) is representable
 ODDS_LOG_MAX = 575.0  # prior log-odds clipped so that ratios stay in [e^-600, e^600]
 
