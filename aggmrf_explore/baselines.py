@@ -1,0 +1,251 @@
+"""Baselines the MRF is compared with (the paper's section 5.2).
+
+- ``logistic_pairs``: the skyline, a logistic regression on exactly the MRF's features φ(x)
+  (one-hot + all pair crosses), trained on the full disaggregated records;
+- ``logistic``: plain logistic regression on one-hot features;
+- ``naive_bayes``: naive Bayes from the single-feature tables, tempered;
+- ``best_pair``: the best model that uses one pair table alone (the paper's "B2f").
+
+Every hyper-parameter (L2 strength, NB temperature, which pair) is chosen on a validation
+split of the *training* records (``validation_fraction``, seeded), never on the test set,
+then the model is refit on all training records.  Penalties are written as the MRF's:
+loss = Σ_i logloss_i + λ ‖w‖², so scikit-learn's C = 1 / (2λ).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import expit
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+
+from .errors import AggMRFError
+from .metrics import log_loss, nllh
+from .tables import TableLayout, aggregate
+
+__all__ = [
+    "BaselineResult",
+    "LAMBDA_GRID",
+    "fit_logistic",
+    "logistic_pairs",
+    "logistic_onehot",
+    "naive_bayes",
+    "best_pair",
+    "fit_baselines",
+]
+
+LAMBDA_GRID = (4.0, 16.0, 64.0, 256.0)
+NB_TEMPERATURES = (1.0, 0.7, 0.5, 0.35, 0.25, 0.15)
+PAIR_SMOOTHING = 2.0  # pseudo-records at the base rate in each pair cell
+
+
+@dataclass
+class BaselineResult:
+    """A fitted baseline: test predictions P(Y=1|x) (n_test,), test NLLH, fit time (s)."""
+
+    name: str
+    proba_test: np.ndarray
+    nllh_test: float
+    seconds: float
+    info: dict = field(default_factory=dict)
+
+
+def _split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    n_val = max(1, int(round(fraction * n)))
+    return perm[n_val:], perm[:n_val]
+
+
+def _check_xy(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X)
+    y = np.asarray(y)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise AggMRFError(f"X must be (n, D) and y (n,); got {X.shape} and {y.shape}.")
+    if len(np.unique(y)) < 2:
+        raise AggMRFError("the training labels have a single class; a classifier needs both.")
+    return X, y
+
+
+def _fit_lr(Phi, y, lam: float, max_iter: int) -> LogisticRegression:
+    """L-BFGS (the paper: 200 iterations), convergence warnings silenced (they are expected
+    at the tolerance we use and say nothing the validation score does not)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return LogisticRegression(C=1.0 / (2.0 * lam), max_iter=max_iter, tol=1e-4).fit(Phi, y)
+
+
+def fit_logistic(
+    X: np.ndarray,
+    y: np.ndarray,
+    layout: TableLayout,
+    lambdas: tuple[float, ...] = LAMBDA_GRID,
+    validation_fraction: float = 0.2,
+    seed: int = 0,
+    max_iter: int = 200,
+) -> tuple[LogisticRegression, float, dict]:
+    """L2 logistic regression on φ(X) of a layout; λ picked on a validation split.
+
+    Returns (model fitted on all of X, chosen λ, {λ: validation NLLH}).
+    """
+    X, y = _check_xy(X, y)
+    lay = TableLayout(
+        layout.n_modalities,
+        [t for t in layout.tables if t],
+        layout.feature_names,
+        intercept=False,
+    )
+    Phi = lay.phi(X)
+    tr, va = _split(X.shape[0], validation_fraction, seed)
+    scores = {}
+    if len(lambdas) > 1 and len(np.unique(y[va])) == 2:
+        for lam in lambdas:
+            m = _fit_lr(Phi[tr], y[tr], lam, max_iter)
+            scores[lam] = nllh(y[va], m.predict_proba(Phi[va])[:, 1])
+        best = max(scores, key=scores.get)
+    else:
+        best = lambdas[0]
+    model = _fit_lr(Phi, y, best, max_iter)
+    model.layout_ = lay
+    return model, best, scores
+
+
+def _logistic_result(name, X, y, X_test, y_test, layout, seed) -> BaselineResult:
+    t0 = time.perf_counter()
+    model, lam, scores = fit_logistic(X, y, layout, seed=seed)
+    p = model.predict_proba(model.layout_.phi(X_test))[:, 1]
+    return BaselineResult(
+        name,
+        p,
+        nllh(y_test, p),
+        time.perf_counter() - t0,
+        {"lambda": lam, "validation_nllh": scores, "model": model},
+    )
+
+
+def logistic_pairs(X, y, X_test, y_test, layout: TableLayout, seed: int = 0) -> BaselineResult:
+    """Skyline: logistic on the MRF's own φ (same tables), trained on all records."""
+    return _logistic_result("logistic_pairs", X, y, X_test, y_test, layout, seed)
+
+
+def logistic_onehot(X, y, X_test, y_test, layout: TableLayout, seed: int = 0) -> BaselineResult:
+    """Plain logistic regression on one-hot features (single tables only)."""
+    singles = TableLayout(
+        layout.n_modalities, [(f,) for f in range(layout.n_features)], layout.feature_names
+    )
+    return _logistic_result("logistic", X, y, X_test, y_test, singles, seed)
+
+
+def _nb_log_ratios(X, y, layout: TableLayout, alpha: float = 1.0):
+    """Per-feature log P(x_f | y=1) − log P(x_f | y=0) with add-α smoothing, list of (M_f,)."""
+    singles = TableLayout(
+        layout.n_modalities, [(f,) for f in range(layout.n_features)], intercept=False
+    )
+    agg = aggregate(X, y, singles)
+    out = []
+    for ti in range(singles.n_tables):
+        sl = slice(singles.offsets[ti], singles.offsets[ti + 1])
+        pos = agg.c[sl] + alpha
+        neg = agg.d[sl] - agg.c[sl] + alpha
+        out.append(np.log(pos / pos.sum()) - np.log(neg / neg.sum()))
+    return out
+
+
+def _nb_scores(X, ratios) -> np.ndarray:
+    return sum(r[X[:, f]] for f, r in enumerate(ratios))
+
+
+def naive_bayes(
+    X, y, X_test, y_test, layout: TableLayout, seed: int = 0, validation_fraction: float = 0.2
+) -> BaselineResult:
+    """Naive Bayes from the single-feature tables (add-1 smoothing), tempered.
+
+    Correlated features make plain NB over-confident; its summed log-likelihood ratio is
+    multiplied by a temperature w ≤ 1 and the intercept refit to the base rate, with w
+    chosen on a validation split of the training records.
+    """
+    t0 = time.perf_counter()
+    X, y = _check_xy(X, y)
+    tr, va = _split(X.shape[0], validation_fraction, seed)
+
+    def fit_intercept(s, yy, w):
+        # one-dimensional: b such that mean σ(b + w s) = mean y
+        from scipy.optimize import brentq
+
+        target = yy.mean()
+        return brentq(lambda b: expit(b + w * s).mean() - target, -50, 50)
+
+    ratios = _nb_log_ratios(X[tr], y[tr], layout)
+    s_tr, s_va = _nb_scores(X[tr], ratios), _nb_scores(X[va], ratios)
+    scores = {}
+    for w in NB_TEMPERATURES:
+        b = fit_intercept(s_tr, y[tr], w)
+        scores[w] = -log_loss(y[va], expit(b + w * s_va))
+    w = max(scores, key=scores.get)
+    ratios = _nb_log_ratios(X, y, layout)
+    s = _nb_scores(X, ratios)
+    b = fit_intercept(s, y, w)
+    p = expit(b + w * _nb_scores(X_test, ratios))
+    return BaselineResult(
+        "naive_bayes", p, nllh(y_test, p), time.perf_counter() - t0, {"temperature": w}
+    )
+
+
+def _pair_rates(X, y, f, g, M, prior):
+    idx = X[:, f].astype(np.int64) * M[g] + X[:, g]
+    d = np.bincount(idx, minlength=M[f] * M[g])
+    c = np.bincount(idx, weights=y.astype(float), minlength=M[f] * M[g])
+    return (c + PAIR_SMOOTHING * prior) / (d + PAIR_SMOOTHING)
+
+
+def best_pair(
+    X, y, X_test, y_test, layout: TableLayout, seed: int = 0, validation_fraction: float = 0.2
+) -> BaselineResult:
+    """The paper's B2f: the best single pair table used alone as a predictor.
+
+    Each cell predicts its smoothed positive rate (c + m p₀) / (d + m); the pair is chosen
+    on a validation split of the training records, then refit on all of them.
+    """
+    t0 = time.perf_counter()
+    X, y = _check_xy(X, y)
+    pairs = [t for t in layout.tables if len(t) == 2]
+    if not pairs:
+        D = layout.n_features
+        pairs = [(f, g) for f in range(D) for g in range(f + 1, D)]
+    if not pairs:
+        raise AggMRFError("best_pair needs at least two features.")
+    M = layout.n_modalities
+    tr, va = _split(X.shape[0], validation_fraction, seed)
+    prior = y[tr].mean()
+    scores = {}
+    for f, g in pairs:
+        rates = _pair_rates(X[tr], y[tr], f, g, M, prior)
+        scores[(f, g)] = -log_loss(y[va], rates[X[va, f] * M[g] + X[va, g]])
+    f, g = max(scores, key=scores.get)
+    rates = _pair_rates(X, y, f, g, M, y.mean())
+    p = rates[X_test[:, f].astype(np.int64) * M[g] + X_test[:, g]]
+    name = f"{layout.feature_names[f]} × {layout.feature_names[g]}"
+    return BaselineResult("best_pair", p, nllh(y_test, p), time.perf_counter() - t0, {"pair": name})
+
+
+def fit_baselines(
+    problem, seed: int = 0, which: tuple[str, ...] | None = None
+) -> dict[str, BaselineResult]:
+    """All baselines for a prepared problem (experiment.Problem); dict keyed by name."""
+    enc, lay = problem.encoded, problem.layout
+    args = (enc.X_train, enc.y_train, enc.X_test, enc.y_test, lay)
+    makers = {
+        "logistic_pairs": logistic_pairs,
+        "logistic": logistic_onehot,
+        "naive_bayes": naive_bayes,
+        "best_pair": best_pair,
+    }
+    which = which or tuple(makers)
+    unknown = set(which) - set(makers)
+    if unknown:
+        raise AggMRFError(f"unknown baselines {sorted(unknown)}; choose from {sorted(makers)}.")
+    return {name: makers[name](*args, seed=seed) for name in which}
