@@ -1,0 +1,33 @@
+"""Shared fixtures: small, seeded problems so the suite stays fast."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aggmrf_explore import TableLayout, aggregate
+
+
+@pytest.fixture(scope="session")
+def xor_problem():
+    """50 000 XOR records (seeded), all singles + pairs, exact aggregates."""
+    from aggmrf_explore.experiment import prepare
+
+    return prepare("xor", n=50_000, seed=0)
+
+
+@pytest.fixture(scope="session")
+def toy_problem():
+    from aggmrf_explore.experiment import prepare
+
+    return prepare("toy")
+
+
+@pytest.fixture
+def random_layout_data():
+    """A small random layout (3 features, M = 2, 3, 4) with 5 000 random records."""
+    rng = np.random.default_rng(7)
+    lay = TableLayout.all_pairs([2, 3, 4])
+    X = np.column_stack([rng.integers(0, m, 5000) for m in (2, 3, 4)])
+    y = (rng.random(5000) < 0.3 + 0.2 * (X[:, 0] == 1)).astype(int)
+    return lay, X, y, aggregate(X, y, lay)
