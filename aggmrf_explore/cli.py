@@ -84,6 +84,8 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--drop-features", help="comma-separated feature columns to drop")
     g.add_argument("--n", type=int, default=None, help="records (generated data) or a subsample")
     g.add_argument("--bins", type=int, default=10, help="bins for numeric columns (deciles: 10)")
+    g.add_argument("--unseen", choices=("error", "other"), default="error",
+                   help="--csv: a test value never seen in training is an error (default) or '(other)'")  # fmt: skip
     g.add_argument("--no-singles", action="store_true", help="do not release single-feature tables")
     g.add_argument("--no-pairs", action="store_true", help="do not release pair tables")
     g.add_argument("--seed", type=int, default=0, help="seed for data, noise and Gibbs sampling")
@@ -167,6 +169,7 @@ def _load(args) -> object:
             features=features,
             drop_features=drop,
             seed=args.seed,
+            unseen=args.unseen,
         )
     if not args.dataset:
         raise AggMRFError(

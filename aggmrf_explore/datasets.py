@@ -769,12 +769,15 @@ def load_csv(
     drop_features: list[str] | None = None,
     seed: int = 0,
     positive: object | None = None,
+    unseen: str = "error",
 ) -> Dataset:
     """Load your own CSV (',' or ';' separated, header line) with a binary ``label`` column.
 
     Without ``test_csv``, a seeded stratified split keeps ``test_fraction`` of the rows for
     test.  The positive class follows :func:`~aggmrf_explore.encoding.encode_label` unless
-    ``positive`` is given.  Cells of used columns must not be empty / NaN.
+    ``positive`` is given.  Cells of used columns must not be empty / NaN.  ``unseen``:
+    what a test value never seen in training becomes — "error" (default: it would silently
+    borrow the other tables' evidence) or "other" (an extra "(other)" modality).
     """
     frac = _check_fraction(test_fraction) if test_csv is None else None
     df = _read_csv_file(path)
@@ -800,7 +803,7 @@ def load_csv(
         test=test_df if test_df is not None else df.iloc[:0],
         label=label,
         citation="user data",
-        encoding={"unseen": "other"},
+        encoding={"unseen": unseen},
     )
     ds = _select(ds, features, drop_features)
     if len(ds.feature_columns) == 0:

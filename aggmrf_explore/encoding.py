@@ -361,7 +361,7 @@ class Encoder:
                 more = f" and {len(vals) - 10} more" if len(vals) > 10 else ""
                 raise AggMRFError(
                     f"column {name!r} has {int(unseen.sum())} row(s) with value(s) not seen at fit "
-                    f"time: {shown}{more}. Pass unseen='other' to map them to an extra "
+                    f"time: {shown}{more}. Pass unseen='other' (command line: --unseen other) to map them to an extra "
                     f"'{OTHER}' modality, or fit on data that contains them."
                 )
             codes = np.where(unseen, other, codes)

@@ -261,9 +261,11 @@ def test_load_csv_errors(tmp_path):
         load_csv(one, "y")
 
 
-def test_load_csv_unseen_in_test_split_does_not_fail(tmp_path):
+def test_load_csv_unseen_in_test_is_an_error_unless_other(tmp_path):
     train = _write(tmp_path, _csv_text(n=60))
     test = _write(tmp_path, _csv_text(n=10) + "80,green,no\n", "t.csv")
-    enc = load_csv(train, "target", test_csv=test).encode()
+    with pytest.raises(AggMRFError, match="'green'.*--unseen other"):
+        load_csv(train, "target", test_csv=test).encode()
+    enc = load_csv(train, "target", test_csv=test, unseen="other").encode()
     assert enc.modality_labels[1] == ["blue", "red", OTHER]
     assert enc.X_test[-1, 1] == 2 and enc.X_test.dtype == np.int32

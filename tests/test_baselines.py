@@ -1,0 +1,49 @@
+"""Baselines: hyper-parameters chosen on training data only; naive Bayes not absurd."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aggmrf_explore import AggMRFError
+from aggmrf_explore.baselines import best_pair, fit_logistic, logistic_pairs, naive_bayes
+from aggmrf_explore.experiment import prepare
+
+
+@pytest.fixture(scope="module")
+def adult_small():
+    return prepare("adult", n=6000, seed=0)
+
+
+def test_hyperparameters_never_see_the_test_set(adult_small):
+    enc, lay = adult_small.encoded, adult_small.layout
+    a = logistic_pairs(enc.X_train, enc.y_train, enc.X_test, enc.y_test, lay)
+    b = logistic_pairs(enc.X_train, enc.y_train, enc.X_test, 1 - enc.y_test, lay)
+    assert a.info["lambda"] == b.info["lambda"]
+    np.testing.assert_array_equal(a.proba_test, b.proba_test)
+    nb1 = naive_bayes(enc.X_train, enc.y_train, enc.X_test, enc.y_test, lay)
+    nb2 = naive_bayes(enc.X_train, enc.y_train, enc.X_test, 1 - enc.y_test, lay)
+    assert nb1.info == nb2.info
+    bp1 = best_pair(enc.X_train, enc.y_train, enc.X_test, enc.y_test, lay)
+    bp2 = best_pair(enc.X_train, enc.y_train, enc.X_test, 1 - enc.y_test, lay)
+    assert bp1.info == bp2.info
+
+
+def test_ordering_on_adult_subsample(adult_small):
+    enc, lay = adult_small.encoded, adult_small.layout
+    lr = logistic_pairs(enc.X_train, enc.y_train, enc.X_test, enc.y_test, lay)
+    nb = naive_bayes(enc.X_train, enc.y_train, enc.X_test, enc.y_test, lay)
+    bp = best_pair(enc.X_train, enc.y_train, enc.X_test, enc.y_test, lay)
+    assert lr.nllh_test > bp.nllh_test > 0.1
+    assert nb.nllh_test > 0.1  # tempered NB is not worse than the base rate
+    assert nb.info["temperature"] < 1.0  # correlated features: NB is shrunk
+    assert np.all((nb.proba_test > 0) & (nb.proba_test < 1))
+
+
+def test_logistic_grid_and_errors(adult_small):
+    enc, lay = adult_small.encoded, adult_small.layout
+    model, lam, scores = fit_logistic(enc.X_train, enc.y_train, lay, lambdas=(4.0, 64.0))
+    assert lam in (4.0, 64.0) and set(scores) == {4.0, 64.0}
+    assert lam == max(scores, key=scores.get)
+    with pytest.raises(AggMRFError, match="single class"):
+        fit_logistic(enc.X_train, np.zeros_like(enc.y_train), lay)

@@ -1,0 +1,142 @@
+"""The command line: JSON shape, the XOR command, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aggmrf_explore.cli import main
+
+FAST = ["--iterations", "30", "--gibbs-samples", "1000"]
+
+
+def run_cli(capsys, args):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_json_shape(capsys):
+    code, out, _ = run_cli(
+        capsys, ["run", "--dataset", "synthetic", "--n", "3000", *FAST, "--json"]
+    )
+    assert code == 0
+    res = json.loads(out)
+    assert res["dataset"] == "synthetic" and res["n_train"] == 3000 and res["n_test"] == 3000
+    assert set(res["models"]) == {"mrf", "logistic_pairs", "logistic", "naive_bayes", "best_pair"}
+    for m in res["models"].values():
+        assert np.isfinite(m["nllh_test"]) and m["seconds"] >= 0
+    assert res["settings"]["n_gibbs"] == 1000 and res["settings"]["iterations"] == 30
+    assert res["noise"] == {"mechanism": "none"}
+
+
+def test_run_table_output(capsys):
+    code, out, _ = run_cli(
+        capsys, ["run", "--dataset", "xor", "--n", "2000", *FAST, "--no-baselines"]
+    )
+    assert code == 0
+    assert "test NLLH" in out and "mrf" in out
+
+
+def test_xor_command(capsys):
+    code, out, _ = run_cli(capsys, ["xor", "--n", "40000", "--iterations", "300", "--json"])
+    assert code == 0
+    states = json.loads(out)["states"]
+    assert len(states) == 8
+    for s in states:
+        if s["p_x"] == 0:
+            continue
+        x3 = s["x"][2]
+        assert s["truth"] == (0.75 if x3 else 0.25)
+        assert s["maxent_exact"] == pytest.approx(0.9 if x3 else 0.1, abs=1e-3)
+        assert s["mrf"] == pytest.approx(s["maxent_exact"], abs=0.03)
+        assert s["logistic"] == pytest.approx(s["truth"], abs=0.02)
+
+
+@pytest.fixture
+def csv_dir(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame(
+        {
+            "colour": rng.choice(["red", "green", "blue"], n),
+            "size": rng.normal(10, 3, n).round(2),
+            "shape": rng.choice(["round", "square"], n),
+        }
+    )
+    df["bought"] = np.where(rng.random(n) < 0.3 + 0.3 * (df["colour"] == "red"), "yes", "no")
+    good = tmp_path / "good.csv"
+    df.to_csv(good, index=False)
+    three = df.copy()
+    three.loc[:5, "bought"] = "maybe"
+    three.to_csv(tmp_path / "three.csv", index=False)
+    single = df.copy()
+    single["bought"] = "yes"
+    single.to_csv(tmp_path / "single.csv", index=False)
+    holes = df.copy().astype({"size": "float64"})
+    holes.loc[3, "size"] = np.nan
+    holes.to_csv(tmp_path / "holes.csv", index=False)
+    unseen = df.copy()
+    unseen.loc[:3, "shape"] = "triangle"
+    unseen.to_csv(tmp_path / "unseen_test.csv", index=False)
+    (tmp_path / "binary.csv").write_bytes(bytes(range(256)) * 20)
+    return tmp_path
+
+
+def test_run_own_csv(capsys, csv_dir):
+    code, out, _ = run_cli(
+        capsys,
+        ["run", "--csv", str(csv_dir / "good.csv"), "--label", "bought", *FAST, "--json"],
+    )
+    assert code == 0
+    res = json.loads(out)
+    assert res["n_train"] + res["n_test"] == 400 and res["n_features"] == 3
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["run", "--dataset", "nope"], "unknown dataset 'nope'"),
+        (["run", "--csv", "{d}/three.csv", "--label", "bought"], "more than two|maybe"),
+        (
+            ["run", "--csv", "{d}/single.csv", "--label", "bought"],
+            "single class|one class|only one",
+        ),
+        (["run", "--csv", "{d}/holes.csv", "--label", "bought"], "size"),
+        (["run", "--csv", "{d}/good.csv", "--label", "nope"], "nope"),
+        (
+            ["run", "--csv", "{d}/good.csv", "--label", "bought", "--features", "colour,weight"],
+            "weight",
+        ),
+        (["run", "--csv", "{d}/binary.csv", "--label", "bought"], "CSV|csv"),
+        (["run", "--csv", "{d}/missing.csv", "--label", "bought"], "not found"),
+        (
+            [
+                "run",
+                "--csv",
+                "{d}/good.csv",
+                "--label",
+                "bought",
+                "--test-csv",
+                "{d}/unseen_test.csv",
+            ],
+            "triangle",
+        ),
+        (["run", "--dataset", "toy", "--lambda-theta", "-1"], "lambda_theta"),
+        (["run", "--dataset", "toy", "--step-mu", "0"], "step_mu"),
+        (["run", "--dataset", "toy", "--gibbs-samples", "0"], "n_gibbs"),
+        (["run", "--dataset", "toy", "--iterations", "0"], "iterations"),
+        (["run", "--dataset", "toy", "--mechanism", "gaussian"], "needs --epsilon"),
+        (["run", "--dataset", "toy", "--noise-aware"], "needs noise"),
+        (["run"], "choose the data"),
+    ],
+)
+def test_bad_input_gives_one_clear_line(capsys, csv_dir, args, match):
+    args = [a.replace("{d}", str(csv_dir)) for a in args]
+    code, out, err = run_cli(capsys, args)
+    assert code == 2
+    assert err.startswith("error: ") and "Traceback" not in err
+    assert pytest.importorskip("re").search(match, err), err
