@@ -1,0 +1,829 @@
+"""The Panel layout of the explorer: sidebar of grouped controls, live HoloViews plots.
+
+``build_app()`` returns the servable template (``panel serve apps/explorer.py``);
+``Explorer()`` displays inline in Jupyter (``Explorer().to_ipywidget()`` for ipywidgets).
+
+Training runs in time-boxed ticks of a per-session periodic callback (period
+``TICK_MS``; a tick trains for at most ``TICK_BUDGET`` of it), so the page never
+freezes.  Line plots get new data every ~0.25 s through ``hv.streams.Pipe``; heavier
+plots (prediction scatter, d̂ vs d, table browser, XOR bars) at most once a second.
+Data preparation and the slow baselines run in a worker thread while a busy indicator
+shows; everything numba runs on the server's event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+
+from . import plots
+from .state import (
+    CHEAP_BASELINES,
+    DATA_KEYS,
+    SLOW_BASELINES,
+    URL_KEYS,
+    ExplorerSession,
+    _message,
+    get_baselines,
+    register_upload,
+    upload_columns,
+)
+
+__all__ = ["Explorer", "build_app", "TICK_MS", "TICK_BUDGET"]
+
+TICK_MS = 100
+TICK_BUDGET = 0.06  # seconds of training per tick (60 % of the period)
+FAST_REFRESH = 0.5
+HEAVY_REFRESH = 2.0
+
+_EXECUTOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aggmrf-data")
+_WARM = threading.Event()
+_WARM_LOCK = threading.Lock()
+
+DATASET_LABELS = {
+    "Toy — the paper's Table 1": "toy",
+    "XOR counterexample": "xor",
+    "Synthetic (random MRF)": "synthetic",
+    "Adult (census income)": "adult",
+    "Bank marketing": "bank",
+    "Upload a CSV…": "upload",
+}
+PRESETS = {
+    "— choose a preset —": None,
+    "XOR counterexample (max-ent fails)": {"dataset": "xor", "mechanism": "none"},
+    "Adult, paper settings (n' = 10 000)": {
+        "dataset": "adult",
+        "mechanism": "none",
+        "n_gibbs": 10_000,
+        "auto_defaults": True,
+    },
+    "Adult, Gaussian noise ε = 1, δ = 1e-7": {
+        "dataset": "adult",
+        "mechanism": "gaussian",
+        "epsilon": 1.0,
+        "delta": 1e-7,
+    },
+    "Toy Table 1, exact-size sampler": {"dataset": "toy", "mechanism": "none", "n_gibbs": 1000},
+    "True gradient instead of rescaled": {"gradient": "true"},
+}
+
+CSS = """
+.aggmrf-error { color: #b00020; font-size: 12px; margin-top: -6px; }
+.aggmrf-status { font-size: 15px; font-weight: 600; }
+.aggmrf-explain { font-size: 12.5px; color: #444; }
+"""
+
+
+def _log_grid(lo_exp: int, hi_exp: int, mantissas=(1, 2, 5), zero: bool = False) -> list[float]:
+    vals = [0.0] if zero else []
+    for e in range(lo_exp, hi_exp + 1):
+        vals += [m * 10.0**e for m in mantissas if m * 10.0**e <= 10.0**hi_exp]
+    return vals
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000 or abs(v) < 1e-3:
+        return f"{v:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
+    return f"{v:.4g}"
+
+
+def warm_up_once() -> None:
+    """Compile (or load from numba's cache) every kernel once per process."""
+    if _WARM.is_set():
+        return
+    with _WARM_LOCK:
+        if not _WARM.is_set():
+            from ..kernels import warm_up
+
+            warm_up()
+            _WARM.set()
+
+
+class _LivePlot:
+    """A DynamicMap fed by a Pipe; rebuilt only when the plot's layer structure changes."""
+
+    def __init__(self, fn, data: dict, mode=None, height: int = 300) -> None:
+        self.fn = fn
+        self.mode = mode
+        self.pipe = hv.streams.Pipe(data=data)
+        self.pane = pn.pane.HoloViews(
+            self._dmap(), sizing_mode="stretch_width", height=height, linked_axes=False
+        )
+
+    def _dmap(self):
+        fn = self.fn
+        return hv.DynamicMap(lambda data: fn(**data), streams=[self.pipe])
+
+    def send(self, data: dict, mode=None) -> None:
+        if mode != self.mode:
+            self.mode = mode
+            self.pipe = hv.streams.Pipe(data=data)
+            self.pane.object = self._dmap()
+        else:
+            self.pipe.send(data)
+
+
+class Explorer(pn.viewable.Viewer):
+    """The explorer for one session: controls, live plots, training loop.
+
+    ``Explorer()`` displays inline in Jupyter; ``Explorer().template()`` is the served page.
+    ``sync_url`` mirrors the settings in the page URL (served apps only).
+    """
+
+    def __init__(self, session: ExplorerSession | None = None, sync_url: bool = True, **settings):
+        super().__init__()
+        self.session = session or ExplorerSession(lazy=True, **settings)
+        self.session._loader = self._schedule_load
+        self._syncing = False
+        self._callback = None
+        self._last_fast = 0.0
+        self._last_heavy = 0.0
+        self._good_data = {k: getattr(self.session, k) for k in DATA_KEYS}
+        self._loaded = False
+        self._build_widgets()
+        self._build_plots()
+        self._build_layout()
+        if sync_url:
+            self._sync_url()
+        pn.state.onload(self._on_load)
+
+    # ------------------------------------------------------------------ widgets
+    def _bind(self, name: str, widget, to_w=None, from_w=None, prop: str = "value"):
+        to_w = to_w or (lambda v: v)
+        from_w = from_w or (lambda v: v)
+
+        def on_widget(event):
+            if self._syncing:
+                return
+            self._guard(lambda: self.session.propose(name, from_w(event.new)))
+
+        def on_session(event):
+            self._syncing = True
+            try:
+                setattr(widget, prop, to_w(event.new))
+            except Exception:  # noqa: BLE001 - a display mismatch must never break the page
+                pass
+            finally:
+                self._syncing = False
+
+        widget.param.watch(on_widget, prop)
+        self.session.param.watch(on_session, name)
+        self._syncing = True
+        try:
+            setattr(widget, prop, to_w(getattr(self.session, name)))
+        finally:
+            self._syncing = False
+        err = pn.pane.Markdown("", css_classes=["aggmrf-error"], visible=False, margin=(0, 10))
+        self._error_panes[name] = err
+        return pn.Column(widget, err, margin=0, sizing_mode="stretch_width")
+
+    def _log_slider(self, name: str, label: str, grid: list[float]):
+        opts = {_fmt(v): v for v in grid}
+        w = pn.widgets.DiscreteSlider(name=label, options=opts, sizing_mode="stretch_width")
+
+        def to_w(v):
+            if v not in w.values:
+                opts2 = dict(sorted({**w.options, _fmt(v): v}.items(), key=lambda kv: kv[1]))
+                w.options = opts2
+            return v
+
+        return self._bind(name, w, to_w=to_w)
+
+    def _build_widgets(self) -> None:
+        s = self.session
+        self._error_panes: dict[str, pn.pane.Markdown] = {}
+        sw = dict(sizing_mode="stretch_width")
+        # run controls
+        self.play_button = pn.widgets.Button(name="▶ Play", button_type="success", **sw)
+        self.step_button = pn.widgets.Button(name="Step", button_type="primary", **sw)
+        self.reset_button = pn.widgets.Button(name="Reset", button_type="warning", **sw)
+        self.play_button.on_click(lambda e: self._guard(self._toggle))
+        self.step_button.on_click(lambda e: self._guard(self._step))
+        self.reset_button.on_click(lambda e: self._guard(self._reset))
+        self.status = pn.pane.Markdown(
+            "loading…", css_classes=["aggmrf-status"], sizing_mode="stretch_width", margin=(5, 10)
+        )
+        self.spinner = pn.indicators.LoadingSpinner(
+            value=True, size=28, name="preparing data…", margin=(5, 10)
+        )
+        self.notice = pn.pane.Alert("", alert_type="info", visible=False, **sw)
+        self.message = pn.pane.Alert("", alert_type="danger", visible=False, **sw)
+        self.preset = pn.widgets.Select(name="Preset", options=list(PRESETS), **sw)
+        self.preset.param.watch(lambda e: self._guard(lambda: self._apply_preset(e.new)), "value")
+        # data
+        labels = {v: k for k, v in DATASET_LABELS.items()}
+        self.w_dataset = pn.widgets.Select(name="Dataset", options=DATASET_LABELS, **sw)
+        self.w_n = pn.widgets.IntInput(name="Sample size n (per split)", value=s.n_samples, **sw)
+        self.w_seed = pn.widgets.IntInput(name="Seed", value=s.data_seed, **sw)
+        self.regenerate = pn.widgets.Button(name="Regenerate data", **sw)
+        self.regenerate.on_click(lambda e: self._guard(self._regenerate))
+        self.w_upload = pn.widgets.FileInput(accept=".csv", **sw)
+        self.w_upload.param.watch(lambda e: self._guard(lambda: self._on_upload(e.new)), "value")
+        self.w_label = pn.widgets.Select(name="Label column", options=[""], **sw)
+        self.w_features = pn.widgets.MultiChoice(
+            name="Features (empty = all)", options=[], placeholder="all features", **sw
+        )
+        self.w_singles = pn.widgets.Checkbox(name="single-feature tables")
+        self.w_pairs = pn.widgets.Checkbox(name="pair tables")
+        del labels
+        # privacy
+        self.w_mech = pn.widgets.RadioButtonGroup(
+            name="Mechanism", options={"none": "none", "Laplace": "laplace", "Gaussian": "gaussian"}
+        )
+        self.w_acc = pn.widgets.Select(
+            name="Accounting",
+            options={"counts and label sums (2T)": "both", "T queries (paper)": "queries"},
+            **sw,
+        )
+        self.w_cal = pn.widgets.Select(
+            name="Gaussian calibration",
+            options={
+                "analytic (Balle & Wang)": "analytic",
+                "classic": "classic",
+                "AdKDD'21": "adkdd21",
+            },
+            **sw,
+        )
+        self.sigma = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self.w_aware = pn.widgets.Checkbox(name="noise-aware training (MRF-N)")
+        # training
+        self.w_gibbs = pn.widgets.IntInput(name="Gibbs samples n'", step=1000, **sw)
+        self.w_auto = pn.widgets.Checkbox(name="default rule for λ and α (α = 1/T, λ_θ = T/2)")
+        self.w_step_mu = pn.widgets.FloatInput(name="step α_μ", step=0.01, format="0.0000", **sw)
+        self.w_step_theta = pn.widgets.FloatInput(name="step α_θ", step=0.01, format="0.0000", **sw)
+        self.w_grad = pn.widgets.RadioButtonGroup(
+            name="Gradient", options={"rescaled (paper)": "rescaled", "true": "true"}
+        )
+        self.w_precond = pn.widgets.Checkbox(name="preconditioning (diagonal Hessian)")
+        self.w_ipt = pn.widgets.IntSlider(name="Max iterations per tick", start=1, end=200, **sw)
+        # downloads
+        self.dl_settings = pn.widgets.FileDownload(
+            callback=lambda: io.StringIO(self.session.settings_json()),
+            filename="aggmrf_settings.json",
+            label="Download settings (JSON)",
+            **sw,
+        )
+        self.dl_history = pn.widgets.FileDownload(
+            callback=lambda: io.StringIO(self.session.history_csv()),
+            filename="aggmrf_history.csv",
+            label="Download history (CSV)",
+            **sw,
+        )
+        b = self._bind
+        self.c_dataset = b("dataset", self.w_dataset)
+        self.c_n = b("n_samples", self.w_n)
+        self.c_seed = b("data_seed", self.w_seed)
+        self.c_label = b("label_column", self.w_label)
+        self.c_features = b("features", self.w_features)
+        self.c_singles = b("singles", self.w_singles)
+        self.c_pairs = b("pairs", self.w_pairs)
+        self.c_mech = b("mechanism", self.w_mech)
+        self.c_eps = self._log_slider("epsilon", "privacy budget ε (log scale)", _log_grid(-2, 2))
+        self.c_delta = self._log_slider("delta", "δ (log scale)", _log_grid(-12, -2, (1,)))
+        self.c_acc = b("accounting", self.w_acc)
+        self.c_cal = b("calibration", self.w_cal)
+        self.c_aware = b("noise_aware", self.w_aware)
+        self.c_gibbs = b("n_gibbs", self.w_gibbs)
+        self.c_auto = b("auto_defaults", self.w_auto)
+        self.c_lmu = self._log_slider(
+            "lambda_mu", "λ_μ (L2 on μ, log scale)", _log_grid(-2, 3, zero=True)
+        )
+        self.c_ltheta = self._log_slider(
+            "lambda_theta", "λ_θ (L2 on θ, log scale)", _log_grid(-2, 4, zero=True)
+        )
+        self.c_step_mu = b("step_mu", self.w_step_mu)
+        self.c_step_theta = b("step_theta", self.w_step_theta)
+        self.c_grad = b("gradient", self.w_grad)
+        self.c_precond = b("precondition", self.w_precond)
+        self.c_ipt = b("iters_per_tick", self.w_ipt)
+        s.param.watch(self._show_errors, "errors")
+        s.param.watch(self._on_dataset_visibility, ["dataset", "mechanism"])
+        s.param.watch(
+            lambda e: self._refresh_sigma(), ["epsilon", "delta", "accounting", "mechanism"]
+        )
+        s.param.watch(self._on_notice, "notice")
+        s.param.watch(self._on_busy, "busy")
+        s.param.watch(self._on_version, "version")
+        s.param.watch(self._on_running, "running")
+
+    # ------------------------------------------------------------------ plots
+    def _build_plots(self) -> None:
+        self.p_nllh = _LivePlot(plots.nllh_plot, {"history": None, "references": {}})
+        self.p_conv = _LivePlot(plots.convergence_plot, {"history": None, "floor": None})
+        self.p_pred = _LivePlot(
+            plots.predictions_plot, {"frame": None, "mode": "waiting"}, "waiting"
+        )
+        self.p_dhat = _LivePlot(plots.dhat_scatter, {"frame": None, "iteration": 0})
+        self.p_xor = _LivePlot(plots.xor_plot, {"frame": None}, height=380)
+        self.noise_hist = pn.pane.HoloViews(
+            plots.noise_histogram(None, 1.0, "gaussian"), sizing_mode="stretch_width", height=360
+        )
+        self.noise_scatter = pn.pane.HoloViews(
+            plots.noisy_vs_true(None, None), sizing_mode="stretch_width", height=360
+        )
+        self.table_select = pn.widgets.Select(name="Table", options=[], width=320)
+        self.table_view = pn.widgets.Tabulator(
+            None,
+            disabled=True,
+            show_index=False,
+            pagination="local",
+            page_size=15,
+            sizing_mode="stretch_width",
+            height=470,
+            layout="fit_data_stretch",
+        )
+        self._bind("table", self.table_select)
+        self.session.param.watch(lambda e: self._guard(self._refresh_heavy), "table")
+
+    def _explain(self, key: str):
+        return pn.pane.Markdown(
+            plots.EXPLAIN[key],
+            css_classes=["aggmrf-explain"],
+            sizing_mode="stretch_width",
+            margin=(0, 10),
+        )
+
+    def _build_layout(self) -> None:
+        s = self.session
+        self.run_box = pn.Column(
+            pn.Row(
+                self.play_button, self.step_button, self.reset_button, sizing_mode="stretch_width"
+            ),
+            self.preset,
+            sizing_mode="stretch_width",
+        )
+        self.data_card = pn.Card(
+            self.c_dataset,
+            self.w_upload,
+            self.c_label,
+            self.c_n,
+            self.c_seed,
+            self.regenerate,
+            self.c_features,
+            pn.pane.Markdown("**Released tables**", margin=(0, 10)),
+            self.c_singles,
+            self.c_pairs,
+            title="Data",
+            sizing_mode="stretch_width",
+        )
+        self.privacy_card = pn.Card(
+            self.c_mech,
+            self.c_eps,
+            self.c_delta,
+            self.c_acc,
+            self.c_cal,
+            self.sigma,
+            self.c_aware,
+            title="Privacy",
+            sizing_mode="stretch_width",
+            collapsed=False,
+        )
+        self.train_card = pn.Card(
+            self.c_gibbs,
+            self.c_auto,
+            self.c_lmu,
+            self.c_ltheta,
+            self.c_step_mu,
+            self.c_step_theta,
+            self.c_grad,
+            self.c_precond,
+            self.c_ipt,
+            title="Training",
+            sizing_mode="stretch_width",
+        )
+        self.dl_card = pn.Card(
+            self.dl_settings,
+            self.dl_history,
+            pn.pane.Markdown(
+                "The page URL holds every setting: copy it to share this configuration.",
+                margin=(0, 10),
+            ),
+            title="Save & share",
+            sizing_mode="stretch_width",
+            collapsed=True,
+        )
+        self.sidebar = pn.Column(
+            self.run_box, self.data_card, self.privacy_card, self.train_card, self.dl_card,
+            sizing_mode="stretch_width",
+        )  # fmt: skip
+        self.status_bar = pn.Row(self.spinner, self.status, sizing_mode="stretch_width")
+        grid = pn.GridBox(
+            pn.Column(self.p_nllh.pane, self._explain("nllh"), sizing_mode="stretch_width"),
+            pn.Column(self.p_pred.pane, self._explain("predictions"), sizing_mode="stretch_width"),
+            pn.Column(self.p_conv.pane, self._explain("convergence"), sizing_mode="stretch_width"),
+            pn.Column(self.p_dhat.pane, self._explain("dhat"), sizing_mode="stretch_width"),
+            ncols=2,
+            sizing_mode="stretch_width",
+        )
+        self.xor_note = pn.pane.Alert(
+            "Choose the **XOR counterexample** dataset (or the XOR preset) to see this comparison.",
+            alert_type="secondary",
+            sizing_mode="stretch_width",
+        )
+        self.noise_note = pn.pane.Alert(
+            "No noise: choose the Laplace or Gaussian mechanism in the Privacy controls.",
+            alert_type="secondary",
+            sizing_mode="stretch_width",
+        )
+        self.tabs = pn.Tabs(
+            ("Training", grid),
+            (
+                "Tables",
+                pn.Column(
+                    self._explain("tables"),
+                    self.table_select,
+                    self.table_view,
+                    sizing_mode="stretch_width",
+                ),
+            ),
+            (
+                "Privacy",
+                pn.Column(
+                    self._explain("privacy"),
+                    self.noise_note,
+                    pn.Row(self.noise_hist, self.noise_scatter, sizing_mode="stretch_width"),
+                    sizing_mode="stretch_width",
+                ),
+            ),
+            (
+                "XOR",
+                pn.Column(
+                    self.xor_note,
+                    self.p_xor.pane,
+                    self._explain("xor"),
+                    sizing_mode="stretch_width",
+                ),
+            ),
+            dynamic=True,
+            sizing_mode="stretch_width",
+        )
+        self.main = pn.Column(
+            self.status_bar, self.notice, self.message, self.tabs, sizing_mode="stretch_width"
+        )
+        self._on_dataset_visibility()
+        del s
+
+    def __panel__(self):
+        return pn.Row(
+            pn.Column(self.sidebar, width=340),
+            self.main,
+            sizing_mode="stretch_width",
+            stylesheets=[CSS],
+        )
+
+    def template(self):
+        """The served page: a FastListTemplate with the controls in the sidebar."""
+        tmpl = pn.template.FastListTemplate(
+            title="aggmrf explorer — learning a logistic model from aggregated tables",
+            sidebar=[self.sidebar],
+            main=[self.main],
+            sidebar_width=350,
+            accent="#1f77b4",
+            raw_css=[CSS],
+            theme_toggle=False,
+            font_url="",
+            header_background="#1f4e79",
+        )
+        return tmpl
+
+    def to_ipywidget(self):
+        """The explorer as an ipywidgets.Widget (needs jupyter_bokeh)."""
+        return pn.ipywidget(self.__panel__())
+
+    # ------------------------------------------------------------------ URL
+    def _sync_url(self) -> None:
+        loc = pn.state.location
+        if loc is None or pn.state.curdoc is None:
+            return
+        try:
+            loc.sync(self.session, {k: k for k in URL_KEYS}, on_error=self._url_error)
+        except Exception as exc:  # noqa: BLE001
+            self._show_message(f"could not read the settings in the URL: {_message(exc)}")
+
+    def _url_error(self, values) -> None:
+        self._show_message(f"ignored invalid settings in the URL: {values}")
+
+    # ------------------------------------------------------------------ event helpers
+    def _guard(self, fn):
+        """Run a callback; any exception becomes a visible message, never a traceback."""
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001
+            self._show_message(_message(exc))
+            return None
+
+    def _show_message(self, text: str) -> None:
+        self.message.object = text
+        self.message.visible = bool(text)
+
+    def _show_errors(self, event=None) -> None:
+        errs = self.session.errors
+        for name, pane in self._error_panes.items():
+            msg = errs.get(name, "")
+            pane.object = f"⚠ {msg}" if msg else ""
+            pane.visible = bool(msg)
+
+    def _on_notice(self, event) -> None:
+        self.notice.object = event.new
+        self.notice.visible = bool(event.new)
+
+    def _on_busy(self, event) -> None:
+        self.spinner.value = bool(event.new)
+        self.spinner.visible = bool(event.new)
+        self.spinner.name = "preparing data…" if event.new else ""
+        for btn in (self.play_button, self.step_button, self.reset_button):
+            btn.disabled = bool(event.new)
+
+    def _on_running(self, event) -> None:
+        self.play_button.name = "⏸ Pause" if event.new else "▶ Play"
+        self.play_button.button_type = "danger" if event.new else "success"
+        if event.new:
+            self._ensure_callback()
+        elif self._callback is not None:
+            self._callback.stop()
+            self._callback = None
+            self._refresh_all()
+
+    def _on_dataset_visibility(self, event=None) -> None:
+        s = self.session
+        ds = s.dataset
+        self.w_upload.visible = self.c_label.visible = ds == "upload"
+        self.c_n.visible = ds in ("xor", "synthetic")
+        self.c_seed.visible = ds in ("xor", "synthetic", "adult", "bank", "upload")
+        self.regenerate.visible = ds in ("xor", "synthetic")
+        noisy = s.mechanism != "none"
+        self.c_eps.visible = self.c_acc.visible = self.c_aware.visible = noisy
+        self.c_delta.visible = self.c_cal.visible = s.mechanism == "gaussian"
+        self._refresh_sigma()
+
+    def _refresh_sigma(self) -> None:
+        s = self.session
+        if s.bundle is None or s.mechanism == "none":
+            self.sigma.object = "No noise: the learner sees the exact tables."
+            return
+        try:
+            nums = s.noise_numbers()
+        except Exception as exc:  # noqa: BLE001
+            self.sigma.object = f"⚠ {_message(exc)}"
+            return
+        lines = [
+            f"T = {nums['T']} released tables · Δ₁ = {nums['l1_sensitivity']:g}, "
+            f"Δ₂ = {nums['l2_sensitivity']:.3g}"
+        ]
+        if s.mechanism == "laplace":
+            lines.append(
+                f"**Laplace** scale b = {nums['laplace_scale']:.3g}, noise std = **{nums['laplace_std']:.3g}** records"
+            )
+        else:
+            classic = nums["sigma_classic"]
+            note = "" if nums["classic_valid"] else " (not valid for ε > 1)"
+            lines.append(
+                f"**Gaussian σ**: analytic **{nums['sigma_analytic']:.3g}** · classic "
+                f"{classic:.3g}{note} · AdKDD'21 {nums['sigma_adkdd21']:.3g} records"
+            )
+        self.sigma.object = "  \n".join(lines)
+
+    # ------------------------------------------------------------------ loading
+    def _on_load(self) -> None:
+        """First render: compile the kernels, then load the initial data (async)."""
+        self.session.busy = True
+        pn.state.execute(self._initial_load)
+
+    async def _initial_load(self) -> None:
+        if not _WARM.is_set():
+            # compile on the loop thread (numba parallel kernels stay on one thread)
+            await asyncio.sleep(0)
+            self._guard(warm_up_once)
+        await self._load_async("")
+
+    def _schedule_load(self, notice: str) -> None:
+        if not self._loaded:
+            return  # the initial load reads the current settings
+        self.session.busy = True
+        pn.state.execute(lambda: self._load_async(notice))
+
+    async def _load_async(self, notice: str) -> None:
+        s = self.session
+        loop = asyncio.get_running_loop()
+        s.busy = True
+        wanted = {k: getattr(s, k) for k in DATA_KEYS}
+
+        def work():
+            bundle = s.fetch()
+            get_baselines(bundle, CHEAP_BASELINES)
+            return bundle
+
+        try:
+            bundle = await loop.run_in_executor(_EXECUTOR, work)
+            if {k: getattr(s, k) for k in DATA_KEYS} != wanted:
+                return  # settings changed meanwhile; a newer load is under way
+            s.load(bundle, notice=notice)
+            self._good_data = wanted
+            self._loaded = True
+            self._show_message("")
+            names = [k for k in DATA_KEYS if k in s.errors]
+            if names:
+                s.errors = {k: v for k, v in s.errors.items() if k not in names}
+        except Exception as exc:  # noqa: BLE001
+            msg = _message(exc)
+            changed = [k for k in DATA_KEYS if getattr(s, k) != self._good_data.get(k)]
+            s._reverting = True
+            try:
+                s.param.update({k: self._good_data[k] for k in changed})
+            finally:
+                s._reverting = False
+            s.errors = {**s.errors, **{k: msg for k in changed or ["dataset"]}}
+            self._show_message(msg)
+            self._loaded = True
+            s.busy = False
+            if s.bundle is None and changed:
+                await self._load_async("")
+            return
+        finally:
+            if s.bundle is not None:
+                s.busy = False
+        self._after_new_data()
+        if not all(k in s.baselines for k in SLOW_BASELINES):
+            try:
+                res = await loop.run_in_executor(_EXECUTOR, get_baselines, bundle, SLOW_BASELINES)
+            except Exception as exc:  # noqa: BLE001
+                self._show_message(f"the logistic baselines failed: {_message(exc)}")
+                return
+            if s.bundle is bundle:
+                s.add_baselines(res)
+                self._refresh_all()
+
+    def _after_new_data(self) -> None:
+        s = self.session
+        b = s.bundle
+        self.table_select.options = list(b.layout.table_names)
+        self._syncing = True
+        try:
+            self.table_select.value = s.table
+            self.w_features.options = list(b.all_features)
+            self.w_features.value = list(s.features)
+            if s.dataset == "upload" and s.upload_hash:
+                self.w_label.options = [""] + upload_columns(s.upload_hash)
+                self.w_label.value = s.label_column
+        finally:
+            self._syncing = False
+        self._on_dataset_visibility()
+        self._on_version()
+
+    # ------------------------------------------------------------------ run loop
+    def _ensure_callback(self) -> None:
+        if self._callback is None:
+            self._callback = pn.state.add_periodic_callback(self._tick, period=TICK_MS)
+
+    def _tick(self) -> None:
+        s = self.session
+        try:
+            s.tick(TICK_BUDGET)
+        except Exception as exc:  # noqa: BLE001
+            s.running = False
+            self._show_message(f"training stopped: {_message(exc)}")
+        with pn.io.hold(freeze=True):
+            if time.monotonic() - self._last_heavy >= HEAVY_REFRESH:
+                self._guard(self._refresh_heavy)  # never both in one tick
+                self.status.object = s.status
+            else:
+                self._refresh_fast()
+
+    def _toggle(self) -> None:
+        self.session.toggle()
+
+    def _step(self) -> None:
+        s = self.session
+        if s.running:
+            s.pause()
+        s.step(1)
+        self._refresh_all()
+
+    def _reset(self) -> None:
+        self.session.reset()
+
+    def _regenerate(self) -> None:
+        s = self.session
+        n, seed = self.w_n.value, self.w_seed.value
+        if n == s.n_samples and seed == s.data_seed:
+            seed = int(seed or 0) + 1
+        err = s.propose("n_samples", n)
+        if err is None:
+            s.propose("data_seed", seed)
+
+    def _apply_preset(self, name: str) -> None:
+        values = PRESETS.get(name)
+        if not values:
+            return
+        s = self.session
+        for k, v in values.items():
+            msg = s.propose(k, v)
+            if msg:
+                self._show_message(f"preset {name!r}: {msg}")
+                break
+        self._syncing = True
+        try:
+            self.preset.value = next(iter(PRESETS))
+        finally:
+            self._syncing = False
+
+    def _on_upload(self, data: bytes | None) -> None:
+        if not data:
+            return
+        h = register_upload(data)
+        cols = upload_columns(h)
+        self.w_label.options = [""] + cols
+        s = self.session
+        s._reverting = True
+        try:
+            s.upload_hash = h
+            s.label_column = ""
+        finally:
+            s._reverting = False
+        s.errors = {**s.errors, "label_column": "now pick the label column of your CSV."}
+        if s.dataset != "upload":
+            s._reverting = True
+            try:
+                s.dataset = "upload"
+            finally:
+                s._reverting = False
+
+    # ------------------------------------------------------------------ refresh
+    def _on_version(self, event=None) -> None:
+        """A new trainer (new data, noise or n'): redraw everything from scratch."""
+        s = self.session
+        if s.bundle is None:
+            return
+        with pn.io.hold(freeze=True):
+            self._refresh_fast(force=True)
+            self._refresh_heavy()
+            self._refresh_static()
+
+    def _refresh_all(self) -> None:
+        with pn.io.hold(freeze=True):
+            self._refresh_fast(force=True)
+            self._guard(self._refresh_heavy)
+
+    def _refresh_fast(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_fast < FAST_REFRESH:
+            return
+        self._last_fast = now
+        s = self.session
+        s._update_status()
+        self.status.object = s.status
+        if s.trainer is None:
+            return
+        h = s.history()
+        self.p_nllh.send({"history": h, "references": s.references()})
+        self.p_conv.send({"history": h, "floor": s.floor})
+
+    def _refresh_heavy(self) -> None:
+        self._last_heavy = time.monotonic()
+        s = self.session
+        if s.trainer is None:
+            return
+        pred = s.predictions()
+        has_log = bool(np.isfinite(pred["logistic"].to_numpy(float)).any())
+        mode = plots.predictions_mode(len(pred), has_log)
+        self.p_pred.send({"frame": pred, "mode": mode}, mode)
+        dh = s.dhat_frame()
+        self.p_dhat.send(
+            {"frame": dh, "iteration": s.iteration}, mode=tuple(sorted(set(dh["kind"])))
+        )
+        frame = s.table_view()
+        self.table_view.value = frame.round(2)
+        xf = s.xor_frame()
+        self.xor_note.visible = xf is None
+        self.p_xor.pane.visible = xf is not None
+        if xf is not None:
+            self.p_xor.send({"frame": xf}, mode="xor")
+
+    def _refresh_static(self) -> None:
+        s = self.session
+        nf = s.noise_frame()
+        self.noise_note.visible = nf is None
+        self.noise_hist.visible = self.noise_scatter.visible = nf is not None
+        if nf is not None:
+            std = getattr(s.mechanism_obj, "std", float("nan"))
+            self.noise_hist.object = plots.noise_histogram(nf["noise"].to_numpy(), std, s.mechanism)
+            self.noise_scatter.object = plots.noisy_vs_true(
+                nf["true"].to_numpy(), nf["noisy"].to_numpy()
+            )
+        self._refresh_sigma()
+
+
+def build_app() -> pn.viewable.Viewable:
+    """The served explorer page (one Explorer per browser session)."""
+    pn.extension("tabulator", notifications=False)
+    hv.extension("bokeh", logo=False)
+    return Explorer().template()
