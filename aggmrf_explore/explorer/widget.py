@@ -1,0 +1,283 @@
+"""Jupyter widgets: a small training widget, and the explorer as an ipywidget.
+
+Three ways to watch the MRF train in a notebook:
+
+1. the **explorer inline** (Panel's Jupyter support): ``notebook_explorer(**settings)``
+   returns an :class:`~aggmrf_explore.explorer.app.Explorer` whose data are loaded and
+   whose trainer is built before it returns; leave it as the last expression of a cell
+   (after ``pn.extension()``) and it displays;
+2. the **explorer as an ipywidget**, to compose with other ipywidgets layouts:
+   ``explorer_widget(**settings)`` returns an ``ipywidgets.Widget`` (a jupyter_bokeh
+   ``BokehModel``; its Explorer is at ``.explorer``);
+3. the **training widget** :class:`TrainingWidget`: a progress bar, a one-line status and a
+   live convergence plot around any ``trainer.step(k)``.
+
+Nothing here starts a thread or a periodic callback: :meth:`TrainingWidget.run` trains in
+the calling cell and redraws between chunks of iterations; the explorer's Play button
+starts the explorer's own periodic callback only when a user presses it.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..errors import AggMRFError, DivergenceError
+
+__all__ = ["TrainingWidget", "convergence_figure", "notebook_explorer", "explorer_widget"]
+
+
+# ====================================================================== the plot
+def convergence_figure(
+    history,
+    floor: float | None = None,
+    references: Mapping[str, float] | None = None,
+    title: str | None = None,
+    figsize: tuple[float, float] = (9.0, 3.4),
+):
+    """Convergence of a PCD run as a matplotlib Figure (not registered with pyplot).
+
+    Left: relative errors ‖d̂ − d‖₁/‖d‖₁ and ‖ĉ − c‖₁/‖c‖₁ against the iteration (log
+    scale), with the Monte-Carlo floor of the d̂ error when ``floor`` is given.  Right:
+    held-out NLLH against the iteration, with horizontal reference lines
+    (``references``: {label: NLLH}, e.g. the logistic skyline).  ``history`` is a
+    DataFrame with the columns of :class:`~aggmrf_explore.mrf.IterationStats`, a list of
+    IterationStats, or None / empty (an empty plot with its axes and titles).
+    """
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    if history is None:
+        frame = pd.DataFrame(columns=["iteration", "d_error", "c_error", "nllh_eval"])
+    elif isinstance(history, pd.DataFrame):
+        frame = history
+    else:
+        from dataclasses import asdict
+
+        frame = pd.DataFrame([asdict(h) for h in history])
+        if frame.empty:
+            frame = pd.DataFrame(columns=["iteration", "d_error", "c_error", "nllh_eval"])
+    missing = {"iteration", "d_error", "c_error", "nllh_eval"} - set(frame.columns)
+    if missing:
+        raise AggMRFError(
+            f"history lacks the columns {sorted(missing)}; pass trainer.history_frame()."
+        )
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2)
+    it = frame["iteration"].to_numpy(dtype=float)
+    if len(frame):
+        ax1.plot(it, frame["d_error"].to_numpy(dtype=float), label="counts: ‖d̂ − d‖₁ / ‖d‖₁")
+        ax1.plot(it, frame["c_error"].to_numpy(dtype=float), label="label sums: ‖ĉ − c‖₁ / ‖c‖₁")
+    if floor is not None and np.isfinite(floor) and floor > 0:
+        ax1.axhline(floor, color="0.4", ls=":", lw=1.2, label="Monte-Carlo floor of d̂ (n′ samples)")
+    ax1.set_yscale("log")
+    ax1.set_xlabel("iteration")
+    ax1.set_ylabel("relative L1 error (log scale)")
+    ax1.set_title("Sufficient statistics: model vs data")
+    ax1.grid(True, which="both", alpha=0.3)
+    if ax1.get_legend_handles_labels()[0]:
+        ax1.legend(fontsize=8, loc="upper right")
+    nl = pd.to_numeric(frame["nllh_eval"], errors="coerce").to_numpy(dtype=float)
+    ok = np.isfinite(nl)
+    if ok.any():
+        ax2.plot(it[ok], nl[ok], marker="." if ok.sum() < 30 else None, label="MRF (held-out)")
+    for i, (name, value) in enumerate((references or {}).items()):
+        if value is not None and np.isfinite(value):
+            ax2.axhline(value, ls="--", lw=1.1, color=f"C{i + 2}", label=f"{name}: {value:.3f}")
+    ax2.set_xlabel("iteration")
+    ax2.set_ylabel("NLLH on held-out records (higher is better)")
+    ax2.set_title("Prediction quality")
+    ax2.grid(True, alpha=0.3)
+    if ax2.get_legend_handles_labels()[0]:
+        ax2.legend(fontsize=8, loc="lower right")
+    if len(frame):
+        ax1.set_xlim(0, max(1.0, float(it.max())))
+        ax2.set_xlim(0, max(1.0, float(it.max())))
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _png(fig, dpi: int = 90) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+# ====================================================================== training widget
+class TrainingWidget:
+    """A progress bar, a status line and a live convergence plot around ``trainer.step(k)``.
+
+    Parameters
+    ----------
+    trainer : a :class:`~aggmrf_explore.mrf.PCDTrainer` (anything with ``step(k)``,
+        ``iteration`` and ``history``).
+    plot_every : redraw the status and the plot every this many iterations (≥ 1).
+    references : {label: held-out NLLH} drawn as horizontal lines (e.g. baselines).
+    floor : Monte-Carlo floor of the d̂ error; default ``mrf.expected_floor`` of the
+        trainer's data and n′.
+    title : optional title above the plot.
+
+    Display the widget (last expression of a cell, or ``display(w)``), then call
+    :meth:`run`: it trains in the calling cell, in chunks of ``plot_every`` iterations,
+    and redraws between chunks.  No thread, no periodic callback.  :meth:`figure` returns
+    the same plot as a static matplotlib Figure (for exported notebooks).
+    """
+
+    def __init__(
+        self,
+        trainer,
+        plot_every: int = 10,
+        references: Mapping[str, float] | None = None,
+        floor: float | None = None,
+        title: str | None = None,
+    ) -> None:
+        import ipywidgets as W
+
+        for attr in ("step", "iteration", "history"):
+            if not hasattr(trainer, attr):
+                raise AggMRFError(
+                    f"TrainingWidget needs a trainer with step(k), iteration and history "
+                    f"(a mrf.PCDTrainer); got {type(trainer).__name__}, which has no {attr!r}."
+                )
+        if isinstance(plot_every, bool) or not isinstance(plot_every, int | np.integer):
+            raise AggMRFError(f"plot_every must be an integer ≥ 1; got {plot_every!r}.")
+        if plot_every < 1:
+            raise AggMRFError(f"plot_every must be an integer ≥ 1; got {plot_every}.")
+        self.trainer = trainer
+        self.plot_every = int(plot_every)
+        self.references = dict(references or {})
+        if floor is None and hasattr(trainer, "data") and hasattr(trainer, "settings"):
+            from ..mrf import expected_floor
+
+            floor = expected_floor(trainer.data, trainer.settings.n_gibbs)
+        self.floor = floor
+        self.title = title
+        self.status = "ready"
+        self.progress = W.IntProgress(
+            value=0, min=0, max=1, description="training", bar_style="info",
+            layout=W.Layout(width="60%"),
+        )  # fmt: skip
+        self.label = W.HTML(value=self._status_html())
+        self.image = W.Image(format="png", value=self._render(), layout=W.Layout(width="820px"))
+        self.widget = W.VBox([W.HBox([self.progress, self.label]), self.image])
+
+    # ---------------------------------------------------------------- display
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def _status_html(self, rate: float | None = None) -> str:
+        tr = self.trainer
+        parts = [f"iteration <b>{tr.iteration}</b>"]
+        if tr.history:
+            last = tr.history[-1]
+            parts.append(f"d̂ error {last.d_error:.4f}")
+        nl = getattr(tr, "last_nllh", None)
+        if nl is not None and math.isfinite(nl):
+            parts.append(f"held-out NLLH {nl:.4f}")
+        if rate:
+            parts.append(f"{rate:.0f} it/s")
+        if self.status not in ("ready", "done", "training"):
+            parts.append(f"<span style='color:#b00020'>{html.escape(self.status)}</span>")
+        return " · ".join(parts)
+
+    def _render(self) -> bytes:
+        return _png(self.figure())
+
+    def figure(self):
+        """The convergence plot of everything trained so far (matplotlib Figure)."""
+        return convergence_figure(
+            list(self.trainer.history), self.floor, self.references, self.title
+        )
+
+    def refresh(self, rate: float | None = None) -> None:
+        """Redraw the status line and the plot now."""
+        self.label.value = self._status_html(rate)
+        self.image.value = self._render()
+
+    # ---------------------------------------------------------------- training
+    def run(self, k: int, raise_on_divergence: bool = False) -> list:
+        """Train k more iterations, redrawing every ``plot_every``; returns their statistics.
+
+        If training diverges, the widget shows the message and stops (the statistics of the
+        iterations done are returned); ``raise_on_divergence=True`` re-raises instead.
+        """
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise AggMRFError(f"run(k) needs an integer k ≥ 1; got {k!r}.")
+        k = int(k)
+        self.progress.max = k
+        self.progress.value = 0
+        self.progress.bar_style = "info"
+        self.status = "training"
+        out: list = []
+        t0 = time.perf_counter()
+        try:
+            while len(out) < k:
+                out.extend(self.trainer.step(min(self.plot_every, k - len(out))))
+                self.progress.value = len(out)
+                dt = time.perf_counter() - t0
+                self.refresh(len(out) / dt if dt > 0 else None)
+        except DivergenceError as exc:
+            self.status = f"diverged: {exc}"
+            self.progress.bar_style = "danger"
+            self.refresh()
+            if raise_on_divergence:
+                raise
+            return out
+        self.status = "done"
+        self.progress.bar_style = "success"
+        return out
+
+
+# ====================================================================== the explorer
+def notebook_explorer(**settings):
+    """An :class:`~aggmrf_explore.explorer.app.Explorer` ready in a notebook.
+
+    ``settings`` are explorer settings (``dataset="xor"``, ``n_samples=20000``,
+    ``n_gibbs=2000``, ``mechanism="gaussian"``, ``epsilon=1.0`` …; see
+    ``ExplorerSession``).  Unlike ``Explorer()``, whose data load asynchronously after
+    the page (or cell) renders, here the data are prepared and the trainer is built
+    before this returns, in the calling thread: no worker thread is started, and the
+    explorer can be stepped at once (``ex.session.step(k)`` or its Step button).
+    Display it as the last expression of a cell after ``pn.extension()``.
+    """
+    import holoviews as hv
+
+    from . import app
+    from .state import ExplorerSession
+
+    if "bokeh" not in hv.Store.renderers or hv.Store.current_backend != "bokeh":
+        hv.extension("bokeh", logo=False)  # the explorer's plots are Bokeh plots
+    app.warm_up_once()
+    session = ExplorerSession(lazy=False, **settings)  # loads data and builds the trainer now
+
+    class NotebookExplorer(app.Explorer):
+        """An Explorer whose first load already happened (synchronously, above)."""
+
+        def _on_load(self) -> None:  # Explorer's asynchronous first load: nothing left to do
+            self._loaded = True  # later data changes made in the widget reload as usual
+
+    ex = NotebookExplorer(session=session, sync_url=False)
+    ex._loaded = True
+    ex._after_new_data()  # fill the table list, feature choices and plots
+    return ex
+
+
+def explorer_widget(**settings):
+    """The explorer as an ``ipywidgets.Widget`` (a jupyter_bokeh BokehModel).
+
+    Same settings and synchronous loading as :func:`notebook_explorer`; the Explorer
+    behind the widget is attached as ``widget.explorer`` (step it with
+    ``widget.explorer.session.step(k)``).
+    """
+    ex = notebook_explorer(**settings)
+    w = ex.to_ipywidget()
+    w.explorer = ex
+    return w

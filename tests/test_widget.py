@@ -1,0 +1,102 @@
+"""Jupyter widgets: the explorer's ipywidget form and the small training widget."""
+
+from __future__ import annotations
+
+import threading
+
+import ipywidgets
+import matplotlib
+import numpy as np
+import pytest
+
+from aggmrf_explore import AggMRFError
+from aggmrf_explore.explorer.widget import (
+    TrainingWidget,
+    convergence_figure,
+    explorer_widget,
+    notebook_explorer,
+)
+from aggmrf_explore.mrf import PCDTrainer, default_settings
+
+PNG = b"\x89PNG"
+
+
+@pytest.fixture
+def trainer(xor_problem):
+    enc = xor_problem.encoded
+    s = default_settings(xor_problem.layout, xor_problem.aggregated.n, n_gibbs=500)
+    return PCDTrainer(xor_problem.aggregated, s, enc.X_test[:2000], enc.y_test[:2000])
+
+
+def test_explorer_ipywidget_is_a_widget_and_steps():
+    before = set(threading.enumerate())
+    w = explorer_widget(dataset="toy", n_gibbs=200)
+    assert isinstance(w, ipywidgets.Widget)
+    ex = w.explorer
+    assert ex.session.trainer is not None and ex.session.iteration == 0
+    ex.step_button.clicks += 1  # the widget's own Step button
+    assert ex.session.iteration == 1
+    ex.session.step(3)
+    assert ex.session.iteration == 4
+    assert not ex.message.visible, ex.message.object
+    # nothing left running behind the cell: no new thread, no periodic callback
+    assert set(threading.enumerate()) <= before
+    assert ex._callback is None and not ex.session.running
+
+
+def test_notebook_explorer_is_loaded_and_viewable():
+    import panel as pn
+
+    ex = notebook_explorer(dataset="xor", n_samples=2000, n_gibbs=200)
+    assert ex.session.bundle is not None and not ex.session.busy
+    assert "X1 × X2" in ex.table_select.options
+    assert isinstance(ex.__panel__(), pn.viewable.Viewable)
+
+
+def test_training_widget_run_advances_the_trainer(trainer):
+    tw = TrainingWidget(trainer, plot_every=7, references={"truth": 0.05})
+    assert isinstance(tw.widget, ipywidgets.Widget)
+    first = bytes(tw.image.value)
+    assert first.startswith(PNG)
+    stats = tw.run(20)
+    assert [s.iteration for s in stats] == list(range(1, 21))
+    assert trainer.iteration == 20
+    assert tw.progress.value == tw.progress.max == 20
+    assert tw.progress.bar_style == "success"
+    assert bytes(tw.image.value).startswith(PNG) and bytes(tw.image.value) != first
+    assert "iteration <b>20</b>" in tw.label.value
+    tw.run(5)
+    assert trainer.iteration == 25 and tw.progress.max == 5
+
+
+def test_training_widget_shows_divergence(trainer):
+    trainer.update(step_mu=10.0, step_theta=10.0, lambda_mu=0.0, lambda_theta=0.0, clip=50.0)
+    tw = TrainingWidget(trainer, plot_every=5)
+    stats = tw.run(200)
+    assert len(stats) < 200
+    assert tw.progress.bar_style == "danger"
+    assert "diverged" in tw.label.value
+
+
+def test_training_widget_rejects_bad_input(trainer):
+    with pytest.raises(AggMRFError, match="plot_every"):
+        TrainingWidget(trainer, plot_every=0)
+    with pytest.raises(AggMRFError, match="step"):
+        TrainingWidget(object())
+    with pytest.raises(AggMRFError, match="run"):
+        TrainingWidget(trainer).run(0)
+
+
+def test_convergence_figure_labels(trainer):
+    trainer.step(5)
+    fig = convergence_figure(trainer.history_frame(), floor=0.01, references={"logistic": 0.04})
+    assert isinstance(fig, matplotlib.figure.Figure)
+    for ax in fig.axes:
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+        assert ax.get_legend() is not None
+    empty = convergence_figure(None)
+    assert len(empty.axes) == 2
+    with pytest.raises(AggMRFError, match="columns"):
+        import pandas as pd
+
+        convergence_figure(pd.DataFrame({"iteration": np.arange(3)}))
