@@ -35,6 +35,7 @@ the row's count, Binomial(round(d⁺_j), ĉ_j/d̂_j), is possible by passing an 
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -461,6 +462,16 @@ def project_targets(d: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 # ---------------------------------------------------------------------- MRF-N posterior
+@functools.lru_cache(maxsize=4)
+def _log_factorials(n_max: int) -> np.ndarray:
+    """Cached log k! table (k ≤ n_max, capped) for the posterior kernel's fast path."""
+    from .kernels.noise import log_factorials
+
+    table = log_factorials(n_max)
+    table.setflags(write=False)
+    return table
+
+
 def posterior_mean_counts(
     b: np.ndarray,
     prior_mean: np.ndarray,
@@ -520,6 +531,7 @@ def posterior_mean_counts(
         float(mech.scale),
         PRIOR_BINOMIAL if kind == "binomial" else PRIOR_POISSON,
         NOISE_GAUSS if isinstance(mech, GaussianMechanism) else NOISE_LAPLACE,
+        _log_factorials(int(nn.max()) if nn.size else 0),
     )
     return out.reshape(shape)
 
