@@ -481,16 +481,13 @@ class Explorer(pn.viewable.Viewer):
         )
 
     def template(self):
-        """The served page: a FastListTemplate with the controls in the sidebar."""
-        tmpl = pn.template.FastListTemplate(
+        """The served page: a BootstrapTemplate (no external fonts) with the controls in the sidebar."""
+        tmpl = pn.template.BootstrapTemplate(
             title="aggmrf explorer — learning a logistic model from aggregated tables",
             sidebar=[self.sidebar],
             main=[self.main],
             sidebar_width=350,
-            accent="#1f77b4",
             raw_css=[CSS],
-            theme_toggle=False,
-            font_url="",
             header_background="#1f4e79",
         )
         return tmpl

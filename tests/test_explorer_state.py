@@ -1,0 +1,201 @@
+"""The explorer's session state machine: play, pause, step, reset, changes mid-run, validation."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from aggmrf_explore.explorer.state import ExplorerSession
+
+
+@pytest.fixture
+def xor_session():
+    # small n' keeps each iteration around a millisecond
+    return ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=500)
+
+
+def test_import_starts_nothing():
+    s = ExplorerSession(lazy=True)
+    assert s.trainer is None and not s.running
+    assert s.tick() == []
+
+
+def test_play_tick_pause_step(xor_session):
+    s = xor_session
+    assert s.iteration == 0 and not s.running
+    assert s.tick(0.05) == []  # paused: ticks do nothing
+    s.play()
+    stats = s.tick(0.05)
+    assert s.running and len(stats) >= 1 and s.iteration == len(stats)
+    s.pause()
+    it = s.iteration
+    assert s.tick(0.05) == [] and s.iteration == it
+    s.step(3)
+    assert s.iteration == it + 3 and not s.running
+    assert "iteration" in s.status and "it/s" in s.status
+
+
+def test_tick_is_time_boxed(xor_session):
+    s = xor_session
+    s.iters_per_tick = 1000
+    s.play()
+    s.tick(0.01)  # warm
+    import time
+
+    t0 = time.perf_counter()
+    s.tick(0.03)
+    assert time.perf_counter() - t0 < 0.2
+
+
+def test_reset_restarts_from_zero(xor_session):
+    s = xor_session
+    s.step(5)
+    s.reset()
+    assert s.iteration == 0 and "reset" in s.notice
+
+
+def test_live_parameters_apply_without_reset(xor_session):
+    s = xor_session
+    s.play()
+    s.step(3)
+    assert s.propose("lambda_theta", 7.0) is None
+    assert s.propose("step_theta", 0.05) is None
+    assert s.propose("gradient", "true") is None
+    assert s.iteration == 3  # no reset
+    assert s.trainer.settings.lambda_theta == 7.0
+    assert s.trainer.settings.step_theta == 0.05
+    assert s.trainer.settings.gradient == "true"
+    assert not s.auto_defaults  # touching λ / α leaves the default rule
+    stats = s.step(1)
+    assert stats[0].lambda_theta == 7.0 and s.running
+
+
+def test_invalidating_changes_reset_with_notice(xor_session):
+    s = xor_session
+    s.step(4)
+    v = s.version
+    assert s.propose("n_gibbs", 300) is None
+    assert s.iteration == 0 and s.version == v + 1 and "n_gibbs" in s.notice
+    s.step(2)
+    assert s.propose("mechanism", "gaussian") is None
+    assert s.iteration == 0 and "mechanism" in s.notice and s.data.is_noisy
+    assert s.noise_frame() is not None
+    nums = s.noise_numbers()
+    assert nums["sigma_analytic"] > 0 and nums["sigma_classic"] > 0
+    s.step(2)
+    assert s.propose("n_samples", 1000) is None
+    assert s.iteration == 0 and s.bundle.aggregated.n == 1000
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("step_mu", -1),
+        ("step_theta", float("nan")),
+        ("lambda_theta", float("inf")),
+        ("lambda_mu", "abc"),
+        ("n_gibbs", 0),
+        ("epsilon", 0),
+        ("delta", 1.5),
+        ("n_samples", 2.5),
+        ("dataset", "nope"),
+        ("iters_per_tick", -3),
+    ],
+)
+def test_bad_values_leave_state_running(xor_session, name, value):
+    s = xor_session
+    s.play()
+    s.step(2)
+    before = getattr(s, name)
+    settings = s.trainer.settings
+    msg = s.propose(name, value)
+    assert msg and name in s.errors and "Traceback" not in msg
+    assert getattr(s, name) == before
+    assert s.trainer.settings == settings and s.iteration == 2 and s.running
+    s.tick(0.02)
+    assert s.iteration > 2
+    # a good value clears the message
+    good = {"dataset": "xor", "n_samples": 2000}.get(name, before)
+    if name != "dataset" and name != "n_samples":
+        s.propose(name, good if not isinstance(good, float) else good * 1.0)
+    else:
+        s.errors = {}
+    assert name not in s.errors or getattr(s, name) == before
+
+
+def test_failed_data_change_keeps_previous_data(xor_session):
+    s = xor_session
+    s.step(3)
+    msg = s.propose("dataset", "upload")  # no file uploaded
+    assert msg and "upload" in msg.lower()
+    assert s.dataset == "xor" and s.iteration == 3
+
+
+def test_noise_aware_needs_a_mechanism(xor_session):
+    msg = xor_session.propose("noise_aware", True)
+    assert msg and "mechanism" in msg
+    assert xor_session.noise_aware is False
+
+
+def test_divergence_pauses_with_message():
+    s = ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=200)
+    s.propose("precondition", False)
+    s.propose("step_theta", 10.0)
+    s.propose("step_mu", 10.0)
+    s.propose("lambda_theta", 0.0)
+    s.play()
+    for _ in range(50):
+        s.tick(0.02)
+        if not s.running:
+            break
+    if not s.running:
+        assert "diverged" in s.notice
+    # whatever happened, the views have no NaN / inf
+    h = s.history()
+    for c in ("d_error", "c_error"):
+        assert np.all(np.isfinite(h[c].to_numpy(float))) or not s.running
+
+
+def test_views_and_downloads(xor_session):
+    s = xor_session
+    s.step(5)
+    h = s.history()
+    assert list(h["iteration"]) == [1, 2, 3, 4, 5]
+    csv = s.history_csv()
+    assert csv.splitlines()[0].startswith("iteration")
+    settings = json.loads(s.settings_json())
+    assert settings["dataset"] == "xor" and settings["n_gibbs"] == 500
+    t = s.table_view()
+    assert {"count", "label_sum", "d_hat", "c_hat"} <= set(t.columns)
+    d = s.dhat_frame()
+    assert set(d["kind"]) <= {"single", "pair", "triple"}
+    p = s.predictions()
+    assert np.all((p["mrf"] >= 0) & (p["mrf"] <= 1))
+    refs = s.references()
+    assert all(math.isfinite(v) for v in refs.values())
+
+
+def test_xor_frame_converges_toward_maxent():
+    s = ExplorerSession(dataset="xor", n_samples=20000, n_gibbs=2000)
+    s.step(150)
+    f = s.xor_frame()
+    assert len(f) == 4
+    hi = f["truth"] > 0.5
+    assert np.allclose(f.loc[hi, "exact max-ent"], 0.9, atol=0.03)
+    assert np.allclose(f.loc[~hi, "exact max-ent"], 0.1, atol=0.03)
+    assert np.allclose(f["live MRF"], f["exact max-ent"], atol=0.05)
+
+
+def test_sessions_are_independent():
+    a = ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=300)
+    b = ExplorerSession(dataset="toy", n_gibbs=300)
+    a.step(3)
+    b.propose("lambda_theta", 1.0)
+    assert a.iteration == 3 and b.iteration == 0
+    assert a.trainer.settings.lambda_theta != 1.0
+    # the cached problem is shared read-only between sessions with the same data
+    c = ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=300)
+    assert c.bundle is a.bundle and c.trainer is not a.trainer
