@@ -70,6 +70,15 @@ def _float_list(text: str, what: str) -> list[float]:
     return vals
 
 
+def _lambda_theta_arg(text: str) -> float | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number ≥ 0 or 'auto'; got {text!r}") from None
+
+
 def _add_data_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("data")
     src = g.add_mutually_exclusive_group()
@@ -96,7 +105,8 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--iterations", type=int, default=None, help="PCD iterations (600)")
     g.add_argument("--gibbs-samples", type=int, default=None, help="persistent Gibbs samples n'")
     g.add_argument("--lambda-mu", type=float, default=None, help="L2 penalty on μ")
-    g.add_argument("--lambda-theta", type=float, default=None, help="L2 penalty on θ")
+    g.add_argument("--lambda-theta", type=_lambda_theta_arg, default=None,
+                   help="L2 penalty on θ, or 'auto' (chosen from the tables alone, run only)")  # fmt: skip
     g.add_argument("--step-mu", type=float, default=None, help="step size α_μ")
     g.add_argument("--step-theta", type=float, default=None, help="step size α_θ")
     g.add_argument("--gradient", choices=("rescaled", "true"), default=None)
@@ -133,6 +143,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_noise_options(run)
     run.add_argument("--no-baselines", action="store_true", help="skip the baselines")
     run.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    _add_release_options(run)
+
+    agg = sub.add_parser(
+        "aggregate", help="aggregate records into a release (tables + release.json)"
+    )
+    _add_data_options(agg)
+    _add_noise_options(agg)
+    agg.add_argument(
+        "--out", required=True, help="output directory (or FILE.csv with --format long)"
+    )
+    agg.add_argument("--format", choices=("dir", "long"), default="dir",
+                     help="dir: one CSV per table + release.json; long: one CSV + FILE.json")  # fmt: skip
+    agg.add_argument(
+        "--schema", help="encode with the schema of this release.json (a second release)"
+    )
+
+    pr = sub.add_parser("predict", help="probabilities of records under an exported model")
+    pr.add_argument("--model", required=True, help="model file written by run --export-model")
+    pr.add_argument("--csv", required=True, help="records (CSV with the feature columns)")
+    pr.add_argument("--out", help="write the probabilities here (default: stdout)")
+    pr.add_argument("--label", help="label column: also report the NLLH on stderr")
 
     xor = sub.add_parser("xor", help="the XOR counterexample, state by state")
     xor.add_argument("--n", type=int, default=100_000, help="records for PCD and logistic")
@@ -207,6 +238,10 @@ def _settings(args, problem, n: int):
         ("gradient", "gradient"),
     ):
         v = getattr(args, opt)
+        if v == "auto":
+            if getattr(args, "command", "run") != "run":
+                raise AggMRFError("--lambda-theta auto is available with `run` only.")
+            continue
         if v is not None:
             over[key] = v
     if args.no_precondition:
@@ -260,6 +295,10 @@ def cmd_run(args) -> int:
     from .experiment import train_mrf
     from .privacy import release
 
+    if getattr(args, "tables", None):
+        from .cli_tables import cmd_run_tables
+
+        return cmd_run_tables(args)
     t0 = time.perf_counter()
     problem = _problem(args)
     mech = _mechanism(args, problem.layout, args.epsilon)
@@ -278,6 +317,11 @@ def cmd_run(args) -> int:
 
         settings = replace(settings, noise_aware=True)
     iterations = _iterations(args)
+    auto = None
+    if args.lambda_theta == "auto":
+        from .cli_tables import auto_lambda
+
+        settings, auto = auto_lambda(args, data, settings, iterations)
     prep_seconds = time.perf_counter() - t0
     run = train_mrf(
         problem, settings, iterations, data=data,
@@ -305,6 +349,16 @@ def cmd_run(args) -> int:
         "noise": noise_summary(mech, args.accounting),
         "seconds": {"prepare": prep_seconds, "total": time.perf_counter() - t0},
     }
+    if auto is not None:
+        out["lambda_theta_auto"] = auto.to_dict()
+    if args.export_model:
+        from .model_io import save_model
+        from .tables_io import Schema
+
+        enc = problem.encoded
+        schema = Schema.from_encoder(enc.encoder, problem.dataset.label, enc.positive_label)
+        save_model(args.export_model, run.trainer.model, schema, out["settings"])
+        out["model_file"] = str(args.export_model)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -482,7 +536,35 @@ def sweep_plot(frame, dataset: str, path: Path) -> None:
     plt.close(fig)
 
 
-COMMANDS = {"run": cmd_run, "xor": cmd_xor, "sweep": cmd_sweep}
+def _add_release_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("records-free workflow (issue 7)")
+    g.add_argument("--tables", help="train on an aggregated release (directory or long CSV), "
+                   "no records; --test-csv scores it on records if you have some")  # fmt: skip
+    g.add_argument("--validation-tables", help="a second release: aggregated-only validation")
+    g.add_argument("--lenient", action="store_true",
+                   help="inconsistent tables are warnings, not errors")  # fmt: skip
+    g.add_argument("--export-model", help="write the fitted model (.json or .csv)")
+
+
+def cmd_aggregate(args) -> int:
+    from .cli_tables import cmd_aggregate as run_aggregate
+
+    return run_aggregate(args)
+
+
+def cmd_predict(args) -> int:
+    from .cli_tables import cmd_predict as run_predict
+
+    return run_predict(args)
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "xor": cmd_xor,
+    "sweep": cmd_sweep,
+    "aggregate": cmd_aggregate,
+    "predict": cmd_predict,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

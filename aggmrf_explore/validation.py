@@ -87,7 +87,10 @@ def sample_codes(trainer: PCDTrainer, extra_sweeps: int = EXTRA_SWEEPS) -> np.nd
     if extra_sweeps > 0:
         chain = copy.deepcopy(trainer.chain)
         for _ in range(int(extra_sweeps)):
-            chain.sweep(trainer.mu, trainer.theta, statistics=False)
+            try:
+                chain.sweep(trainer.mu, trainer.theta, statistics=False)
+            except TypeError:  # a kernel without the statistics switch
+                chain.sweep(trainer.mu, trainer.theta)
             out.append(chain.codes.copy())
     return np.concatenate(out, axis=0)
 
