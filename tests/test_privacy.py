@@ -280,6 +280,101 @@ def test_posterior_tiny_and_huge_noise():
     np.testing.assert_array_equal(posterior_mean_counts(b, mu, n, None), np.clip(b, 0, n))
 
 
+def _brute_mean_sd(b, mu, n, mech, prior):
+    """Exact posterior mean and sd by summing all n + 1 integers (centred to limit roundoff)."""
+    a = np.arange(n + 1, dtype=float)
+    with np.errstate(divide="ignore"):
+        if prior == "binomial":
+            q = mu / n
+            lp = -gammaln(a + 1) - gammaln(n - a + 1) + a * np.log(q) + (n - a) * np.log1p(-q)
+        else:
+            lp = a * np.log(mu) - gammaln(a + 1)
+    lw = lp + mech.log_density(b - a)
+    p = np.exp(lw - logsumexp(lw))
+    a0 = a[np.argmax(p)]
+    m = p @ (a - a0)
+    return a0 + m, math.sqrt(max(p @ (a - a0 - m) ** 2, 0.0))
+
+
+ADULT_MECHS = [
+    GaussianMechanism(1, 1e-7, math.sqrt(66), "adkdd21"),  # σ = 44.8
+    GaussianMechanism(1, 1e-7, math.sqrt(210)),  # σ = 67.8 (Adult, both columns)
+    GaussianMechanism(10, 1e-7, math.sqrt(210)),  # σ = 8.4
+    LaplaceMechanism(1, 132.0),
+    LaplaceMechanism(1, 210.0),
+]
+
+
+@pytest.mark.parametrize("prior", ["binomial", "poisson"])
+@pytest.mark.parametrize("mech", ADULT_MECHS, ids=repr)
+def test_posterior_adult_scale_vs_bruteforce(mech, prior):
+    """Adult-sized n: every regime (tiny to huge counts, noise on and off the prior) is exact
+    to 1e-6 posterior sd, whichever path (stride sum or walk) the kernel takes."""
+    rng = np.random.default_rng(3)
+    n, K = 32561, 48
+    mu = np.exp(rng.uniform(np.log(0.05), np.log(n - 1), K))
+    mu[:4] = [0.3, 3.0, n - 40.0, n / 2]
+    b = mu * rng.uniform(0.7, 1.3, K) + mech.sample(K, rng) + rng.choice([0, 0, 0, 400, -400], K)
+    got = posterior_mean_counts(b, mu, n, mech, prior=prior)
+    for j in range(K):
+        ref, sd = _brute_mean_sd(b[j], mu[j], n, mech, prior)
+        assert abs(got[j] - ref) <= 1e-6 * sd + 1e-9 + 1e-12 * ref, (j, b[j], mu[j], got[j], ref)
+
+
+@pytest.mark.parametrize("mech", [GaussianMechanism(1, 1e-7, 15.0), LaplaceMechanism(1, 100.0)])
+def test_stride_fast_path_taken_and_exact(mech):
+    """The stride sum handles interior coordinates (with the table and with Stirling's series)."""
+    from aggmrf_explore.kernels.noise import NOISE_GAUSS, NOISE_LAPLACE, _stride_sum, log_factorials
+
+    noise = NOISE_GAUSS if isinstance(mech, GaussianMechanism) else NOISE_LAPLACE
+    n = 32561
+    mu = np.array([500.0, 3000.0, 16000.0, 31000.0])
+    shift = [60.0, -80.0, 5.0, 900.0] if noise == NOISE_GAUSS else [480.0, -640.0, 1e3, 7e3]
+    b = mu + np.array(shift)  # for Laplace: the kink a = b outside the ±6.5 sd window
+    for table in (log_factorials(n), log_factorials(5)):  # table / Stirling beyond k = 5
+        for j in range(mu.size):
+            got = _stride_sum(b[j], mu[j], float(n), mech.scale, 0, noise, table)
+            assert np.isfinite(got), (j, "fast path not taken")
+            ref, sd = _brute_mean_sd(b[j], mu[j], n, mech, "binomial")
+            assert abs(got - ref) <= 1e-6 * sd, (j, got, ref, sd)
+    # small counts and the Laplace kink inside the window fall back to the exact walk
+    assert np.isnan(_stride_sum(5.0, 3.0, float(n), mech.scale, 0, noise, log_factorials(n)))
+    if noise == NOISE_LAPLACE:
+        assert np.isnan(_stride_sum(3000.0, 3000.0, float(n), 100.0, 0, noise, log_factorials(n)))
+
+
+def test_posterior_large_n_beyond_table():
+    """n beyond the log-factorial table cap: Stirling's series, still exact."""
+    from aggmrf_explore.kernels.noise import LF_CAP
+
+    mech = GaussianMechanism(1, 1e-7, 30.0)
+    n = LF_CAP + 1000
+    mu = np.array([n * 0.3, n - 5e4, 7e4])
+    b = mu + np.array([300.0, -500.0, 0.0])
+    got = posterior_mean_counts(b, mu, n, mech)
+    for j in range(3):
+        ref, sd = _brute_mean_sd(b[j], mu[j], n, mech, "binomial")
+        assert abs(got[j] - ref) <= 1e-6 * sd + 1e-12 * ref
+
+
+def test_expected_noise_on_negative_release():
+    """MRF-N's gradient term on a release with negative counts: finite, targets in [0, n]."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    mech = GaussianMechanism(1, 1e-7, math.sqrt(30))
+    true = rng.multinomial(n, np.full(40, 1 / 40)).astype(float)
+    b = true + mech.sample(40, rng)
+    b[:5] = -np.abs(b[:5]) - 50.0  # certainly negative
+    model = np.concatenate([np.zeros(3), np.full(37, n / 37)])  # d̂ = 0 on some rows
+    for prior in ("binomial", "poisson"):
+        post = posterior_mean_counts(b, model, n, mech, prior=prior)
+        term = expected_noise(b, model, n, mech, prior=prior)
+        assert np.all(np.isfinite(post)) and np.all(np.isfinite(term))
+        assert np.all((post >= 0) & (post <= n))
+        np.testing.assert_allclose(term, b - post)
+        assert np.all(post[:3] == 0)  # prior mass at 0: the target is 0 whatever b
+
+
 # ---------------------------------------------------------------- 8. bad input
 @pytest.mark.parametrize(
     "call,match",
