@@ -457,8 +457,10 @@ def cmd_sweep(args) -> int:
     from .privacy import release
 
     epsilons = _float_list(args.epsilons, "--epsilons")
-    problem = _problem(args)
     iterations = _iterations(args)
+    problem = _problem(args)
+    # every mechanism first, so that a bad δ fails before any training
+    mechs = [_mechanism(args, problem.layout, eps) for eps in epsilons]
     base = _settings(args, problem, problem.aggregated.n)
     enc = problem.encoded
     total = 2 + 2 * len(epsilons)
@@ -474,8 +476,7 @@ def cmd_sweep(args) -> int:
     )
     done += 1
     bar(done, total)
-    for eps in epsilons:
-        mech = _mechanism(args, problem.layout, eps)
+    for eps, mech in zip(epsilons, mechs, strict=True):
         data = release(problem.aggregated, mech, seed=args.seed)
         summary = noise_summary(mech, args.accounting)
         for aware in (False, True):
