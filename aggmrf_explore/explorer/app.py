@@ -541,7 +541,7 @@ class Explorer(pn.viewable.Viewer):
             btn.disabled = bool(event.new)
 
     def _on_running(self, event) -> None:
-        self.play_button.name = "⏸ Pause" if event.new else "▶ Play"
+        self.play_button.name = "❚❚ Pause" if event.new else "▶ Play"
         self.play_button.button_type = "danger" if event.new else "success"
         if event.new:
             self._ensure_callback()
@@ -606,7 +606,11 @@ class Explorer(pn.viewable.Viewer):
         if not self._loaded:
             return  # the initial load reads the current settings
         self.session.busy = True
-        pn.state.execute(lambda: self._load_async(notice))
+
+        async def run() -> None:
+            await self._load_async(notice)
+
+        pn.state.execute(run)
 
     async def _load_async(self, notice: str) -> None:
         s = self.session

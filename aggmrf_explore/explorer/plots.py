@@ -43,7 +43,12 @@ LABEL_COLORS = {"Y = 0": "#1f77b4", "Y = 1": "#d62728"}
 KIND_COLORS = {"single": "#ff7f0e", "pair": "#1f77b4", "triple": "#2ca02c"}
 FONTS = {"title": "13pt", "labels": "12pt", "xticks": "10pt", "yticks": "10pt", "legend": "10pt"}
 _COMMON = dict(
-    responsive=True, min_height=250, fontsize=FONTS, toolbar="above", default_tools=["save"]
+    responsive=True,
+    min_height=250,
+    framewise=True,
+    fontsize=FONTS,
+    toolbar="above",
+    default_tools=["save"],
 )
 
 EXPLAIN = {
