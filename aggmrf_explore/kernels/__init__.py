@@ -17,6 +17,15 @@ def _round_up(m: int, lanes: int) -> int:
     return ((m + lanes - 1) // lanes) * lanes
 
 
+def _aligned_zeros(shape: tuple[int, ...], dtype, align: int = 64) -> np.ndarray:
+    """np.zeros whose data starts on an ``align``-byte boundary (8-lane loads never split)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    raw = np.zeros(nbytes + align, dtype=np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start : start + nbytes].view(dtype).reshape(shape)
+
+
 class GibbsChain:
     """The persistent Gibbs samples of a PCD trainer.
 
@@ -66,12 +75,12 @@ class GibbsChain:
         self._xbuf = np.zeros((P, D + 1), dtype=np.int64)
         self._order = np.zeros((P, D), dtype=np.int64)
         mp = int(self._n_mod_pad.max())
-        self._sbuf = np.zeros((P, mp), dtype=np.float32)
-        self._ebuf = np.zeros((P, mp), dtype=np.float32)
+        self._sbuf = _aligned_zeros((P, mp), np.float32)
+        self._ebuf = _aligned_zeros((P, mp), np.float32)
         self._bases = np.zeros((P, int(np.diff(self._feat_ptr).max())), dtype=np.uint64)
         self._d_part = np.zeros((P, self.K), dtype=np.int32)
         self._c_part = np.zeros((P, self.K), dtype=np.int64)
-        self._W = np.zeros((2, self._w_size), dtype=np.float32)
+        self._W = _aligned_zeros((2, self._w_size), np.float32)
         self._stats_theta: np.ndarray | None = None  # θ of the accumulators, None if stale
 
     # ------------------------------------------------------------------ structure
@@ -122,7 +131,7 @@ class GibbsChain:
         self._ent_s1 = self._ent_m2 * pad[self._ent_feat]
         self._ent_carry = np.asarray(carry, dtype=np.int64)
         self._feat_ptr = np.asarray(ptr, dtype=np.int64)
-        self._w_size = size
+        self._w_size = _round_up(size, 16)
 
     # ------------------------------------------------------------------ state
     @property

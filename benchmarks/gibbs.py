@@ -1,0 +1,242 @@
+"""Gibbs sweep throughput: the project's numba kernel (1 thread, all threads) vs plain numpy.
+
+    python benchmarks/gibbs.py --json            # both problems, one JSON object on stdout
+    python benchmarks/gibbs.py --scaling --json  # + the cost-scaling table
+
+Problems
+- ``adult``: the real Adult layout (14 features, Adult's modality counts, 14 singles +
+  91 pairs + intercept, K = 9 235), 10 000 samples, parameters after 30 PCD iterations.
+- ``large``: 19 synthetic features, four with 1 000 / 500 / 200 / 100 modalities, all
+  pairs and singles (K ≈ 1.2 M), 200 000 samples, random parameters.
+
+A *site update* is one resampling of one feature of one sample: a sweep makes n' × D of
+them.  The numba rate is measured on ``GibbsChain.sweep`` as the trainer calls it (it
+also accumulates the sufficient statistics of the new state); ``*_sweep_only`` leaves
+that out.  Rates are n' D / (best wall time over repeats); ``*_cpu`` uses the thread's
+CPU time instead (1 thread only), which is robust to other processes on the machine —
+``load_average`` says how busy the machine was.  The numpy reference is the way a
+straightforward implementation vectorises a sweep: over samples, one feature at a time
+(random feature order per sweep), fancy-indexed gathers per table, a stable softmax and
+inverse-CDF sampling; on ``large`` it runs on 5 000 samples (its rate per site update
+does not depend on n', and 200 000 samples would take hours).  Each problem runs in its
+own subprocess so that ``peak_rss_mb`` (ru_maxrss) is the peak memory of that problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+LARGE_MODALITIES = [1000, 500, 200, 100] + [2, 3, 4, 5, 6, 8, 10, 12, 16, 2, 3, 4, 6, 8, 12]
+
+
+# ---------------------------------------------------------------------- numpy reference
+def numpy_sweep(rows, codes, mu, theta, layout, rng):
+    """One Gibbs sweep vectorised over samples (rows, codes updated in place)."""
+    n = rows.shape[0]
+    logit = theta[rows].sum(axis=1)
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-logit))).astype(np.float64)
+    strides = layout.strides
+    for f in rng.permutation(layout.n_features):
+        M = int(layout.n_modalities[f])
+        tabs = np.flatnonzero(strides[:, f])
+        v = np.arange(M)
+        scores = np.zeros((n, M))
+        for t in tabs:
+            st = strides[t, f]
+            idx = (rows[:, t] - codes[:, f] * st)[:, None] + v[None, :] * st
+            scores += mu[idx] + y[:, None] * theta[idx]
+        scores -= scores.max(axis=1, keepdims=True)
+        p = np.exp(scores)
+        cdf = np.cumsum(p, axis=1)
+        u = rng.random(n)[:, None] * cdf[:, -1:]
+        new = np.minimum((u >= cdf).sum(axis=1), M - 1)
+        delta = new - codes[:, f]
+        rows[:, tabs] += delta[:, None] * strides[tabs, f][None, :]
+        codes[:, f] = new
+
+
+def numpy_rate(layout, codes, mu, theta, sweeps, max_seconds=20.0):
+    from aggmrf_explore.tables import TableLayout  # noqa: F401  (same layout object)
+
+    codes = codes.astype(np.int64).copy()
+    rows = layout.rows(codes)
+    rng = np.random.default_rng(0)
+    best = np.inf
+    spent = 0.0
+    for _ in range(sweeps):
+        t0 = time.perf_counter()
+        numpy_sweep(rows, codes, mu, theta, layout, rng)
+        dt = time.perf_counter() - t0
+        best = min(best, dt)
+        spent += dt
+        if spent > max_seconds:
+            break
+    return codes.shape[0] * layout.n_features / best
+
+
+# ---------------------------------------------------------------------- numba
+def numba_rates(chain, mu, theta, repeats):
+    import numba
+
+    sites = chain.n_samples * chain.codes.shape[1]
+    out = {}
+    for label, threads in (("1_thread", 1), ("all_threads", numba.config.NUMBA_NUM_THREADS)):
+        numba.set_num_threads(threads)
+        chain.sweep(mu, theta)  # warm
+        for stats in (True, False):
+            wall = cpu = np.inf
+            for _ in range(repeats):
+                t0, c0 = time.perf_counter(), time.thread_time()
+                chain.sweep(mu, theta, statistics=stats)
+                if stats:
+                    chain.statistics(theta)
+                wall = min(wall, time.perf_counter() - t0)
+                cpu = min(cpu, time.thread_time() - c0)
+            key = f"numba_{label}" + ("" if stats else "_sweep_only")
+            out[key] = sites / wall
+            if threads == 1:
+                out[key + "_cpu"] = sites / cpu
+        out["threads" if threads > 1 else "_"] = threads
+    out.pop("_", None)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return out
+
+
+# ---------------------------------------------------------------------- problems
+def adult_problem():
+    from aggmrf_explore.experiment import prepare
+    from aggmrf_explore.mrf import PCDTrainer, default_settings
+
+    pb = prepare("adult")
+    tr = PCDTrainer(pb.aggregated, default_settings(pb.layout, pb.aggregated.n))
+    tr.step(30)
+    return pb.layout, tr.chain, tr.mu, tr.theta
+
+
+def large_problem(n=200_000, seed=0):
+    from aggmrf_explore.kernels import GibbsChain
+    from aggmrf_explore.tables import TableLayout
+
+    lay = TableLayout.all_pairs(LARGE_MODALITIES)
+    rng = np.random.default_rng(seed)
+    mu = rng.normal(0.0, 0.5, lay.K)
+    theta = rng.normal(0.0, 0.1, lay.K)
+    chain = GibbsChain(lay, n, [np.ones(m) for m in lay.n_modalities], seed)
+    return lay, chain, mu, theta
+
+
+def run_problem(name: str, repeats: int) -> dict:
+    load0 = os.getloadavg()[0]
+    lay, chain, mu, theta = adult_problem() if name == "adult" else large_problem()
+    res = numba_rates(chain, mu, theta, repeats if name == "adult" else max(2, repeats // 4))
+    n_ref = chain.n_samples if name == "adult" else 5_000
+    res["numpy_reference"] = numpy_rate(lay, chain.codes[:n_ref], mu, theta, 3)
+    res["numpy_reference_samples"] = n_ref
+    res["speedup_1_thread_vs_numpy"] = res["numba_1_thread"] / res["numpy_reference"]
+    res["speedup_all_vs_1_thread"] = res["numba_all_threads"] / res["numba_1_thread"]
+    res.update(
+        n_samples=chain.n_samples,
+        n_features=lay.n_features,
+        K=lay.K,
+        chain_memory_mb=chain.memory_bytes / 2**20,
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        load_average=[load0, os.getloadavg()[0]],
+    )
+    return res
+
+
+# ---------------------------------------------------------------------- scaling
+def scaling_table(repeats: int = 5) -> list[dict]:
+    """Sweep time vs n' (Adult) and vs Σ_f Mp_f × tables(f) (synthetic, n' = 10 000), 1 thread."""
+    import numba
+
+    from aggmrf_explore.kernels import GibbsChain
+    from aggmrf_explore.tables import TableLayout
+
+    numba.set_num_threads(1)
+    rows = []
+
+    def measure(lay, n, mu, theta, label):
+        chain = GibbsChain(lay, n, [np.ones(m) for m in lay.n_modalities], 0)
+        chain.sweep(mu, theta)
+        cpu = np.inf
+        for _ in range(repeats):
+            c0 = time.thread_time()
+            chain.sweep(mu, theta)
+            chain.statistics(theta)
+            cpu = min(cpu, time.thread_time() - c0)
+        work = sum(
+            int(chain._n_mod_pad[f]) * int(np.count_nonzero(lay.strides[:, f]))
+            for f in range(lay.n_features)
+        )
+        rows.append(
+            {
+                "case": label,
+                "n_samples": n,
+                "K": lay.K,
+                "sum_Mf_x_tables": work,
+                "ms_per_iteration_1_thread_cpu": cpu * 1e3,
+                "ns_per_sample_unit": cpu * 1e9 / (n * work),
+            }
+        )
+
+    lay = TableLayout.all_pairs([10, 10, 10, 17, 6, 8, 16, 7, 6, 3, 2, 2, 6, 42])
+    rng = np.random.default_rng(0)
+    mu, theta = rng.normal(0, 0.3, lay.K), rng.normal(0, 0.05, lay.K)
+    for n in (5_000, 10_000, 20_000, 40_000):
+        measure(lay, n, mu, theta, "adult-shaped, vary n'")
+    for m in (4, 8, 16, 32, 64, 128):
+        lay = TableLayout.all_pairs([m] * 14)
+        mu, theta = rng.normal(0, 0.3, lay.K), rng.normal(0, 0.05, lay.K)
+        measure(lay, 10_000, mu, theta, f"14 features x {m} modalities")
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--problems", default="adult,large")
+    ap.add_argument("--repeats", type=int, default=12)
+    ap.add_argument("--scaling", action="store_true", help="add the cost-scaling table")
+    ap.add_argument("--_one", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args._one:
+        print(json.dumps(run_problem(args._one, args.repeats)))
+        return 0
+    out: dict = {"problems": {}, "unit": "Gibbs site updates per second"}
+    for name in args.problems.split(","):
+        proc = subprocess.run(
+            [sys.executable, __file__, "--_one", name, "--repeats", str(args.repeats)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out["problems"][name] = json.loads(proc.stdout.strip().splitlines()[-1])
+    if args.scaling:
+        out["scaling"] = scaling_table()
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        for name, r in out["problems"].items():
+            print(
+                f"{name:6s} numba 1 thread {r['numba_1_thread'] / 1e6:6.2f} M/s "
+                f"(cpu {r['numba_1_thread_cpu'] / 1e6:6.2f}), all {r['threads']} threads "
+                f"{r['numba_all_threads'] / 1e6:6.2f} M/s, numpy {r['numpy_reference'] / 1e6:6.3f} M/s,"
+                f" peak {r['peak_rss_mb']:.0f} MB"
+            )
+        for row in out.get("scaling", []):
+            print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
