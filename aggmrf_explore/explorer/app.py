@@ -796,10 +796,11 @@ class Explorer(pn.viewable.Viewer):
         pred = s.predictions()
         has_log = bool(np.isfinite(pred["logistic"].to_numpy(float)).any())
         mode = plots.predictions_mode(len(pred), has_log)
-        self.p_pred.send({"frame": pred, "mode": mode}, mode)
+        self.p_pred.send({"frame": pred, "mode": mode}, (s.version, mode))
         dh = s.dhat_frame()
         self.p_dhat.send(
-            {"frame": dh, "iteration": s.iteration}, mode=tuple(sorted(set(dh["kind"])))
+            {"frame": dh, "iteration": s.iteration},
+            mode=(s.version, tuple(sorted(set(dh["kind"])))),
         )
         frame = s.table_view()
         self.table_view.value = frame.round(2)
@@ -807,7 +808,7 @@ class Explorer(pn.viewable.Viewer):
         self.xor_note.visible = xf is None
         self.p_xor.pane.visible = xf is not None
         if xf is not None:
-            self.p_xor.send({"frame": xf}, mode="xor")
+            self.p_xor.send({"frame": xf}, mode=("xor", s.version))
 
     def _refresh_static(self) -> None:
         s = self.session

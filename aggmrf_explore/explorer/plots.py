@@ -156,13 +156,14 @@ def nllh_plot(
     hi = max(values + [0.05]) if values else 1.0
     pad = 0.05 * (hi - lo or 1.0)
     return hv.Overlay(layers).opts(
+        hv.opts.Curve(framewise=True),
         hv.opts.Overlay(
             title="Test NLLH while training",
             legend_position="bottom_right",
             ylim=(max(lo - pad, -1.0), hi + pad),
             xlim=(0, x_max),
             **_COMMON,
-        )
+        ),
     )
 
 
@@ -191,6 +192,7 @@ def convergence_plot(history: pd.DataFrame | None, floor: float | None = None) -
     lo = float(np.min(vals)) / 2 if vals.size else 1e-3
     hi = float(np.max(vals)) * 2 if vals.size else 1.0
     return hv.Overlay(layers).opts(
+        hv.opts.Curve(framewise=True),
         hv.opts.Overlay(
             title="Convergence of d̂ → d and ĉ → c",
             logy=True,
@@ -198,7 +200,7 @@ def convergence_plot(history: pd.DataFrame | None, floor: float | None = None) -
             ylim=(max(lo, tiny), max(hi, 2 * max(lo, tiny))),
             xlim=(0, x_max),
             **_COMMON,
-        )
+        ),
     )
 
 
