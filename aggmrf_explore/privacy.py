@@ -484,9 +484,12 @@ def posterior_mean_counts(
     b : noisy values, shape (K,);  prior_mean : E[A_j] under the model, shape (K,)
     (clipped to [0, n_j]);  n : trials (int or integer-valued array broadcastable to b);
     A_j ~ Binomial(n_j, prior_mean_j/n_j) or Poisson(prior_mean_j) truncated to [0, n_j];
-    L_j ~ the mechanism's noise.  Exact sum over the integers a ∈ [0, n_j] to ~1e-10
-    (a numba kernel walking out from the posterior mode), so results are finite and in
-    [0, n_j] for any finite b.  ``mechanism=None`` (no noise) returns clip(b, 0, n).
+    L_j ~ the mechanism's noise.  Sum over the integers a ∈ [0, n_j] (numba, parallel over
+    coordinates): where the posterior sd s ≥ 4 and its ±6.5 s window is inside [0, n_j]
+    (and, for Laplace noise, away from the kink a = b_j), every h-th integer, h = ⌊s⌋, with
+    a log-factorial table; elsewhere an exact walk out from the posterior mode.  Accurate
+    to ~1e-8·s (tested against brute force at 1e-6·s); results are finite and in [0, n_j]
+    for any finite b.  ``mechanism=None`` (no noise) returns clip(b, 0, n).
     """
     kind = _choice("prior", prior, PRIORS)
     b_arr = np.asarray(b, dtype=np.float64)
