@@ -61,14 +61,14 @@ def cmd_aggregate(args) -> int:
     from .cli import _load, _mechanism, noise_summary
     from .privacy import release
     from .tables import TableLayout, aggregate
-    from .tables_io import Schema, read_release, write_release
+    from .tables_io import Schema, read_schema, write_release
 
     if args.no_singles and args.no_pairs:
         raise AggMRFError("--no-singles and --no-pairs together leave no table to release.")
     if args.schema:
         if not args.csv or not args.label:
             raise AggMRFError("--schema goes with --csv FILE --label COL (records to aggregate).")
-        schema = read_release(args.schema).schema
+        schema = read_schema(args.schema)
         df = _records(args.csv)
         if args.label not in df.columns:
             raise AggMRFError(

@@ -60,6 +60,7 @@ __all__ = [
     "ReleaseWarning",
     "write_release",
     "read_release",
+    "read_schema",
     "release_from_frames",
     "mechanism_from_meta",
     "noise_meta",
@@ -767,10 +768,26 @@ def read_release(
     ``count_tolerance`` overrides the allowed discrepancy between table totals (default:
     1e-6 relative without noise, 5 σ √(cells) with declared noise).
     """
-    tables, meta, source = _raw_tables(Path(path))
+    path = Path(path)
+    if path.suffix.lower() == ".json":  # the metadata file: its release
+        path = path.parent if path.name == RELEASE_FILE else path.with_suffix(".csv")
+    tables, meta, source = _raw_tables(path)
     return release_from_frames(
         tables, meta, strict=strict, count_tolerance=count_tolerance, source=source
     )
+
+
+def read_schema(path: str | Path) -> Schema:
+    """The schema of a release: its ``release.json`` (or FILE.json), or inferred from its tables."""
+    path = Path(path)
+    cand = path / RELEASE_FILE if path.is_dir() else path
+    if cand.suffix.lower() == ".csv":
+        cand = cand.with_suffix(".json")
+    if cand.exists() and cand.suffix.lower() == ".json":
+        meta = _load_meta(cand)
+        if meta.get("features"):
+            return Schema.from_dict(meta)
+    return read_release(path).schema
 
 
 def release_from_frames(

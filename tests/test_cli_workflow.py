@@ -1,0 +1,99 @@
+"""The records-free workflow from the command line: aggregate → run --tables → predict."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aggmrf_explore.cli import main
+
+
+@pytest.fixture(scope="module")
+def csvs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(3)
+
+    def make(n):
+        age = rng.integers(18, 70, n)
+        job = rng.choice(["a", "b", "c"], n)
+        town = rng.choice(["x", "y"], n)
+        p = 0.15 + 0.4 * (job == "a") + 0.005 * (age - 18) * (town == "x")
+        return pd.DataFrame(
+            {"age": age, "job": job, "town": town, "y": (rng.random(n) < p).astype(int)}
+        )
+
+    make(1500).to_csv(d / "train.csv", index=False)
+    make(600).to_csv(d / "test.csv", index=False)
+    return d
+
+
+FAST = ["--iterations", "20", "--gibbs-samples", "500", "--seed", "4"]
+
+
+def _run(capsys, argv):
+    assert main(argv) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+def test_round_trip_same_model_and_nllh(csvs, capsys):
+    d = csvs
+    a = json.loads(_run(capsys, ["run", "--csv", str(d / "train.csv"), "--test-csv", str(d / "test.csv"),
+                                  "--label", "y", "--no-baselines", "--json", "--export-model",
+                                  str(d / "m_csv.json"), *FAST]))  # fmt: skip
+    _run(
+        capsys,
+        ["aggregate", "--csv", str(d / "train.csv"), "--label", "y", "--out", str(d / "rel")],
+    )
+    b = json.loads(_run(capsys, ["run", "--tables", str(d / "rel"), "--test-csv", str(d / "test.csv"),
+                                  "--json", "--export-model", str(d / "m_tab.json"), *FAST]))  # fmt: skip
+    assert a["models"]["mrf"]["nllh_test"] == b["models"]["mrf"]["nllh_test"]
+    m1 = json.loads((d / "m_csv.json").read_text())
+    m2 = json.loads((d / "m_tab.json").read_text())
+    assert m1["tables"] == m2["tables"] and m1["intercept"] == m2["intercept"]
+    # predict on raw records gives the in-memory probabilities' NLLH
+    _run(capsys, ["predict", "--model", str(d / "m_tab.json"), "--csv", str(d / "test.csv"),
+                  "--out", str(d / "p.csv"), "--label", "y"])  # fmt: skip
+    p = pd.read_csv(d / "p.csv")["probability"].to_numpy()
+    from aggmrf_explore.metrics import nllh
+
+    y = pd.read_csv(d / "test.csv")["y"].to_numpy()
+    assert nllh(y, p) == pytest.approx(b["models"]["mrf"]["nllh_test"], abs=1e-12)
+
+
+def test_second_release_and_auto(csvs, capsys):
+    d = csvs
+    _run(capsys, ["aggregate", "--csv", str(d / "train.csv"), "--label", "y", "--out", str(d / "r1"),
+                  "--mechanism", "gaussian", "--epsilon", "5"])  # fmt: skip
+    _run(capsys, ["aggregate", "--csv", str(d / "test.csv"), "--label", "y", "--out", str(d / "r2"),
+                  "--schema", str(d / "r1" / "release.json")])  # fmt: skip
+    out = json.loads(_run(capsys, ["run", "--tables", str(d / "r1"), "--validation-tables",
+                                    str(d / "r2"), "--lambda-theta", "auto", "--noise-aware",
+                                    "--json", *FAST]))  # fmt: skip
+    assert out["noise"]["mechanism"] == "gaussian"
+    auto = out["lambda_theta_auto"]
+    assert auto["method"] == "second release" and len(auto["grid"]) == 6
+    assert out["settings"]["lambda_theta"] == auto["lambda_theta"]
+    assert np.isfinite(out["models"]["mrf"]["aggregated_nllh"])
+
+
+def test_malformed_release_is_a_one_line_error(csvs, capsys):
+    d = csvs
+    _run(
+        capsys,
+        ["aggregate", "--csv", str(d / "train.csv"), "--label", "y", "--out", str(d / "bad")],
+    )
+    f = next((d / "bad").glob("*_job__town.csv"))
+    df = pd.read_csv(f)
+    df.loc[0, "label_sum"] = df.loc[0, "count"] + 5
+    df.to_csv(f, index=False)
+    assert main(["run", "--tables", str(d / "bad"), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "job × town" in err and "line 2" in err
+
+
+def test_lambda_theta_auto_is_run_only(capsys):
+    assert main(["sweep", "--dataset", "toy", "--lambda-theta", "auto", "--epsilons", "1"]) == 2
+    assert "auto" in capsys.readouterr().err
