@@ -98,7 +98,7 @@ def test_dhat_scatter_coloured_by_table_kind():
     _render(plots.dhat_scatter(None))
 
 
-@pytest.mark.parametrize("n,mode", [(200, "scatter"), (10_000, "hex")])
+@pytest.mark.parametrize("n,mode", [(200, "scatter"), (10_000, "binned")])
 def test_predictions_plot_modes(n, mode):
     rng = np.random.default_rng(1)
     frame = pd.DataFrame(
@@ -106,8 +106,8 @@ def test_predictions_plot_modes(n, mode):
     )
     assert plots.predictions_mode(n, True) == mode
     ov = plots.predictions_plot(frame)
-    if mode == "hex":
-        assert any(isinstance(el, hv.HexTiles) for el in ov)
+    if mode == "binned":
+        assert any(isinstance(el, hv.Image) for el in ov)
     else:
         assert {"test records, Y = 0", "test records, Y = 1"} <= _labels(ov)
     fig = _render(ov)

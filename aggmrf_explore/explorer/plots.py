@@ -9,6 +9,7 @@ so the app can stream new data into a ``DynamicMap`` without rebuilding the figu
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import holoviews as hv
 import numpy as np
@@ -16,6 +17,12 @@ import pandas as pd
 
 __all__ = [
     "thin",
+    "PlotData",
+    "nllh_data",
+    "convergence_data",
+    "dhat_data",
+    "predictions_data",
+    "xor_values",
     "nllh_plot",
     "convergence_plot",
     "dhat_scatter",
@@ -62,7 +69,7 @@ EXPLAIN = {
         "**What am I seeing?** Each test record's P(Y=1|x) under the live MRF (vertical) "
         "against the logistic fitted on full data (horizontal). On the diagonal the tables "
         "told the MRF as much as the records told the logistic. With many records the points "
-        "are binned into hexagons coloured by the share of positive labels."
+        "are binned into squares coloured by the share of positive labels."
     ),
     "convergence": (
         "**What am I seeing?** How far the model's expected tables d̂ (counts) and ĉ (label "
@@ -85,11 +92,13 @@ EXPLAIN = {
         "spread around the diagonal is the price of privacy; small counts suffer most."
     ),
     "xor": (
-        "**What am I seeing?** P(Y=1|x) for the four possible states of the XOR example. "
-        "The pair tables alone cannot tell this distribution from one where the label depends "
-        "on X3 much more strongly, and the maximum-entropy model picks that flatter-in-x, "
-        "sharper-in-y solution (0.9 / 0.1 instead of the true 0.75 / 0.25); a logistic on "
-        "the full records recovers the truth."
+        "**What am I seeing?** P(Y=1|x) for the four states that occur in the XOR example "
+        "(X3 = X1 xor X2, P(Y=1|x) = 0.25 + 0.5·x3). **Why max-ent fails:** every pair table "
+        "looks like independent, uniform features, so the maximum-entropy model spreads the "
+        "records over all eight states, half of which never occur. The pairwise parameters "
+        "that reproduce the label sums over those eight states give 0.9 / 0.1 on the four "
+        "real ones instead of 0.75 / 0.25 — the live MRF converges to that max-ent answer, "
+        "while the logistic, fitted on the full records, recovers the truth."
     ),
 }
 
@@ -122,6 +131,49 @@ def _finite(v) -> float:
     return v if math.isfinite(v) else float("nan")
 
 
+@dataclass
+class PlotData:
+    """What a live plot shows: one (x, y) pair of arrays per layer label, ranges, title.
+
+    The app pushes these arrays into the existing Bokeh data sources of a figure first
+    drawn by the matching HoloViews function (same labels, same layer order), so a
+    refresh never rebuilds the figure.
+    """
+
+    layers: dict[str, tuple[np.ndarray, np.ndarray]]
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]
+    title: str
+    extra: dict = field(default_factory=dict)
+
+
+def _xy(xs, ys) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+
+
+def nllh_data(history: pd.DataFrame | None, references: dict[str, float] | None = None) -> PlotData:
+    """Layers and ranges of :func:`nllh_plot` (finite values only)."""
+    h = thin(_history(history))
+    h = h[np.isfinite(h["nllh_eval"].to_numpy(float))]
+    references = references or {}
+    x_max = max(float(h["iteration"].max()) if len(h) else 0.0, 10.0)
+    layers = {"MRF (from tables)": _xy(h["iteration"], h["nllh_eval"])}
+    values = list(h["nllh_eval"].to_numpy(float))
+    for name in REFERENCE_NAMES:
+        v = _finite(references.get(name))
+        if math.isfinite(v):
+            values.append(v)
+            layers[name] = _xy([0.0, x_max], [v, v])
+        else:
+            layers[name] = _xy([], [])
+    lo = min(values + [0.0])
+    hi = max(values + [0.05])
+    pad = 0.05 * (hi - lo or 1.0)
+    return PlotData(
+        layers, (0.0, x_max), (max(lo - pad, -1.0), hi + pad), "Test NLLH while training"
+    )
+
+
 def nllh_plot(
     history: pd.DataFrame | None, references: dict[str, float] | None = None
 ) -> hv.Overlay:
@@ -130,78 +182,106 @@ def nllh_plot(
     ``references``: {name: test NLLH}; the names of REFERENCE_NAMES always get a layer
     (empty when unknown) so the layer structure never changes.
     """
-    h = thin(_history(history).dropna(subset=["nllh_eval"]))
-    references = references or {}
-    x_max = max(float(h["iteration"].max()) if len(h) else 0.0, 10.0)
-    mrf = hv.Curve(
-        (h["iteration"].to_numpy(float), h["nllh_eval"].to_numpy(float)),
-        hv.Dimension("iteration", label="iteration (PCD steps)"),
-        hv.Dimension("nllh", label="test NLLH (unitless, higher is better)"),
-        label="MRF (from tables)",
-    ).opts(color=MRF_COLOR, line_width=2.5)
-    layers = [mrf]
-    values = [v for v in h["nllh_eval"].to_numpy(float) if math.isfinite(v)]
+    d = nllh_data(history, references)
+    xdim = hv.Dimension("iteration", label="iteration (PCD steps)")
+    ydim = hv.Dimension("nllh", label="test NLLH (unitless, higher is better)")
+    layers = [
+        hv.Curve(d.layers["MRF (from tables)"], xdim, ydim, label="MRF (from tables)").opts(
+            color=MRF_COLOR, line_width=2.5
+        )
+    ]
     for name in REFERENCE_NAMES:
-        v = _finite(references.get(name))
         color, dash = _REF_STYLE[name]
-        xs, ys = ([0.0, x_max], [v, v]) if math.isfinite(v) else ([], [])
-        if math.isfinite(v):
-            values.append(v)
         layers.append(
-            hv.Curve((xs, ys), "iteration", "nllh", label=f"{name}").opts(
+            hv.Curve(d.layers[name], xdim, ydim, label=name).opts(
                 color=color, line_dash=dash, line_width=2
             )
         )
-    lo = min(values + [0.0]) if values else 0.0
-    hi = max(values + [0.05]) if values else 1.0
-    pad = 0.05 * (hi - lo or 1.0)
     return hv.Overlay(layers).opts(
-        hv.opts.Curve(framewise=True),
         hv.opts.Overlay(
-            title="Test NLLH while training",
-            legend_position="bottom_right",
-            ylim=(max(lo - pad, -1.0), hi + pad),
-            xlim=(0, x_max),
-            **_COMMON,
+            title=d.title, legend_position="bottom_right", ylim=d.ylim, xlim=d.xlim, **_COMMON
         ),
     )
 
 
-def convergence_plot(history: pd.DataFrame | None, floor: float | None = None) -> hv.Overlay:
-    """Relative L1 error of d̂ and ĉ vs iteration (log axis), with the Monte-Carlo floor."""
+CONVERGENCE_NAMES = ("d̂ (counts)", "ĉ (label sums)", "Monte-Carlo floor of n' samples")
+
+
+def convergence_data(history: pd.DataFrame | None, floor: float | None = None) -> PlotData:
+    """Layers and ranges of :func:`convergence_plot` (errors clipped to [1e-6, 1e3])."""
     h = thin(_history(history))
     x = h["iteration"].to_numpy(float)
     tiny = 1e-6
     x_max = max(float(x.max()) if len(x) else 0.0, 10.0)
     yd = np.clip(np.nan_to_num(h["d_error"].to_numpy(float), nan=1.0, posinf=1e3), tiny, 1e3)
     yc = np.clip(np.nan_to_num(h["c_error"].to_numpy(float), nan=1.0, posinf=1e3), tiny, 1e3)
+    f = _finite(floor)
+    has_floor = math.isfinite(f) and f > 0
+    layers = {
+        CONVERGENCE_NAMES[0]: _xy(x, yd),
+        CONVERGENCE_NAMES[1]: _xy(x, yc),
+        CONVERGENCE_NAMES[2]: _xy([0.0, x_max], [f, f]) if has_floor else _xy([], []),
+    }
+    vals = np.r_[yd, yc, [f] if has_floor else []]
+    lo = max(float(np.min(vals)) / 2 if vals.size else 1e-3, tiny)
+    hi = float(np.max(vals)) * 2 if vals.size else 1.0
+    return PlotData(layers, (0.0, x_max), (lo, max(hi, 2 * lo)), "Convergence of d̂ → d and ĉ → c")
+
+
+def convergence_plot(history: pd.DataFrame | None, floor: float | None = None) -> hv.Overlay:
+    """Relative L1 error of d̂ and ĉ vs iteration (log axis), with the Monte-Carlo floor."""
+    d = convergence_data(history, floor)
     xdim = hv.Dimension("iteration", label="iteration (PCD steps)")
     ydim = hv.Dimension("error", label="relative L1 error (unitless, log)")
-    f = _finite(floor)
+    styles = (
+        dict(color=MRF_COLOR, line_width=2.5),
+        dict(color="#ff7f0e", line_width=2.5),
+        dict(color="grey", line_dash="dashed", line_width=2),
+    )
     layers = [
-        hv.Curve((x, yd), xdim, ydim, label="d̂ (counts)").opts(color=MRF_COLOR, line_width=2.5),
-        hv.Curve((x, yc), xdim, ydim, label="ĉ (label sums)").opts(color="#ff7f0e", line_width=2.5),
-        hv.Curve(
-            ([0.0, x_max], [f, f]) if math.isfinite(f) and f > 0 else ([], []),
-            xdim,
-            ydim,
-            label="Monte-Carlo floor of n' samples",
-        ).opts(color="grey", line_dash="dashed", line_width=2),
+        hv.Curve(d.layers[name], xdim, ydim, label=name).opts(**style)
+        for name, style in zip(CONVERGENCE_NAMES, styles, strict=True)
     ]
-    vals = np.r_[yd, yc, [f] if math.isfinite(f) and f > 0 else []]
-    lo = float(np.min(vals)) / 2 if vals.size else 1e-3
-    hi = float(np.max(vals)) * 2 if vals.size else 1.0
     return hv.Overlay(layers).opts(
-        hv.opts.Curve(framewise=True),
         hv.opts.Overlay(
-            title="Convergence of d̂ → d and ĉ → c",
+            title=d.title,
             logy=True,
             legend_position="top_right",
-            ylim=(max(lo, tiny), max(hi, 2 * max(lo, tiny))),
-            xlim=(0, x_max),
+            ylim=d.ylim,
+            xlim=d.xlim,
             **_COMMON,
         ),
     )
+
+
+def dhat_kinds(frame: pd.DataFrame | None) -> tuple[str, ...]:
+    """Table kinds with a layer in :func:`dhat_scatter` (single and pair always, triple if any)."""
+    kinds = ["single", "pair"]
+    if frame is not None and len(frame) and (frame["kind"] == "triple").any():
+        kinds.append("triple")
+    return tuple(kinds)
+
+
+def dhat_data(frame: pd.DataFrame | None, iteration: int = 0, max_points: int = 4000) -> PlotData:
+    """Layers and ranges of :func:`dhat_scatter` (0 shown as 0.5 on the log axes)."""
+    floor = 0.5
+    if frame is None:
+        frame = pd.DataFrame({"d": [], "d_hat": [], "kind": []})
+    if len(frame) > max_points:
+        frame = frame.iloc[np.linspace(0, len(frame) - 1, max_points).astype(int)]
+    hi = 10.0
+    layers = {}
+    for kind in dhat_kinds(frame):
+        sub = frame[frame["kind"] == kind]
+        xs = np.maximum(np.nan_to_num(sub["d"].to_numpy(float), posinf=0.0), floor)
+        ys = np.maximum(np.nan_to_num(sub["d_hat"].to_numpy(float), posinf=0.0), floor)
+        if len(xs):
+            hi = max(hi, float(xs.max()), float(ys.max()))
+        layers[f"{kind}-feature tables"] = _xy(xs, ys)
+    hi *= 1.5
+    layers["d̂ = d"] = _xy([floor, hi], [floor, hi])
+    title = f"d̂ vs d at iteration {int(iteration):,} (0 shown as 0.5)"
+    return PlotData(layers, (floor, hi), (floor, hi), title)
 
 
 def dhat_scatter(frame: pd.DataFrame | None, iteration: int = 0, max_points: int = 4000):
@@ -209,41 +289,27 @@ def dhat_scatter(frame: pd.DataFrame | None, iteration: int = 0, max_points: int
 
     ``frame`` columns: d, d_hat, kind ("single" / "pair" / "triple").
     """
-    floor = 0.5
+    d = dhat_data(frame, iteration, max_points)
     xdim = hv.Dimension("d", label="released count d (records, log)")
     ydim = hv.Dimension("d_hat", label="model estimate d̂ (records, log)")
-    layers = []
-    if frame is None:
-        frame = pd.DataFrame({"d": [], "d_hat": [], "kind": []})
-    if len(frame) > max_points:
-        frame = frame.iloc[np.linspace(0, len(frame) - 1, max_points).astype(int)]
-    hi = 10.0
-    for kind, color in KIND_COLORS.items():
-        sub = frame[frame["kind"] == kind]
-        if kind == "triple" and len(sub) == 0:
-            continue
-        xs = np.maximum(np.nan_to_num(sub["d"].to_numpy(float)), floor)
-        ys = np.maximum(np.nan_to_num(sub["d_hat"].to_numpy(float)), floor)
-        if len(xs):
-            hi = max(hi, float(xs.max()), float(ys.max()))
-        layers.append(
-            hv.Scatter((xs, ys), xdim, ydim, label=f"{kind}-feature tables").opts(
-                color=color, size=5, alpha=0.6
-            )
-        )
-    hi *= 1.5
+    layers = [
+        hv.Scatter(
+            d.layers[f"{kind}-feature tables"], xdim, ydim, label=f"{kind}-feature tables"
+        ).opts(color=KIND_COLORS[kind], size=6, alpha=0.6)
+        for kind in dhat_kinds(frame)
+    ]
     layers.append(
-        hv.Curve(([floor, hi], [floor, hi]), xdim, ydim, label="d̂ = d").opts(
+        hv.Curve(d.layers["d̂ = d"], xdim, ydim, label="d̂ = d").opts(
             color="black", line_dash="dashed", line_width=1.5
         )
     )
     return hv.Overlay(layers).opts(
         hv.opts.Overlay(
-            title=f"d̂ vs d at iteration {int(iteration):,} (0 shown as 0.5)",
+            title=d.title,
             logx=True,
             logy=True,
-            xlim=(floor, hi),
-            ylim=(floor, hi),
+            xlim=d.xlim,
+            ylim=d.ylim,
             legend_position="bottom_right",
             **_COMMON,
         )
@@ -251,77 +317,90 @@ def dhat_scatter(frame: pd.DataFrame | None, iteration: int = 0, max_points: int
 
 
 def predictions_mode(n_points: int, has_logistic: bool, max_points: int = 3000) -> str:
-    """ "scatter", "hex" or "waiting": the layer structure predictions_plot will use."""
+    """ "scatter", "binned" or "waiting": the layer structure predictions_plot will use."""
     if not has_logistic:
         return "waiting"
-    return "scatter" if n_points <= max_points else "hex"
+    return "scatter" if n_points <= max_points else "binned"
+
+
+PRED_BINS = 40
+
+
+def predictions_data(
+    frame: pd.DataFrame | None, mode: str | None = None, max_points: int = 3000
+) -> PlotData:
+    """Layers of :func:`predictions_plot`; ``extra["image"]`` holds the binned share of Y = 1.
+
+    Binned mode: a PRED_BINS × PRED_BINS grid over [0, 1]², each cell the share of
+    positive labels among its records (NaN where empty, drawn transparent).
+    """
+    if frame is None:
+        frame = pd.DataFrame({"mrf": [], "logistic": [], "label": []})
+    lx = frame["logistic"].to_numpy(float)
+    has_log = bool(len(frame)) and bool(np.isfinite(lx).any())
+    mode = mode or predictions_mode(len(frame), has_log, max_points)
+    lx = np.clip(np.nan_to_num(lx, nan=0.5), 0, 1)
+    my = np.clip(np.nan_to_num(frame["mrf"].to_numpy(float), nan=0.5, posinf=1, neginf=0), 0, 1)
+    lab = np.nan_to_num(frame["label"].to_numpy(float))
+    layers: dict = {}
+    extra: dict = {"mode": mode, "n": len(frame)}
+    if mode == "waiting":
+        title = "MRF vs logistic P(Y=1|x) — logistic skyline still fitting…"
+        layers["records"] = _xy([], [])
+    elif mode == "scatter":
+        title = "MRF vs logistic P(Y=1|x) on test records"
+        for v, name in ((0, "Y = 0"), (1, "Y = 1")):
+            m = lab == v
+            layers[f"test records, {name}"] = _xy(lx[m], my[m])
+    else:
+        title = f"MRF vs logistic P(Y=1|x), {len(frame):,} test records (binned)"
+        edges = np.linspace(0, 1, PRED_BINS + 1)
+        cnt, _, _ = np.histogram2d(my, lx, bins=[edges, edges])
+        pos, _, _ = np.histogram2d(my, lx, bins=[edges, edges], weights=lab)
+        # row 0 = lowest MRF probability (Bokeh's image orientation)
+        extra["image"] = np.where(cnt > 0, pos / np.maximum(cnt, 1), np.nan)
+    layers["y = x"] = _xy([0, 1], [0, 1])
+    return PlotData(layers, (0.0, 1.0), (0.0, 1.0), title, extra)
 
 
 def predictions_plot(frame: pd.DataFrame | None, mode: str | None = None, max_points: int = 3000):
     """MRF vs logistic P(Y=1|x) on the test set, with the y = x line.
 
     ``frame`` columns: mrf, logistic, label (0/1).  Few points: a scatter coloured by label;
-    many: hexagonal bins coloured by the share of Y = 1 (aggregated rendering).
+    many: a grid of bins coloured by the share of Y = 1 (aggregated rendering).
     """
-    if frame is None:
-        frame = pd.DataFrame({"mrf": [], "logistic": [], "label": []})
-    has_log = bool(len(frame)) and bool(np.isfinite(frame["logistic"].to_numpy(float)).any())
-    mode = mode or predictions_mode(len(frame), has_log, max_points)
+    d = predictions_data(frame, mode, max_points)
     xdim = hv.Dimension("logistic", label="logistic (full data): P(Y=1|x)", range=(0, 1))
     ydim = hv.Dimension("mrf", label="MRF (tables only): P(Y=1|x)", range=(0, 1))
-    diag = hv.Curve(([0, 1], [0, 1]), xdim, ydim, label="y = x").opts(
+    diag = hv.Curve(d.layers["y = x"], xdim, ydim, label="y = x").opts(
         color="black", line_dash="dashed", line_width=1.5
     )
-    opts = dict(xlim=(0, 1), ylim=(0, 1), **_COMMON)
+    opts = dict(xlim=d.xlim, ylim=d.ylim, title=d.title, legend_position="bottom_right", **_COMMON)
+    mode = d.extra["mode"]
     if mode == "waiting":
-        x = np.zeros(0)
-        pts = hv.Scatter((x, x), xdim, ydim, label="records").opts(color="grey")
-        return (pts * diag).opts(
-            hv.opts.Overlay(
-                title="MRF vs logistic P(Y=1|x) — logistic skyline still fitting…",
-                legend_position="bottom_right",
-                **opts,
-            )
-        )
-    lx = np.clip(np.nan_to_num(frame["logistic"].to_numpy(float), nan=0.5), 0, 1)
-    my = np.clip(np.nan_to_num(frame["mrf"].to_numpy(float), nan=0.5), 0, 1)
-    lab = frame["label"].to_numpy(float)
+        pts = hv.Scatter(d.layers["records"], xdim, ydim, label="records").opts(color="grey")
+        return (pts * diag).opts(hv.opts.Overlay(**opts))
     if mode == "scatter":
-        layers = []
-        for v, name in ((0, "Y = 0"), (1, "Y = 1")):
-            m = lab == v
-            layers.append(
-                hv.Scatter((lx[m], my[m]), xdim, ydim, label=f"test records, {name}").opts(
-                    color=LABEL_COLORS[name], size=6, alpha=0.5
-                )
-            )
-        return hv.Overlay([*layers, diag]).opts(
-            hv.opts.Overlay(
-                title="MRF vs logistic P(Y=1|x) on test records",
-                legend_position="bottom_right",
-                **opts,
-            )
-        )
-    hexes = hv.HexTiles(
-        pd.DataFrame({"logistic": lx, "mrf": my, "share": lab}),
-        [xdim, ydim],
-        hv.Dimension("share", label="share of Y = 1 in the bin", range=(0, 1)),
+        layers = [
+            hv.Scatter(
+                d.layers[f"test records, {name}"], xdim, ydim, label=f"test records, {name}"
+            ).opts(color=LABEL_COLORS[name], size=6, alpha=0.5)
+            for name in ("Y = 0", "Y = 1")
+        ]
+        return hv.Overlay([*layers, diag]).opts(hv.opts.Overlay(**opts))
+    img = hv.Image(
+        np.flipud(d.extra["image"]),  # HoloViews: first row at the top
+        kdims=[xdim, ydim],
+        vdims=[hv.Dimension("share", label="share of Y = 1 in the bin", range=(0, 1))],
+        bounds=(0, 0, 1, 1),
     ).opts(
-        aggregator=np.mean,
-        gridsize=30,
         cmap="coolwarm",
         colorbar=True,
         clim=(0, 1),
-        line_width=0,
+        clipping_colors={"NaN": "transparent"},
+        colorbar_opts={"title": "share of Y = 1"},
     )
-    return (hexes * diag).opts(
-        hv.opts.Overlay(
-            title=f"MRF vs logistic P(Y=1|x), {len(frame):,} test records (binned)",
-            legend_position="bottom_right",
-            show_legend=True,
-            **opts,
-        )
-    )
+    return (img * diag).opts(hv.opts.Overlay(**opts))
 
 
 def noise_histogram(noise: np.ndarray | None, std: float, mechanism: str, bins: int = 40):
@@ -385,8 +464,8 @@ XOR_MODELS = ("truth", "exact max-ent", "live MRF", "logistic")
 XOR_COLORS = ["#7f7f7f", "#d62728", "#1f77b4", "#2ca02c"]
 
 
-def xor_plot(frame: pd.DataFrame | None):
-    """Grouped bars: P(Y=1|x) per XOR state for truth, exact max-ent, live MRF, logistic."""
+def xor_values(frame: pd.DataFrame | None) -> pd.DataFrame:
+    """Long form of the XOR comparison: one row per (state, model) with P(Y=1|x) (NaN → 0)."""
     rows = []
     if frame is not None:
         for _, r in frame.iterrows():
@@ -395,9 +474,13 @@ def xor_plot(frame: pd.DataFrame | None):
                 rows.append((r["state"], m, v if math.isfinite(v) else 0.0))
     if not rows:
         rows = [("(no data)", m, 0.0) for m in XOR_MODELS]
-    df = pd.DataFrame(rows, columns=["state", "model", "p"])
+    return pd.DataFrame(rows, columns=["state", "model", "p"])
+
+
+def xor_plot(frame: pd.DataFrame | None):
+    """Grouped bars: P(Y=1|x) per XOR state for truth, exact max-ent, live MRF, logistic."""
     bars = hv.Bars(
-        df,
+        xor_values(frame),
         [hv.Dimension("state", label="state x = (x1, x2, x3)"), "model"],
         hv.Dimension("p", label="P(Y=1|x) (probability)", range=(0, 1)),
     ).opts(
@@ -406,7 +489,7 @@ def xor_plot(frame: pd.DataFrame | None):
         show_legend=True,
         legend_position="right",
         ylim=(0, 1),
-        title="XOR: P(Y=1|x) per state — truth 0.75 / 0.25, max-ent 0.9 / 0.1",
+        title="XOR: P(Y=1|x) per state — truth 0.75 / 0.25, exact max-ent 0.9 / 0.1",
         xrotation=0,
         **_COMMON,
     )
