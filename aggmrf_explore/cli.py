@@ -518,12 +518,14 @@ def sweep_plot(frame, dataset: str, path: Path) -> None:
     for model, style in (("MRF", "o-"), ("MRF-N", "s-")):
         sub = frame[frame["model"] == model].sort_values("epsilon")
         ax.plot(sub["epsilon"], sub["nllh_test"], style, label=f"{model} (noisy tables)")
-    ax.axhline(
-        frame["logistic_pairs"].iloc[0], color="k", ls="--", label="logistic on records (skyline)"
-    )
-    ax.axhline(frame["mrf_noiseless"].iloc[0], color="grey", ls=":", label="MRF, no noise")
+    sky, ref = frame["logistic_pairs"].iloc[0], frame["mrf_noiseless"].iloc[0]
+    ax.axhline(sky, color="k", ls="--", lw=1, label=f"logistic on records, skyline ({sky:.3f})")
+    ax.axhline(ref, color="tab:green", ls=":", lw=2, label=f"MRF, no noise ({ref:.3f})")
     ax.set_xscale("log")
-    ax.set_xlabel("privacy budget ε (log scale; smaller = more private)")
+    eps = frame.groupby("epsilon")["sigma"].first()
+    ax.set_xticks(eps.index, [f"{e:g}\nσ={s:.3g}" for e, s in eps.items()])
+    ax.minorticks_off()
+    ax.set_xlabel("privacy budget ε, noise sd σ (log scale; smaller ε = more private)")
     ax.set_ylabel("test NLLH (higher is better)")
     mech = frame["mechanism"].iloc[0]
     delta = frame["delta"].iloc[0]
