@@ -124,20 +124,38 @@ def _one(b: float, mu: float, n: float, s: float, prior: int, noise: int) -> flo
     lmode = math.floor(b + 0.5) if b < n else n
     lmode = min(max(lmode, 0.0), n)
     pmode = min(max(pmode, 0.0), n)
-    lo = max(min(pmode, lmode) - 1.0, 0.0)
-    hi = min(max(pmode, lmode) + 1.0, n)
-    # mode = smallest a in [lo, hi] with log R(a) ≤ 0 (log R(n) = −inf); widen if violated.
-    if hi < n and _log_ratio(hi, b, n, lodds, lam, s, prior, noise) > 0.0:
-        hi = n
-    if lo > 0.0 and _log_ratio(lo - 1.0, b, n, lodds, lam, s, prior, noise) <= 0.0:
-        lo = 0.0
-    while lo < hi:
-        mid = math.floor(0.5 * (lo + hi))
-        if _log_ratio(mid, b, n, lodds, lam, s, prior, noise) <= 0.0:
-            hi = mid
+    # mode = smallest a with log R(a) ≤ 0 (log R(n) = −inf).  First a cheap guess (Gaussian
+    # approximation of the prior) confirmed or moved by a few unit steps; else bisection.
+    v0 = mu * (1.0 - mu / n) if prior == PRIOR_BINOMIAL else mu
+    if noise == NOISE_GAUSS:
+        x0 = (mu / v0 + b / (s * s)) / (1.0 / v0 + 1.0 / (s * s))
+    else:
+        x0 = mu + min(max(b - mu, -v0 / s), v0 / s)
+    m = min(max(math.floor(x0 + 0.5), 0.0), n)
+    found = False
+    for _ in range(6):
+        if m < n and _log_ratio(m, b, n, lodds, lam, s, prior, noise) > 0.0:
+            m += 1.0
+        elif m > 0.0 and _log_ratio(m - 1.0, b, n, lodds, lam, s, prior, noise) <= 0.0:
+            m -= 1.0
         else:
-            lo = mid + 1.0
-    m = lo
+            found = True
+            break
+    if not found:
+        lo = max(min(pmode, lmode) - 1.0, 0.0)
+        hi = min(max(pmode, lmode) + 1.0, n)
+        # widen the bracket if violated
+        if hi < n and _log_ratio(hi, b, n, lodds, lam, s, prior, noise) > 0.0:
+            hi = n
+        if lo > 0.0 and _log_ratio(lo - 1.0, b, n, lodds, lam, s, prior, noise) <= 0.0:
+            lo = 0.0
+        while lo < hi:
+            mid = math.floor(0.5 * (lo + hi))
+            if _log_ratio(mid, b, n, lodds, lam, s, prior, noise) <= 0.0:
+                hi = mid
+            else:
+                lo = mid + 1.0
+        m = lo
 
     # Linear-space step factors (prior part × noise part); each clipped away from overflow.
     odds = math.exp(lodds)
