@@ -196,7 +196,8 @@ model = exact.fit_exact(agg, lambda_mu=1e-6, lambda_theta=1e-6)
 Ed, Ec = exact.expected_statistics(layout, model.mu, model.theta, agg.n)
 print("max |E[D] − d| < 0.05:", np.abs(Ed - agg.d).max() < 0.05)
 print("max |E[C] − c| < 0.05:", np.abs(Ec - agg.c).max() < 0.05)
-
+""", check=True),
+code("""
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
 for ax, obs, exp_, what in [(axes[0], agg.d, Ed, "counts"), (axes[1], agg.c, Ec, "label sums")]:
     ax.plot([0, 5.5], [0, 5.5], color="0.6", ls="--", label="E = observed")
@@ -206,7 +207,7 @@ for ax, obs, exp_, what in [(axes[0], agg.d, Ed, "counts"), (axes[1], agg.c, Ec,
     ax.set_title(f"Max-ent fit reproduces the {what}")
     ax.legend(loc="upper left")
 plt.show()
-""", check=True),
+"""),
 md("""
 What does the fitted model predict for the five records? (Train = test here: 5 records only.)
 With only five records the pair tables pin every label down: each record's label is already
@@ -244,7 +245,8 @@ def naive_bayes(x):
 p_nb = np.array([naive_bayes(x) for x in grid])
 p_me = nb_model.predict_proba(grid)[:, 1]
 print("max |max-ent − naive Bayes| < 1e-3:", np.abs(p_me - p_nb).max() < 1e-3)
-
+""", check=True),
+code("""
 fig, ax = plt.subplots(figsize=(4.6, 4.2))
 ax.plot([0, 1], [0, 1], color="0.6", ls="--", label="equal")
 ax.scatter(p_nb, p_me, color="C1", zorder=3, label="one state x (24 states)")
@@ -253,7 +255,7 @@ ax.set_ylabel("max-ent MRF P(Y=1|x), single tables")
 ax.set_title("Single tables only: max-ent = naive Bayes")
 ax.legend(loc="upper left")
 plt.show()
-""", check=True),
+"""),
 md("""
 With pair tables the model keeps every pairwise correlation that naive Bayes throws away: it is
 a *generalisation* of naive Bayes. Notebook 2 trains it on data too large to enumerate, and

@@ -106,7 +106,8 @@ axes[1].set_ylabel("δ (log scale)")
 axes[1].set_title("The classic formula breaks for large ε")
 axes[1].legend(fontsize=8)
 plt.show()
-
+"""),
+code("""
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", privacy.ClassicGaussianWarning)
     for e in (0.5, 1.0, 5.0, 10.0):
@@ -132,8 +133,10 @@ noisy = privacy.release(adult.aggregated, mech, seed=0)
 rel = adult.layout.released
 print(f"T = {adult.layout.n_released_tables} tables, Δ2 = {mech.l2_sensitivity:.2f}, σ = {mech.sigma:.2f} records")
 print(f"negative noisy counts: {(noisy.d[rel] < 0).mean():.1%} of rows; label sum > count: {(noisy.c[rel] > noisy.d[rel]).mean():.1%}")
-noisy.table_frame(["sex", "marital-status"]).round(1)
 """, check=True),
+code("""
+noisy.table_frame(["sex", "marital-status"]).round(1)
+"""),
 code("""
 fig, ax = plt.subplots(figsize=(6, 4.5))
 ax.scatter(noisy.true_d[rel], noisy.d[rel], s=6, alpha=0.5, label="one table row")

@@ -1,4 +1,10 @@
-"""Tiny helpers to write the classroom notebooks with nbformat (outputs are never stored)."""
+"""Tiny helpers to write the classroom notebooks with nbformat.
+
+``python nbNN.py`` writes the notebook, executes it once in a fresh kernel (nbclient) and keeps
+the outputs of the ``# NBVAL_CHECK_OUTPUT`` cells only: they are the reference that
+``pytest --nbval-lax`` compares against. Every other output is stripped, so the stored files are
+small and never stale. Checked cells must print text only (no plots, no HTML tables).
+"""
 
 from __future__ import annotations
 
@@ -59,6 +65,25 @@ def write(name: str, cells: list) -> Path:
     for i, c in enumerate(nb.cells):
         c["id"] = f"{Path(name).stem[:2]}-{i:02d}"
     path = HERE / name
+    _keep_checked_outputs(nb, path)
     nbformat.validate(nb)
     nbformat.write(nb, path)
     return path
+
+
+def _keep_checked_outputs(nb, path: Path) -> None:
+    from nbclient import NotebookClient
+
+    run = nbformat.reads(nbformat.writes(nb), as_version=4)
+    NotebookClient(run, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    for cell, done in zip(nb.cells, run.cells):
+        if cell.cell_type != "code":
+            continue
+        cell.execution_count = done.execution_count  # nbval refuses outputs of "unrun" cells
+        cell.outputs = []
+        if cell.source.startswith("# NBVAL_CHECK_OUTPUT"):
+            outs = [o for o in done.outputs]
+            bad = [o for o in outs if o.output_type != "stream" or o.get("name") != "stdout"]
+            if bad:
+                raise RuntimeError(f"{path.name}: a checked cell must print to stdout only:\n{cell.source[:200]}\n{bad}")
+            cell.outputs = outs
