@@ -199,6 +199,36 @@ As in the paper, the MRF sits on the diagonal: on these real features no triplet
 interaction. Naive Bayes falls below where pairs are correlated (e.g. `relationship` and
 `marital-status`, `sex` and `relationship`).
 
+## 3.6 Explore it live
+
+The explorer, embedded here as an ipywidget, is loaded with the XOR data. Press **Play** and open its
+**XOR** tab: the MRF's predictions drift to 0.9 / 0.1 while the logistic stays at 0.75 / 0.25. Try the
+preset "True gradient instead of rescaled", or add noise in the Privacy controls. (The widget is live
+only in a running notebook.)
+"""),
+code("""
+# NBVAL_IGNORE_OUTPUT
+import panel as pn
+
+from aggmrf_explore.explorer.widget import explorer_widget
+
+pn.extension("tabulator")
+live = explorer_widget(dataset="xor", n_samples=20_000, n_gibbs=2000)
+live
+"""),
+md("""
+The widget is a real ipywidget, and its controls drive the same trainer as code does:
+"""),
+code("""
+import ipywidgets
+
+print("an ipywidgets.Widget:", isinstance(live, ipywidgets.Widget))
+before = live.explorer.session.iteration
+live.explorer.step_button.clicks += 1        # what pressing "Step" does
+live.explorer.session.step(9)                # the same from code
+print("iterations advanced by", live.explorer.session.iteration - before)
+""", check=True),
+md("""
 ## Exercises
 
 1. Release the triple table too (`TableLayout.all_pairs([2, 2, 2], triples=True)`) and refit the exact
