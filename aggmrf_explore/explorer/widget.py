@@ -90,7 +90,7 @@ def convergence_figure(
         if value is not None and np.isfinite(value):
             ax2.axhline(value, ls="--", lw=1.1, color=f"C{i + 2}", label=f"{name}: {value:.3f}")
     ax2.set_xlabel("iteration")
-    ax2.set_ylabel("NLLH on held-out records (higher is better)")
+    ax2.set_ylabel("held-out NLLH (higher is better)")
     ax2.set_title("Prediction quality")
     ax2.grid(True, alpha=0.3)
     if ax2.get_legend_handles_labels()[0]:
