@@ -3,6 +3,12 @@
 These never skip: without /usr/bin/chromium or playwright they fail with a message saying
 how to install them (``apt-get install -y chromium``; ``pip install playwright``).
 Screenshots go to ``$AGGMRF_SCREENSHOT_DIR`` (default: ``<pytest tmp>/screenshots``).
+
+Time limits are the issue's numbers for an idle 2-core machine (serve → usable page 15 s,
+first Play 2 s, slider display 1 s, Adult ≥ 20 iterations/s).  On a shared machine they
+are scaled by the load: ``SLACK`` = 1-minute load average / cores, clamped to [1, 4] (it
+is printed in every failure message); ``AGGMRF_MAX_START_S``, ``AGGMRF_MAX_PLAY_S``,
+``AGGMRF_MAX_SLIDER_S`` and ``AGGMRF_MIN_ADULT_ITS`` override a limit outright.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -33,6 +40,20 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1600, "height": 1000}
 STATUS_RE = re.compile(r"iteration ([\d,]+)")
+RATE_RE = re.compile(r"([\d.]+) it/s")
+
+
+def slack() -> float:
+    """How much slower than an idle 2-core machine this one is now (load average / cores)."""
+    try:
+        return min(max(os.getloadavg()[0] / (os.cpu_count() or 1), 1.0), 4.0)
+    except OSError:
+        return 1.0
+
+
+def max_seconds(env: str, spec: float) -> float:
+    v = os.environ.get(env)
+    return float(v) if v else spec * slack()
 
 
 def free_port() -> int:
@@ -42,20 +63,24 @@ def free_port() -> int:
 
 
 def start_server(port: int, timeout: float = 90.0) -> tuple[subprocess.Popen, float]:
-    """Start ``panel serve apps/explorer.py`` on a free port; returns (process, seconds to HTTP 200)."""
+    """Start ``panel serve apps/explorer.py`` on a free port; returns (process, seconds until it answers HTTP)."""
     t0 = time.perf_counter()
+    log = tempfile.NamedTemporaryFile("w+", prefix="aggmrf-serve-", suffix=".log", delete=False)
+    env = {**os.environ, "AGGMRF_EXPLORER_LOG": "1"}
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "panel", "serve", str(ROOT / "apps" / "explorer.py"),
             "--port", str(port), "--address", "127.0.0.1",
             "--allow-websocket-origin", f"127.0.0.1:{port}",
         ],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/explorer"
+    proc.log_path = log.name
+    # poll a static file: a GET of the app itself would build a session nobody uses
+    url = f"http://127.0.0.1:{port}/static/js/bokeh.min.js"
     while time.perf_counter() - t0 < timeout:
         if proc.poll() is not None:
-            raise RuntimeError(f"panel serve exited early:\n{proc.stdout.read()}")
+            raise RuntimeError(f"panel serve exited early:\n{server_log(proc)}")
         try:
             with urllib.request.urlopen(url, timeout=30) as r:
                 if r.status == 200:
@@ -66,6 +91,13 @@ def start_server(port: int, timeout: float = 90.0) -> tuple[subprocess.Popen, fl
     raise RuntimeError(f"panel serve did not answer on {url} within {timeout:.0f} s")
 
 
+def server_log(proc: subprocess.Popen) -> str:
+    try:
+        return Path(proc.log_path).read_text()
+    except OSError:
+        return ""
+
+
 def stop_server(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
@@ -74,11 +106,19 @@ def stop_server(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
+class Server:
+    def __init__(self, url: str, http_seconds: float, proc: subprocess.Popen) -> None:
+        self.url, self.http_seconds, self.proc = url, http_seconds, proc
+
+    def log(self) -> str:
+        return server_log(self.proc)
+
+
 @pytest.fixture(scope="module")
 def server():
-    proc, seconds = start_server(free_port())
-    port = re.search(r"--port', '(\d+)", repr(proc.args)).group(1)
-    yield f"http://127.0.0.1:{port}/explorer", seconds
+    port = free_port()
+    proc, seconds = start_server(port)
+    yield Server(f"http://127.0.0.1:{port}/explorer", seconds, proc)
     stop_server(proc)
 
 
@@ -110,7 +150,7 @@ def shots(tmp_path_factory) -> Path:
 class Page:
     """A served explorer page with its console errors collected."""
 
-    def __init__(self, browser, url: str) -> None:
+    def __init__(self, browser, url: str, ready: str = "iteration 0", timeout: float = 90) -> None:
         self.ctx = browser.new_context(viewport=VIEWPORT)
         self.page = self.ctx.new_page()
         self.errors: list[str] = []
@@ -119,7 +159,7 @@ class Page:
         self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
         t0 = time.perf_counter()
         self.page.goto(url)
-        self.wait_status(lambda text: "iteration 0" in text, timeout=60)
+        self.wait_status(lambda text: ready in text and "iteration 0" in text, timeout=timeout)
         self.load_seconds = time.perf_counter() - t0
 
     def status(self) -> str:
@@ -139,57 +179,94 @@ class Page:
                     return text
             except Exception:  # noqa: BLE001 - page still rendering
                 pass
-            self.page.wait_for_timeout(100)
+            self.page.wait_for_timeout(50)
         raise AssertionError(f"status never matched within {timeout} s; last: {text!r}")
 
     def button(self, name: str):
         return self.page.get_by_role("button", name=name).first
 
+    def tab(self, title: str) -> None:
+        self.page.locator(".bk-tab").filter(has_text=title).first.click()
+
+    def control(self, name: str):
+        """The sidebar control bound to session setting ``name``."""
+        return self.page.locator(f".aggmrf-control-{name}").first
+
     def select_dataset(self, label: str) -> None:
-        selects = self.page.locator("select")
-        for i in range(selects.count()):
-            labels = selects.nth(i).evaluate("e => Array.from(e.options).map(o => o.label)")
-            if label in labels:
-                selects.nth(i).select_option(label=label)
-                return
-        raise AssertionError(f"no select offers {label!r}")
+        self.control("dataset").locator("select").select_option(label=label)
+
+    def play(self) -> float:
+        """Press Play; seconds until the status says training with iteration > 0."""
+        t0 = time.perf_counter()
+        self.button("▶ Play").click()
+        self.wait_status(lambda t: t.startswith("training") and self.iteration() > 0, timeout=60)
+        return time.perf_counter() - t0
+
+    def rate(self, seconds: float) -> float:
+        """Iterations per second read from the status line over ``seconds``."""
+        i0, t0 = self.iteration(), time.perf_counter()
+        self.page.wait_for_timeout(seconds * 1000)
+        return (self.iteration() - i0) / (time.perf_counter() - t0)
+
+    def slider_latency(self, name: str = "lambda_theta") -> tuple[float, str, str]:
+        """Press → on a log slider; seconds until its value display changes (before, after)."""
+        box = self.control(name)
+        label = box.get_by_text(re.compile(r":\s*\S")).first  # "λ_θ (…): 3"
+        before = label.inner_text()
+        box.locator(".noUi-handle").first.focus()
+        t0 = time.perf_counter()
+        self.page.keyboard.press("ArrowRight")
+        after = before
+        while after == before and time.perf_counter() - t0 < 10:
+            self.page.wait_for_timeout(10)
+            after = label.inner_text()
+        return time.perf_counter() - t0, before, after
 
     def close(self) -> None:
         self.ctx.close()
 
 
-def test_server_starts_fast_and_page_is_usable(server, browser):
-    url, seconds = server
-    # 15 s on an idle 2-core machine; CI shares the cores with other jobs, hence the margin
-    assert seconds < float(os.environ.get("AGGMRF_MAX_START_S", 45)), (
-        f"panel serve took {seconds:.1f} s"
-    )
-    p = Page(browser, url)
+def _no_errors(p: Page) -> None:
+    assert not p.errors, p.errors
+    for bad in ("Traceback", "NaN", "Infinity"):  # (locators pierce the shadow DOM)
+        hits = p.page.get_by_text(re.compile(rf"\b{bad}\b")).all_inner_texts()
+        assert not hits, f"{bad!r} reached the page: {hits[:3]}"
+
+
+def test_server_starts_fast_and_page_is_usable(server, browser, shots):
+    p = Page(browser, server.url)
     try:
-        assert p.load_seconds < 30, f"page took {p.load_seconds:.1f} s to become usable"
-        assert not p.errors, p.errors
+        total = server.http_seconds + p.load_seconds
+        limit = max_seconds("AGGMRF_MAX_START_S", 15)
+        print(f"panel serve → answering {server.http_seconds:.1f} s, → usable {total:.1f} s")
+        assert total < limit, (
+            f"panel serve → usable page took {total:.1f} s (HTTP 200 after "
+            f"{server.http_seconds:.1f} s), limit {limit:.1f} s (slack {slack():.2f})\n"
+            + "\n".join(line for line in server.log().splitlines() if "aggmrf" in line)
+        )
+        assert not p.page.locator(".aggmrf-spinner").first.is_visible()
+        p.page.screenshot(path=str(shots / "explorer_start.png"))
+        _no_errors(p)
     finally:
         p.close()
 
 
 def test_xor_play_pause_step(server, browser, shots):
-    url, _ = server
-    p = Page(browser, url)
+    p = Page(browser, server.url)
     try:
         p.select_dataset("XOR counterexample")
-        p.wait_status(lambda t: "iteration 0" in t and "NLLH –" in t, timeout=60)
-        p.page.wait_for_timeout(500)
-        t0 = time.perf_counter()
-        p.button("▶ Play").click()
-        p.wait_status(lambda t: "training" in t and p.iteration() > 0, timeout=10)
-        first_play = time.perf_counter() - t0
+        p.wait_status(lambda t: t.endswith("XOR") and "iteration 0" in t, timeout=60)
+        first_play = p.play()
         a = p.iteration()
-        p.page.wait_for_timeout(2500)
+        p.page.wait_for_timeout(2000)
         b = p.iteration()
         assert b > a, f"iterations did not advance: {a} → {b}"
         p.page.screenshot(path=str(shots / "explorer_xor_training.png"))
-        p.page.get_by_text("XOR", exact=True).first.click()
-        p.page.wait_for_timeout(2500)
+        p.tab("XOR")
+        p.page.wait_for_timeout(3000)
+        bars = p.page.locator(".bk-Canvas, canvas").filter(visible=True)
+        assert bars.count() >= 1, "the XOR tab shows no plot"
+        assert p.page.get_by_text("Why max-ent fails").first.is_visible()
         p.page.screenshot(path=str(shots / "explorer_xor_tab.png"))
         p.button("❚❚ Pause").click()
         p.wait_status(lambda t: t.startswith("paused"), timeout=10)
@@ -198,71 +275,105 @@ def test_xor_play_pause_step(server, browser, shots):
         assert p.iteration() == c
         p.button("Step").click()
         p.wait_status(lambda t: p.iteration() == c + 1, timeout=10)
-        assert first_play < float(os.environ.get("AGGMRF_MAX_PLAY_S", 5)), (
-            f"first Play took {first_play:.2f} s to start training"
+        limit = max_seconds("AGGMRF_MAX_PLAY_S", 2)
+        assert first_play < limit, (
+            f"first Play took {first_play:.2f} s to start training, limit {limit:.1f} s "
+            f"(slack {slack():.2f})"
         )
-        assert not p.errors, p.errors
+        _no_errors(p)
     finally:
         p.close()
 
 
-def test_slider_responds_during_training(server, browser):
-    url, _ = server
-    p = Page(browser, url + "?dataset=xor")
+def test_adult_speed_and_slider_during_training(server, browser, shots):
+    p = Page(browser, server.url + "?dataset=adult&n_gibbs=10000", ready="Adult", timeout=120)
     try:
-        p.button("▶ Play").click()
-        p.wait_status(lambda t: p.iteration() > 3, timeout=15)
-        handle = p.page.locator(".noUi-handle:visible").nth(1)  # λ_θ slider
-        label = p.page.get_by_text(re.compile(r"λ_θ \(L2 on θ, log scale\):")).first
-        before = label.inner_text()
-        handle.focus()
-        t0 = time.perf_counter()
-        p.page.keyboard.press("ArrowRight")
-        while label.inner_text() == before and time.perf_counter() - t0 < 5:
-            p.page.wait_for_timeout(20)
-        dt = time.perf_counter() - t0
-        limit = float(os.environ.get("AGGMRF_MAX_SLIDER_S", 2))
-        assert label.inner_text() != before and dt < limit, f"slider display took {dt:.2f} s"
+        p.play()
+        p.page.wait_for_timeout(1000)
+        rate = p.rate(6)
+        dt, before, after = p.slider_latency("lambda_theta")
         it = p.iteration()
         p.page.wait_for_timeout(1500)
-        assert p.iteration() > it  # still training, no reset
-        assert not p.errors, p.errors
+        assert p.iteration() > it, "training stopped after the slider moved"
+        p.page.screenshot(path=str(shots / "explorer_adult_training.png"))
+        print(f"adult n'=10000: {rate:.1f} it/s; slider display after {dt:.2f} s; {p.status()}")
+        limit = max_seconds("AGGMRF_MAX_SLIDER_S", 1)
+        assert after != before and dt < limit, (
+            f"slider display took {dt:.2f} s, limit {limit:.1f} s (slack {slack():.2f})"
+        )
+        env = os.environ.get("AGGMRF_MIN_ADULT_ITS")
+        need = float(env) if env else 20 / slack()
+        assert rate >= need, (
+            f"Adult n'=10000 trains at {rate:.1f} it/s in the browser, need {need:.1f} "
+            f"(20 on an idle 2-core machine; slack {slack():.2f})"
+        )
+        _no_errors(p)
+    finally:
+        p.close()
+
+
+def test_url_settings_and_csv_upload(server, browser, tmp_path):
+    p = Page(
+        browser,
+        server.url + "?dataset=xor&n_gibbs=3000&auto_defaults=false&lambda_theta=10",
+        ready="XOR",
+    )
+    try:
+        assert p.control("n_gibbs").locator("input").first.input_value() in ("3000", "3,000")
+        assert p.control("lambda_theta").get_by_text(re.compile(r": 10$")).count() == 1
+        rows = ["colour,size,buys"] + [
+            f"{c},{s},{int((i * 7) % 5 < 2 + (c == 'red'))}"
+            for i, (c, s) in enumerate(
+                (c, s) for _ in range(40) for c in ("red", "blue", "green") for s in ("S", "M")
+            )
+        ]
+        csv = tmp_path / "shop.csv"
+        csv.write_text("\n".join(rows) + "\n")
+        p.page.locator("input[type=file]").first.set_input_files(str(csv))
+        label = p.control("label_column").locator("select")
+        label.wait_for(state="visible", timeout=20000)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 20:
+            opts = label.evaluate("e => Array.from(e.options).map(o => o.value)")
+            if "buys" in opts:
+                break
+            p.page.wait_for_timeout(100)
+        label.select_option("buys")
+        p.wait_status(lambda t: t.endswith("uploaded CSV") and "iteration 0" in t, timeout=60)
+        p.button("Step").click()
+        p.wait_status(lambda t: p.iteration() == 1, timeout=20)
+        _no_errors(p)
     finally:
         p.close()
 
 
 def test_three_sessions_do_not_interfere(server, browser):
-    url, _ = server
-    pages = [
-        Page(browser, url + q)
-        for q in (
-            "?dataset=xor&n_gibbs=2000",
-            "?dataset=toy&n_gibbs=1000",
-            "?dataset=synthetic&n_gibbs=2000",
-        )
-    ]
+    queries = (
+        ("?dataset=xor&n_gibbs=2000", "XOR"),
+        ("?dataset=toy&n_gibbs=1000", "toy (Table 1)"),
+        ("?dataset=synthetic&n_gibbs=2000", "synthetic"),
+    )
+    pages = [Page(browser, server.url + q, ready=name) for q, name in queries]
     try:
         for p in pages:
-            p.page.wait_for_timeout(500)
             p.button("▶ Play").click()
         for p in pages:
             p.wait_status(lambda t, p=p: p.iteration() > 0, timeout=60)
         first = [p.iteration() for p in pages]
-        pages[0].page.wait_for_timeout(5000)
+        pages[0].page.wait_for_timeout(4000)
         second = [p.iteration() for p in pages]
         assert all(b > a for a, b in zip(first, second, strict=True)), (first, second)
         # pausing one leaves the others running
         pages[1].button("❚❚ Pause").click()
         pages[1].wait_status(lambda t: t.startswith("paused"), timeout=10)
         frozen = pages[1].iteration()
-        third0 = [pages[0].iteration(), pages[2].iteration()]
+        others = [pages[0].iteration(), pages[2].iteration()]
         pages[0].page.wait_for_timeout(3000)
         assert pages[1].iteration() == frozen
-        assert pages[0].iteration() > third0[0] and pages[2].iteration() > third0[1]
-        labels = [p.page.locator("select").nth(1).evaluate("e => e.value") for p in pages]
-        assert len(set(labels)) == 3, labels
-        for p in pages:
-            assert not p.errors, p.errors
+        assert pages[0].iteration() > others[0] and pages[2].iteration() > others[1]
+        for p, (_, name) in zip(pages, queries, strict=True):
+            assert p.status().endswith(name), (p.status(), name)
+            _no_errors(p)
     finally:
         for p in pages:
             p.close()

@@ -56,6 +56,14 @@ __all__ = [
 ]
 
 DATASETS = ("toy", "xor", "synthetic", "adult", "bank", "upload")
+DATASET_NAMES = {
+    "toy": "toy (Table 1)",
+    "xor": "XOR",
+    "synthetic": "synthetic",
+    "adult": "Adult",
+    "bank": "Bank marketing",
+    "upload": "uploaded CSV",
+}
 GENERATED = ("xor", "synthetic")  # sample size n and seed apply
 SUBSAMPLED = ("adult", "bank")  # n (optional subsample of the train split) and seed apply
 
@@ -456,6 +464,7 @@ class ExplorerSession(param.Parameterized):
         self.baselines: dict = {}
         self.floor: float = float("nan")
         self._rate: deque = deque(maxlen=64)
+        self._history_cache: tuple = (None, pd.DataFrame())
         self.param.watch(self._settings_changed, list(URL_KEYS) + ["upload_hash"])
         if not lazy:
             self.load()
@@ -683,7 +692,7 @@ class ExplorerSession(param.Parameterized):
             precondition=self.precondition,
             noise_aware=self.noise_aware,
             seed=self.train_seed,
-            eval_every=1,
+            eval_every=self._eval_every(),
         ).validate()
         enc = self.bundle.encoded
         self.trainer = PCDTrainer(self.data, settings, enc.X_test, enc.y_test)
@@ -692,6 +701,16 @@ class ExplorerSession(param.Parameterized):
         self.notice = notice
         self.version += 1
         self._update_status()
+
+    def _eval_every(self) -> int:
+        """Evaluate the test NLLH every iteration on small problems, every 2–5 on large ones.
+
+        (Scoring 16 000 Adult test records with 106 tables costs about a fifth of an
+        iteration; the NLLH curve needs no more than a point every few iterations.)
+        """
+        enc = self.bundle.encoded
+        work = len(enc.y_test) * self.bundle.layout.n_tables
+        return int(min(5, max(1, work // 500_000)))
 
     # ------------------------------------------------------------------ run control
     def play(self) -> None:
@@ -763,24 +782,39 @@ class ExplorerSession(param.Parameterized):
         return (pts[-1][1] - pts[0][1]) / dt if dt > 0 else 0.0
 
     def _update_status(self) -> None:
-        if self.trainer is None:
-            self.status = "no data loaded"
+        if self.busy or self.trainer is None:
+            self.status = "preparing data…" if self.busy else "no data loaded"
             return
         nl = self.trainer.last_nllh
         nl_s = "–" if nl is None or not math.isfinite(nl) else f"{nl:.4f}"
         state = "training" if self.running else "paused"
+        name = DATASET_NAMES.get(self.bundle.key[0], self.bundle.key[0]) if self.bundle else ""
         self.status = (
             f"{state} · iteration {self.trainer.iteration:,} · "
-            f"{self.iterations_per_second():.1f} it/s · test NLLH {nl_s}"
+            f"{self.iterations_per_second():.1f} it/s · test NLLH {nl_s} · {name}"
         )
 
     # ------------------------------------------------------------------ views of the state
     def history(self) -> pd.DataFrame:
-        """The training history (one row per iteration), empty frame before the first one."""
+        """The training history (one row per iteration), empty frame before the first one.
+
+        Built incrementally (only the iterations since the last call are converted), so
+        a refresh costs the same after 10 iterations as after 10 000.
+        """
         cols = ["iteration", "d_error", "c_error", "nllh_eval", "seconds", "theta_norm"]
         if self.trainer is None or not self.trainer.history:
             return pd.DataFrame({c: np.zeros(0) for c in cols})
-        return self.trainer.history_frame()
+        hist = self.trainer.history
+        owner, frame = self._history_cache
+        if owner is not self.trainer or len(frame) > len(hist):
+            frame = pd.DataFrame({c: np.zeros(0) for c in cols})
+        if len(frame) < len(hist):
+            new = pd.DataFrame({c: [getattr(h, c) for h in hist[len(frame) :]] for c in cols})
+            frame = new if frame.empty else pd.concat([frame, new], ignore_index=True)
+            for c in cols[1:]:
+                frame[c] = pd.to_numeric(frame[c], errors="coerce").astype(float)
+        self._history_cache = (self.trainer, frame)
+        return frame
 
     def history_csv(self) -> str:
         buf = io.StringIO()
