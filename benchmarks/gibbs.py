@@ -10,15 +10,17 @@ Problems
   pairs and singles (K ≈ 1.2 M), 200 000 samples, random parameters.
 
 A *site update* is one resampling of one feature of one sample: a sweep makes n' × D of
-them.  The numba rate is measured on ``GibbsChain.sweep`` as the trainer calls it (it
-also accumulates the sufficient statistics of the new state); ``*_sweep_only`` leaves
-that out.  Rates are n' D / (best wall time over repeats); ``*_cpu`` uses the thread's
-CPU time instead (1 thread only), which is robust to other processes on the machine —
-``load_average`` says how busy the machine was.  The numpy reference is the way a
-straightforward implementation vectorises a sweep: over samples, one feature at a time
-(random feature order per sweep), fancy-indexed gathers per table, a stable softmax and
-inverse-CDF sampling; on ``large`` it runs on 5 000 samples (its rate per site update
-does not depend on n', and 200 000 samples would take hours).  Each problem runs in its
+them.  The numba rate is measured on ``GibbsChain.sweep`` (whatever kernel
+``aggmrf_explore.kernels`` exports) as the trainer calls it, followed by
+``statistics(θ)``; ``*_sweep_only`` leaves the statistics out.  Rates are n' D / (best
+time over repeats): wall time, and ``*_cpu`` CPU time — the thread's on 1 thread, the
+process's (all threads) on several — which is robust to other processes on the machine;
+``load_average`` says how busy the machine was (1-minute, at start and end).  The numpy
+reference is the way a straightforward implementation vectorises a sweep: over samples,
+one feature at a time (random feature order per sweep), fancy-indexed gathers per table,
+a stable softmax and inverse-CDF sampling; on ``large`` it runs on 5 000 samples (its rate
+per site update does not depend on n', and 200 000 samples would take hours).  Each
+problem runs in its
 own subprocess so that ``peak_rss_mb`` (ru_maxrss) is the peak memory of that problem.
 """
 
@@ -64,46 +66,58 @@ def numpy_sweep(rows, codes, mu, theta, layout, rng):
 
 
 def numpy_rate(layout, codes, mu, theta, sweeps, max_seconds=20.0):
-    from aggmrf_explore.tables import TableLayout  # noqa: F401  (same layout object)
-
+    """(wall rate, CPU rate) of the numpy sweep: best over ``sweeps`` sweeps."""
     codes = codes.astype(np.int64).copy()
     rows = layout.rows(codes)
     rng = np.random.default_rng(0)
-    best = np.inf
+    best = best_cpu = np.inf
     spent = 0.0
     for _ in range(sweeps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _process_cpu()
         numpy_sweep(rows, codes, mu, theta, layout, rng)
         dt = time.perf_counter() - t0
         best = min(best, dt)
+        best_cpu = min(best_cpu, _process_cpu() - c0)
         spent += dt
         if spent > max_seconds:
             break
-    return codes.shape[0] * layout.n_features / best
+    sites = codes.shape[0] * layout.n_features
+    return sites / best, sites / best_cpu
+
+
+def _process_cpu() -> float:
+    """CPU time of the whole process (all threads), seconds."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 # ---------------------------------------------------------------------- numba
 def numba_rates(chain, mu, theta, repeats):
+    """Rates of GibbsChain.sweep (+ statistics) on 1 thread and on all threads.
+
+    ``*_cpu``: sites / CPU time — of the calling thread with 1 thread, of the whole
+    process (all threads, busy-waiting included) with several.
+    """
     import numba
 
     sites = chain.n_samples * chain.codes.shape[1]
     out = {}
     for label, threads in (("1_thread", 1), ("all_threads", numba.config.NUMBA_NUM_THREADS)):
         numba.set_num_threads(threads)
+        clock = time.thread_time if threads == 1 else _process_cpu
         chain.sweep(mu, theta)  # warm
         for stats in (True, False):
             wall = cpu = np.inf
             for _ in range(repeats):
-                t0, c0 = time.perf_counter(), time.thread_time()
+                t0, c0 = time.perf_counter(), clock()
                 chain.sweep(mu, theta, statistics=stats)
                 if stats:
                     chain.statistics(theta)
                 wall = min(wall, time.perf_counter() - t0)
-                cpu = min(cpu, time.thread_time() - c0)
+                cpu = min(cpu, clock() - c0)
             key = f"numba_{label}" + ("" if stats else "_sweep_only")
             out[key] = sites / wall
-            if threads == 1:
-                out[key + "_cpu"] = sites / cpu
+            out[key + "_cpu"] = sites / cpu
         out["threads" if threads > 1 else "_"] = threads
     out.pop("_", None)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
@@ -138,9 +152,12 @@ def run_problem(name: str, repeats: int) -> dict:
     lay, chain, mu, theta = adult_problem() if name == "adult" else large_problem()
     res = numba_rates(chain, mu, theta, repeats if name == "adult" else max(2, repeats // 4))
     n_ref = chain.n_samples if name == "adult" else 5_000
-    res["numpy_reference"] = numpy_rate(lay, chain.codes[:n_ref], mu, theta, 3)
+    res["numpy_reference"], res["numpy_reference_cpu"] = numpy_rate(
+        lay, chain.codes[:n_ref], mu, theta, 3
+    )
     res["numpy_reference_samples"] = n_ref
     res["speedup_1_thread_vs_numpy"] = res["numba_1_thread"] / res["numpy_reference"]
+    res["speedup_1_thread_vs_numpy_cpu"] = res["numba_1_thread_cpu"] / res["numpy_reference_cpu"]
     res["speedup_all_vs_1_thread"] = res["numba_all_threads"] / res["numba_1_thread"]
     res.update(
         n_samples=chain.n_samples,
@@ -149,6 +166,7 @@ def run_problem(name: str, repeats: int) -> dict:
         chain_memory_mb=chain.memory_bytes / 2**20,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         load_average=[load0, os.getloadavg()[0]],
+        kernel=type(chain).__module__ + "." + type(chain).__qualname__,
     )
     return res
 
@@ -228,10 +246,12 @@ def main(argv=None) -> int:
     else:
         for name, r in out["problems"].items():
             print(
-                f"{name:6s} numba 1 thread {r['numba_1_thread'] / 1e6:6.2f} M/s "
-                f"(cpu {r['numba_1_thread_cpu'] / 1e6:6.2f}), all {r['threads']} threads "
-                f"{r['numba_all_threads'] / 1e6:6.2f} M/s, numpy {r['numpy_reference'] / 1e6:6.3f} M/s,"
-                f" peak {r['peak_rss_mb']:.0f} MB"
+                f"{name:6s} 1 thread {r['numba_1_thread'] / 1e6:6.2f} M/s wall, "
+                f"{r['numba_1_thread_cpu'] / 1e6:6.2f} M/s cpu (sweep only "
+                f"{r['numba_1_thread_sweep_only_cpu'] / 1e6:6.2f}); {r['threads']} threads "
+                f"{r['numba_all_threads'] / 1e6:6.2f} M/s wall; numpy "
+                f"{r['numpy_reference_cpu'] / 1e6:6.3f} M/s cpu; load {r['load_average']}; "
+                f"peak {r['peak_rss_mb']:.0f} MB"
             )
         for row in out.get("scaling", []):
             print(row)

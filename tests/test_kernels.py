@@ -1,8 +1,8 @@
 """Correctness of the Gibbs kernel (no timing assertions anywhere).
 
 - stationary statistics match exact expectations (pairs, and a triple + a 1-modality feature);
-- the optimised kernel draws the same samples as a plain float64 reference sweep written
-  here in Python (same counter-based RNG), up to rare float32 ties;
+- the kernel draws the same samples as a plain float64 reference sweep written here in
+  Python (same feature-outer scan, same counter-based RNG), up to rare float32 ties;
 - bit-identical chains and statistics with NUMBA_NUM_THREADS=1 and =2;
 - statistics(θ) for another θ, rows kept in sync with codes, logits.
 """
@@ -38,29 +38,33 @@ def _stream(seed, it, i):
     return _mix(s ^ ((i * M2 + GOLDEN) & MASK))
 
 
-def _next(state):
-    state = (state + GOLDEN) & MASK
-    return state, (_mix(state) >> 11) * (1.0 / 9007199254740992.0)
+def _uniform(key, i, j, D1):
+    """The kernel's 24-bit uniform of site j of sample i."""
+    return (_mix((key + (int(i) * D1 + int(j) + 1) * GOLDEN) & MASK) >> 40) / 16777216.0
 
 
-def reference_sweep(codes, layout, mu, theta, seed, it):
-    """The pre-optimisation algorithm, float64, one sample at a time (slow, for tests)."""
-    codes = codes.copy()
+def _bernoulli(z, u):
+    if z >= 0:
+        return 1 if u * (1.0 + np.exp(-z)) < 1.0 else 0
+    return 1 if u * (1.0 + np.exp(z)) < np.exp(z) else 0
+
+
+def reference_sweep(codes, y, layout, mu, theta, seed, it):
+    """The sweep's algorithm in float64, one sample at a time (slow, for tests).
+
+    Feature-outer scan in the sweep's shared random order, then ỹ ~ σ(φ(x̃)·θ); ``y`` None
+    means "first sweep": ỹ is drawn first, as the chain does.  Returns (codes, y).
+    """
+    D = layout.n_features
+    codes, y = codes.astype(np.int64), None if y is None else y.copy()
+    if y is None:
+        key0 = _stream(seed, it, 1)
+        z = theta[layout.rows(codes)].sum(axis=1)
+        y = np.array([_bernoulli(z[i], _uniform(key0, i, D, D + 1)) for i in range(len(z))])
+    key = _stream(seed, it, 0)
+    order = np.random.default_rng([seed, it]).permutation(D)
     for i in range(codes.shape[0]):
-        state = _stream(seed, it, i)
-        x = codes[i].astype(np.int64)
-        logit = theta[layout.rows(x[None, :])[0]].sum()
-        state, u = _next(state)
-        if logit >= 0:
-            y = 1.0 if u * (1.0 + np.exp(-logit)) < 1.0 else 0.0
-        else:
-            el = np.exp(logit)
-            y = 1.0 if u * (1.0 + el) < el else 0.0
-        order = list(range(layout.n_features))
-        for f in range(layout.n_features - 1, 0, -1):
-            state, u = _next(state)
-            j = int(u * (f + 1))
-            order[f], order[j] = order[j], order[f]
+        x = codes[i]
         for f in order:
             M = int(layout.n_modalities[f])
             if M == 1:
@@ -68,18 +72,12 @@ def reference_sweep(codes, layout, mu, theta, seed, it):
             cand = np.repeat(x[None, :], M, axis=0)
             cand[:, f] = np.arange(M)
             r = layout.rows(cand)
-            sc = (mu[r] + y * theta[r]).sum(axis=1)
+            sc = (mu[r] + y[i] * theta[r]).sum(axis=1)
             w = np.exp(sc - sc.max())
-            state, u = _next(state)
-            target, acc, new = u * w.sum(), 0.0, M - 1
-            for v in range(M):
-                acc += w[v]
-                if target < acc:
-                    new = v
-                    break
-            x[f] = new
-        codes[i] = x
-    return codes
+            target = _uniform(key, i, f, D + 1) * w.sum()
+            x[f] = int(np.sum(np.cumsum(w)[: M - 1] <= target))
+        y[i] = _bernoulli(theta[layout.rows(x[None, :])[0]].sum(), _uniform(key, i, D, D + 1))
+    return codes, y
 
 
 def _random_model(layout, seed, scale=1.0):
@@ -107,18 +105,34 @@ def test_stationary_statistics_match_exact(layout):
     assert np.abs(d / n - Ed).max() < 0.006
     assert np.abs(c / n - Ec).max() < 0.006
     assert d.sum() == n * layout.n_tables
+    chain.sweep(mu, theta, statistics=False)
+    d2, c2 = chain.statistics(theta)
+    np.testing.assert_array_equal(
+        d2, np.bincount(layout.rows(chain.codes).ravel(), minlength=layout.K)
+    )
 
 
-def test_same_samples_as_reference_sweep():
-    lay = TableLayout.all_pairs([3, 2, 5, 4, 10])
-    mu, theta = _random_model(lay, 2)
-    chain = GibbsChain(lay, 300, [np.ones(m) for m in lay.n_modalities], seed=7)
-    start = chain.codes.copy()
-    chain.sweep(mu, theta)
-    ref = reference_sweep(start, lay, mu, theta, 7, 0)
-    # float32 parameters may flip a draw that falls within ~1e-7 of a CDF boundary
-    assert np.mean(chain.codes == ref) > 0.999
-    np.testing.assert_array_equal(chain.rows, lay.rows(chain.codes))
+@pytest.mark.parametrize(
+    "layout",
+    [
+        TableLayout.all_pairs([3, 2, 5, 4, 10]),
+        TableLayout([2, 3, 2, 1, 5, 4], [(0, 1, 2), (0, 3), (2, 4), (1,), (4,)]),
+    ],
+    ids=["pairs", "triple+M1+untabled"],
+)
+def test_same_samples_as_reference_sweep(layout):
+    mu, theta = _random_model(layout, 2)
+    chain = GibbsChain(layout, 300, [np.ones(m) for m in layout.n_modalities], seed=7)
+    codes, y = chain.codes.copy(), None
+    for it in range(2):
+        chain.sweep(mu, theta)
+        codes, y = reference_sweep(codes, y, layout, mu, theta, 7, it)
+        # float32 parameters may flip a draw that falls within ~1e-7 of a CDF boundary
+        assert np.mean(chain.codes == codes) > 0.999
+        codes = chain.codes.astype(np.int64)  # continue from the chain's state
+        y = chain._y.astype(np.int64)
+    np.testing.assert_array_equal(chain.rows, layout.rows(chain.codes))
+    assert np.all(chain.codes[:, layout.n_modalities == 1] == 0)
 
 
 def test_statistics_for_another_theta_and_logits():

@@ -1,30 +1,52 @@
 """Numba kernels for the Gibbs sampler of the MRF π(x, y) ∝ exp(φ(x)·(μ + yθ)).
 
-State of the persistent chain, for n' samples and D features: ``codes`` int32 (n', D).
-Rows of the samples in the tables are not stored: they are recomputed from the codes
-where needed (``row_t(x) = offset_t + Σ_f x_f stride_{t,f}``, arity ≤ 3).
+The sweep, in one sitting
+-------------------------
+The chain holds n' persistent samples (x̃_i, ỹ_i).  One sweep (:func:`gibbs_sweep`) is a
+*systematic-scan* Gibbs sweep, feature-outer: one random permutation of the D features
+is drawn per sweep and shared by all samples; for each feature f in that order, every
+sample resamples x̃_i^f exactly from its full conditional
 
-Layout of the parameters inside a sweep (rebuilt once per sweep by :func:`build_params`,
-O(K) work).  For every *entry* (feature f, table t ∋ f) the table's rows are copied,
-as float32, into a block where the M_f candidate values of f for one value of the
-other features of t are contiguous and padded to a multiple of ``LANES`` (padding holds
-``-BIG`` so its probability is exactly 0)::
+    P(X_f = v | x̃_i^{-f}, ỹ_i) ∝ exp(Σ_{t∋f} μ[row_t(v)] + ỹ_i θ[row_t(v)]),
 
-    W[y, blk_e + other * Mp_f + v] = μ[row] + y θ[row]      (y ∈ {0, 1})
+and after the last feature every sample resamples ỹ_i ~ σ(φ(x̃_i)·θ).  Each update is
+an exact draw from a full conditional of π, so the sweep leaves π invariant whatever the
+order; sharing the order across samples only changes which scan each sample uses.  (ỹ is
+drawn at the *end* of the sweep, under the sweep's θ, because the same logits φ(x̃_i)·θ
+also weight the statistics ĉ: one pass instead of two.  The chain's very first sweep also
+draws ỹ at its start.)  Samples are independent given (μ, θ), so the loops run block of
+samples by block of samples (``prange``), and inside a block feature by feature.
 
-``other = x[g1] * m2 + x[g2]`` (features of t other than f; x[D] ≡ 0 stands for "none").
-The single table (f,) is folded into f's first larger entry, so one site update of f
-adds, for each table holding f but one, one contiguous vector of Mp_f float32 values.
-Exponentials use a branch-free polynomial exp (:func:`_exp_block`, relative error
-< 2e-7) that LLVM vectorises; no allocation happens inside the sweep (scratch buffers
-are per thread, allocated once by the caller).
+Randomness is counter based: the uniform of site (i, f) at sweep ``it`` is a splitmix64
+hash of (seed, it, i, f) (:func:`_uniform`, 24 bits, exact in float32), and ỹ_i uses
+f = D.  Nothing depends on the number of threads nor on how blocks are scheduled.
 
-Randomness is counter based: sample i at sweep ``it`` draws from a splitmix64 stream
-seeded by (seed, it, i), so results do not depend on the number of threads nor on the
-way samples are split between them.  Sufficient statistics are accumulated per thread
-in *integers* (counts, and σ(z) in fixed point with 2^-32 resolution), whose sums are
-exact and hence independent of the order and of the partition: d̂ and ĉ are
-bit-identical whatever NUMBA_NUM_THREADS is.
+Parameter layout (rebuilt once per sweep by :func:`build_params`, O(K) work)
+-----------------------------------------------------------------------------
+Tables that are sub-projections of another table (single tables inside a pair, the
+intercept, pairs inside a triple) are *folded* into a containing "maximal" table: its
+parameters are added to the maximal table's rows (``fold_parent`` / ``fold_sub`` list
+the (row, sub-row) pairs).  Every table holding f is then counted exactly once through
+the maximal tables holding f (a folded table not holding f adds a constant that cancels
+in the conditional).  For every *entry* (feature f, maximal table t ∋ f) the folded
+rows are copied as float32 into a block where f's M_f candidates are contiguous and
+padded to a multiple of ``LANES`` with ``-BIG`` (probability exactly 0)::
+
+    W[y * half + blk_e + (x[g1] * m2 + x[g2]) * Mp_f + v] = μ'[row] + y θ'[row]
+
+(g1, g2: the features of t other than f; x[D] ≡ 0 stands for "none", so pairs use g1 = D.)
+A site update of f thus adds one contiguous vector of Mp_f float32 per maximal table
+holding f.  Before the samples of a block update f, the start of each sample's vector in
+each entry (``bases``) is computed for the whole block in one vectorisable loop: the other
+features do not change while f is updated.
+
+Statistics
+----------
+d̂ = Σ_i φ(x̃_i) and ĉ = Σ_i σ(φ(x̃_i)·θ) φ(x̃_i) are accumulated for maximal tables only,
+right after a block's sweep, into per-thread *integer* accumulators (counts, and σ in
+2^-32 fixed point); the folded tables' rows are then marginalised from them, still in
+integers.  Integer sums are exact, so d̂ and ĉ are bit-identical whatever the number of
+threads.
 """
 
 from __future__ import annotations
@@ -39,7 +61,7 @@ from numba.core.extending import intrinsic, models, register_model
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-BLOCK = 32  # samples per parallel work item
+BLOCK = 64  # samples per parallel work item
 LANES = 8  # candidate vectors are padded to a multiple of this (float32: one AVX2 register)
 BIG = np.float32(1e30)  # padding: exp(-BIG - max) = 0
 FIXED_ONE = 4294967296.0  # 2^32: fixed-point scale of σ(z) in the ĉ accumulators
@@ -68,7 +90,20 @@ def _next(state):
     return state, (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+@njit(inline="always")
+def _uniform(key, i, j, D1):
+    """Uniform in [0, 1) of site j ∈ [0, D] of sample i (24 bits: exact in float32)."""
+    z = _mix(key + np.uint64(i * D1 + j + 1) * _GOLDEN)
+    return np.float64(z >> np.uint64(40)) * (1.0 / 16777216.0)
+
+
 # ---------------------------------------------------------------------------- helpers
+@njit(inline="always")
+def _u(i):
+    """Index as uint64: numba skips the negative-index wraparound code for unsigned indices."""
+    return np.uint64(i)
+
+
 @njit(inline="always")
 def _bernoulli_logit(logit, u):
     """y ~ Bernoulli(σ(logit)) from a uniform u, stable for large |logit|."""
@@ -228,9 +263,12 @@ def vexp_shifted(typingctx, a, m):
         )
         r = builder.fsub(t, builder.fmul(k, _splat(0.693359375)))
         r = builder.fsub(r, builder.fmul(k, _splat(-2.12194440e-4)))
+        fma = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(_V8, [_V8, _V8, _V8]), "llvm.fma.v8f32"
+        )
         p = _splat(1.0 / 720.0)
         for c in (1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0):
-            p = builder.fadd(builder.fmul(p, r), _splat(c))
+            p = builder.call(fma, [p, r, _splat(c)])
         ki = builder.fptosi(k, _VI8)
         bits = builder.shl(
             builder.add(ki, ir.Constant(_VI8, [127] * 8)), ir.Constant(_VI8, [23] * 8)
@@ -242,35 +280,28 @@ def vexp_shifted(typingctx, a, m):
 
 
 # ---------------------------------------------------------------------------- build
-@njit(cache=True, parallel=True)
-def build_params(mu, theta, W, ent_feat, ent_table, ent_blk, ent_g, ent_m2, ent_carry, n_mod_pad,
-                 tab_feat, tab_stride, offsets, n_modalities):  # fmt: skip
-    """Fill W (float32 (2, size)) from μ, θ (float64 (K,)): see the module docstring.
-
-    ent_g[e] = (g1, g2) other features (D = none); ent_m2[e] = modalities of g2 (1 if none);
-    ent_carry[e] = table index of f's single table folded into this entry, or -1.
-    """
-    n_ent = ent_feat.shape[0]
+@njit(cache=True)
+def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, ent_feat, ent_table,
+                 ent_blk, ent_g1, ent_g2, n_modalities, n_mod_pad, tab_feat, tab_stride,
+                 offsets):  # fmt: skip
+    """Fold μ, θ (float64 (K,)) into μ', θ' and fill W (float32, 2 halves): see the module doc."""
+    mu_f[:] = mu
+    theta_f[:] = theta
+    for k in range(fold_parent.shape[0]):
+        mu_f[fold_parent[k]] += mu[fold_sub[k]]
+        theta_f[fold_parent[k]] += theta[fold_sub[k]]
+    half = W.shape[0] // 2
     D = n_modalities.shape[0]
-    for e in prange(n_ent):
+    for e in range(ent_feat.shape[0]):
         f = ent_feat[e]
         t = ent_table[e]
+        g1 = ent_g1[e]
+        g2 = ent_g2[e]
         M = n_modalities[f]
         Mp = n_mod_pad[f]
-        blk = ent_blk[e]
-        if t < 0:  # feature in no table: zero scores, uniform conditional
-            for v in range(Mp):
-                W[0, blk + v] = np.float32(0.0) if v < M else -BIG
-                W[1, blk + v] = np.float32(0.0) if v < M else -BIG
-            continue
-        g1 = ent_g[e, 0]
-        g2 = ent_g[e, 1]
-        m2 = ent_m2[e]
         m1 = n_modalities[g1] if g1 < D else 1
-        # strides of f, g1, g2 in table t
-        sf = 0
-        s1 = 0
-        s2 = 0
+        m2 = n_modalities[g2] if g2 < D else 1
+        sf = s1 = s2 = 0
         for j in range(3):
             if tab_feat[t, j] == f:
                 sf = tab_stride[t, j]
@@ -278,189 +309,237 @@ def build_params(mu, theta, W, ent_feat, ent_table, ent_blk, ent_g, ent_m2, ent_
                 s1 = tab_stride[t, j]
             elif tab_feat[t, j] == g2:
                 s2 = tab_stride[t, j]
-        carry = ent_carry[e]
-        c_off = offsets[carry] if carry >= 0 else 0
         for o in range(m1 * m2):
             x1 = o // m2
             x2 = o - x1 * m2
-            raw = offsets[t] + x1 * s1 + x2 * s2
-            dst = blk + o * Mp
-            for v in range(M):
-                r = raw + v * sf
-                a = mu[r]
-                b = mu[r] + theta[r]
-                if carry >= 0:
-                    a += mu[c_off + v]
-                    b += mu[c_off + v] + theta[c_off + v]
-                W[0, dst + v] = np.float32(a)
-                W[1, dst + v] = np.float32(b)
-            for v in range(M, Mp):
-                W[0, dst + v] = -BIG
-                W[1, dst + v] = -BIG
+            row = offsets[t] + x1 * s1 + x2 * s2
+            dst = ent_blk[e] + o * Mp
+            for v in range(Mp):
+                if v < M:
+                    r = row + v * sf
+                    W[dst + v] = np.float32(mu_f[r])
+                    W[half + dst + v] = np.float32(mu_f[r] + theta_f[r])
+                else:
+                    W[dst + v] = -BIG
+                    W[half + dst + v] = -BIG
 
 
 # ---------------------------------------------------------------------------- sweep
 @njit(inline="always")
-def _u(i):
-    """Index as uint64: numba skips the negative-index wraparound code for unsigned indices."""
-    return np.uint64(i)
+def _block_scores(W, bases, n_blk, npb, Mp, S, smax):
+    """S[j, :Mp] = Σ_q W[bases[q, j] : + Mp] for the block's samples; smax[j] = max (8 lanes)."""
+    for j in range(n_blk):
+        vm = vzero()
+        for c in range(0, Mp, LANES):
+            cu = _u(c)
+            a0 = vload(W, bases[0, j] + cu)
+            a1 = vzero()
+            q = 1
+            while q + 1 < npb:  # two partial sums: half the dependency chain
+                a0 = vadd(a0, vload(W, bases[q, j] + cu))
+                a1 = vadd(a1, vload(W, bases[q + 1, j] + cu))
+                q += 2
+            if q < npb:
+                a0 = vadd(a0, vload(W, bases[q, j] + cu))
+            a0 = vadd(a0, a1)
+            vstore(S, _u(j * Mp) + cu, a0)
+            vm = a0 if c == 0 else vmax(vm, a0)
+        vstore(smax, _u(j * LANES), vallmax(vm))
 
 
 @njit(inline="always")
-def _accumulate_row(ri, theta, d_part, c_part, tid):
-    """Add the sample whose rows are ri (T,) to thread tid's integer accumulators."""
-    T = ri.shape[0]
-    z = 0.0
-    for t in range(T):
-        z += theta[_u(ri[t])]
-    q = np.int64(_sigmoid(z) * FIXED_ONE + 0.5)
-    dp = d_part[tid]
-    cp = c_part[tid]
-    for t in range(T):
-        r = _u(ri[t])
-        dp[r] += 1
-        cp[r] += q
+def _block_weights(n_blk, Mp, S, smax, total):
+    """S[j, :] ← exp(S[j, :] - max_j) in place; total[j] = their sum."""
+    for j in range(n_blk):
+        vm = vload(smax, _u(j * LANES))
+        tot = vzero()
+        for c in range(0, Mp, LANES):
+            k = _u(j * Mp + c)
+            ev = vexp_shifted(vload(S, k), vm)
+            vstore(S, k, ev)
+            tot = vadd(tot, ev)
+        total[j] = vhsum(tot)
 
 
-@njit(cache=True, parallel=True)
-def gibbs_sweep(codes, rows, W, theta, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1,
-                ent_s1, ent_g2, ftab_ptr, ftab_table, ftab_stride, seed, it, accumulate,
-                d_part, c_part, xbuf, order_buf, sbuf, ebuf, bases_buf):  # fmt: skip
-    """One Gibbs sweep of every persistent sample, in place (codes and rows).
+@njit(inline="always")
+def _draw(weights, start, M, target):
+    """Inverse CDF without branches: #{v < M - 1 : w_0 + … + w_v ≤ target}."""
+    acc = np.float32(0.0)
+    new = 0
+    for v in range(M - 1):
+        acc += weights[_u(start + v)]
+        new += acc <= target
+    return new
 
-    For each sample: draw ỹ ~ σ(φ(x̃)·θ), then resample every feature, in a random order,
-    from P(X_f | x̃_{-f}, ỹ) ∝ exp(Σ_{t∋f} μ[row] + ỹ θ[row]) (max subtracted before exp).
-    W: float32 (2, size) from build_params; theta: float64 (K,) (for the logits).
-    Entries p of feature f (single table folded) are feat_ptr[f] .. feat_ptr[f + 1]; the
-    vector of f's candidates in entry p starts at
-    ``ent_blk[p] + x[ent_g1[p]] * ent_s1[p] + x[ent_g2[p]] * Mp_f`` (x[D] ≡ 0).
-    ftab_*: CSR from features to every table holding them, with f's stride there.
-    When ``accumulate``, the final state of every sample is added to d_part / c_part
-    (int32 / int64 (threads, K), zeroed here): see :func:`reduce_statistics`.
-    Scratch buffers: one row per thread (numba.get_thread_id()); no allocation.
+
+@njit(inline="always")
+def _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf):
+    """z[i] = φ(x_i)·θ for the block's samples (θ folded onto the maximal tables).
+
+    Also leaves the samples' rows in the maximal tables in rbuf (tables × BLOCK).
     """
-    n, D = codes.shape
-    T = rows.shape[1]
-    if accumulate:
-        d_part[:] = 0
-        c_part[:] = 0
-    W0 = W[0]
-    W1 = W[1]
-    n_blocks = (n + BLOCK - 1) // BLOCK
-    for b in prange(n_blocks):
-        tid = numba.get_thread_id()
-        x = xbuf[tid]
-        order = order_buf[tid]
-        s = sbuf[tid]
-        e = ebuf[tid]
-        bases = bases_buf[tid]
-        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            ri = rows[i]
-            for f in range(D):
-                x[f] = codes[i, f]
-            x[D] = 0
-            state = _stream_seed(seed, it, i)
-            logit = 0.0
-            for t in range(T):
-                logit += theta[_u(ri[t])]
-            state, u = _next(state)
-            Wy = W1 if _bernoulli_logit(logit, u) == 1 else W0
-            for f in range(D):
-                order[f] = f
-            for f in range(D - 1, 0, -1):  # Fisher-Yates
-                state, u = _next(state)
-                j = int(u * (f + 1))
-                tmp = order[f]
-                order[f] = order[j]
-                order[j] = tmp
-            for k in range(D):
-                f = order[k]
-                M = n_modalities[f]
-                if M == 1:
-                    continue
-                Mp = n_mod_pad[f]
-                p0 = feat_ptr[f]
-                npb = feat_ptr[f + 1] - p0
-                for q in range(npb):
-                    p = _u(p0 + q)
-                    bases[q] = _u(ent_blk[p] + x[_u(ent_g1[p])] * ent_s1[p] + x[_u(ent_g2[p])] * Mp)
-                # scores: one contiguous vector per table, two partial sums per chunk
-                vm = vzero()
-                for c in range(0, Mp, LANES):
-                    cu = _u(c)
-                    a0 = vload(Wy, bases[0] + cu)
-                    a1 = vzero()
-                    q = 1
-                    while q + 1 < npb:
-                        a0 = vadd(a0, vload(Wy, bases[q] + cu))
-                        a1 = vadd(a1, vload(Wy, bases[q + 1] + cu))
-                        q += 2
-                    if q < npb:
-                        a0 = vadd(a0, vload(Wy, bases[q] + cu))
-                    a0 = vadd(a0, a1)
-                    vstore(s, cu, a0)
-                    vm = a0 if c == 0 else vmax(vm, a0)
-                vm = vallmax(vm)
-                tot = vzero()
-                for c in range(0, Mp, LANES):
-                    ev = vexp_shifted(vload(s, _u(c)), vm)
-                    vstore(e, _u(c), ev)
-                    tot = vadd(tot, ev)
-                total = vhsum(tot)
-                # inverse CDF over the unnormalised weights, one pass, stops at the draw
-                state, u = _next(state)
-                target = np.float32(u) * total
-                acc = np.float32(0.0)
-                new = M - 1
-                for v in range(M - 1):
-                    acc += e[v]
-                    if target < acc:
-                        new = v
-                        break
-                xf = x[f]
-                if new != xf:
-                    x[f] = new
-                    for p in range(ftab_ptr[f], ftab_ptr[f + 1]):
-                        pu = _u(p)
-                        t = _u(ftab_table[pu])
-                        ri[t] += (new - xf) * ftab_stride[pu]
-            for f in range(D):
-                codes[i, f] = x[f]
-            if accumulate:
-                _accumulate_row(ri, theta, d_part, c_part, tid)
+    for i in range(i0, i1):
+        z[i] = 0.0
+    for k in range(stat_tables.shape[0]):
+        t = stat_tables[k]
+        x0 = x[_u(tab_feat[t, 0])]
+        x1 = x[_u(tab_feat[t, 1])]
+        x2 = x[_u(tab_feat[t, 2])]
+        s0 = np.uint32(tab_stride[t, 0])  # uint32 operands: 32-bit SIMD lanes (K < 2^31)
+        s1 = np.uint32(tab_stride[t, 1])
+        s2 = np.uint32(tab_stride[t, 2])
+        off = np.uint32(offsets[t])
+        rk = rbuf[k]
+        for i in range(i0, i1):
+            iu = _u(i)
+            rk[_u(i - i0)] = off + x0[iu] * s0 + x1[iu] * s1 + x2[iu] * s2
+        for i in range(i0, i1):
+            z[_u(i)] += theta[_u(rk[_u(i - i0)])]
 
 
-# ---------------------------------------------------------------------------- statistics
-@njit(cache=True, parallel=True)
-def accumulate_rows(rows, theta, d_part, c_part):
-    """Integer accumulators of d̂ and ĉ for the samples' current rows (see gibbs_sweep)."""
-    n = rows.shape[0]
-    d_part[:] = 0
-    c_part[:] = 0
-    n_blocks = (n + BLOCK - 1) // BLOCK
-    for b in prange(n_blocks):
-        tid = numba.get_thread_id()
-        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            _accumulate_row(rows[i], theta, d_part, c_part, tid)
+@njit(inline="always")
+def _block_accumulate(i0, i1, n_stat, z, rbuf, qbuf, d_acc, c_acc):
+    """Add the block's samples (rows in rbuf, logits z) to integer accumulators."""
+    for i in range(i0, i1):
+        qbuf[i - i0] = np.int64(_sigmoid(z[i]) * FIXED_ONE + 0.5)
+    for k in range(n_stat):
+        rk = rbuf[k]
+        for j in range(i1 - i0):
+            r = _u(rk[j])
+            d_acc[r] += 1
+            c_acc[r] += qbuf[j]
 
 
 @njit(cache=True, parallel=True)
-def reduce_statistics(d_part, c_part):
-    """Sum the per-thread accumulators: d̂ = Σ φ(x̃_i), ĉ = Σ σ(φ(x̃_i)·θ) φ(x̃_i), float64 (K,)."""
+def gibbs_sweep(x, y, W, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, ent_s1,
+                ent_g2, key, theta, stat_tables, tab_feat, tab_stride, offsets, z, accumulate,
+                d_part, c_part):  # fmt: skip
+    """One sweep of every sample (x (D + 1, n') with x[D] ≡ 0, y (n',)), in place.
+
+    Entries p of feature f are feat_ptr[f] .. feat_ptr[f + 1]; the candidate vector of
+    sample i in entry p starts at ``y_i half + ent_blk[p] + x[ent_g1[p], i] ent_s1[p]
+    + x[ent_g2[p], i] Mp_f`` in W (ent_s1 = m2 Mp_f).  After the features, z[i] = φ(x̃_i)·θ
+    (θ folded) and ỹ_i is drawn; with ``accumulate``, the block's samples are added to
+    thread numba.get_thread_id()'s rows of d_part / c_part (zeroed by the caller).
+    """
+    D1, n = x.shape
+    half = W.shape[0] // 2
+    mp = 1
+    ne = 1
+    for f in range(D1 - 1):
+        mp = max(mp, n_mod_pad[f])
+        ne = max(ne, feat_ptr[f + 1] - feat_ptr[f])
+    n_stat = stat_tables.shape[0]
+    for b in prange((n + BLOCK - 1) // BLOCK):
+        S = np.empty(BLOCK * mp, dtype=np.float32)
+        smax = np.empty(BLOCK * LANES, dtype=np.float32)
+        total = np.empty(BLOCK, dtype=np.float32)
+        bases = np.empty((ne, BLOCK), dtype=np.uint32)
+        rbuf = np.empty((n_stat, BLOCK), dtype=np.uint32)
+        qbuf = np.empty(BLOCK, dtype=np.int64)
+        i0 = b * BLOCK
+        i1 = min(n, i0 + BLOCK)
+        for k in range(order.shape[0]):
+            f = order[k]
+            M = n_modalities[f]
+            if M == 1:
+                continue
+            Mp = n_mod_pad[f]
+            p0 = feat_ptr[f]
+            npb = feat_ptr[f + 1] - p0
+            xf = x[f]
+            if npb == 0:  # feature in no table: uniform conditional
+                for i in range(i0, i1):
+                    xf[i] = min(int(_uniform(key, i, f, D1) * M), M - 1)
+                continue
+            # start of each sample's candidate vector in each entry (x_{-f} is fixed meanwhile)
+            # (uint32 operands: LLVM then vectorises the loop with 32-bit lanes)
+            for q in range(npb):
+                p = p0 + q
+                xg1 = x[_u(ent_g1[p])]
+                xg2 = x[_u(ent_g2[p])]
+                blk = np.uint32(ent_blk[p])
+                s1 = np.uint32(ent_s1[p])
+                s2 = np.uint32(Mp)
+                h = np.uint32(half)
+                bq = bases[q]
+                for i in range(i0, i1):
+                    iu = _u(i)
+                    bq[_u(i - i0)] = y[iu] * h + blk + xg1[iu] * s1 + xg2[iu] * s2
+            # scores, weights, draws: three passes over the block (independent samples in
+            # each pass keep the CPU busy: no long dependency chain per site)
+            _block_scores(W, bases, i1 - i0, npb, Mp, S, smax)
+            _block_weights(i1 - i0, Mp, S, smax, total)
+            for i in range(i0, i1):
+                j = i - i0
+                target = np.float32(_uniform(key, i, f, D1)) * total[j]
+                xf[i] = _draw(S, j * Mp, M, target)
+        _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
+        for i in range(i0, i1):
+            y[i] = _bernoulli_logit(z[i], _uniform(key, i, D1 - 1, D1))
+        if accumulate:
+            tid = numba.get_thread_id()
+            _block_accumulate(i0, i1, n_stat, z, rbuf, qbuf, d_part[tid], c_part[tid])
+
+
+@njit(cache=True, parallel=True)
+def sample_statistics(x, theta, stat_tables, tab_feat, tab_stride, offsets, z, accumulate,
+                      d_part, c_part):  # fmt: skip
+    """z[i] = φ(x_i)·θ (θ folded) and, with ``accumulate``, the statistics (see gibbs_sweep)."""
+    n = x.shape[1]
+    n_stat = stat_tables.shape[0]
+    for b in prange((n + BLOCK - 1) // BLOCK):
+        rbuf = np.empty((n_stat, BLOCK), dtype=np.uint32)
+        qbuf = np.empty(BLOCK, dtype=np.int64)
+        i0 = b * BLOCK
+        i1 = min(n, i0 + BLOCK)
+        _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
+        if accumulate:
+            tid = numba.get_thread_id()
+            _block_accumulate(i0, i1, n_stat, z, rbuf, qbuf, d_part[tid], c_part[tid])
+
+
+@njit(cache=True, parallel=True)
+def draw_labels(z, y, key, D1):
+    """ỹ_i ~ σ(z_i) with the uniforms of site D of each sample."""
+    for i in prange(z.shape[0]):
+        y[i] = _bernoulli_logit(z[i], _uniform(key, i, D1 - 1, D1))
+
+
+@njit(cache=True)
+def reduce_statistics(d_part, c_part, fold_parent, fold_sub):
+    """d̂, ĉ (float64 (K,)) from the per-thread accumulators; folded tables marginalised."""
     P, K = d_part.shape
+    d = np.zeros(K, dtype=np.int64)
+    c = np.zeros(K, dtype=np.int64)
+    for p in range(P):
+        for r in range(K):
+            d[r] += d_part[p, r]
+            c[r] += c_part[p, r]
+    for k in range(fold_parent.shape[0]):
+        d[fold_sub[k]] += d[fold_parent[k]]
+        c[fold_sub[k]] += c[fold_parent[k]]
     d_hat = np.empty(K, dtype=np.float64)
     c_hat = np.empty(K, dtype=np.float64)
-    chunk = 4096
-    for b in prange((K + chunk - 1) // chunk):
-        for r in range(b * chunk, min(K, (b + 1) * chunk)):
-            dd = np.int64(0)
-            cc = np.int64(0)
-            for p in range(P):
-                dd += d_part[p, r]
-                cc += c_part[p, r]
-            d_hat[r] = dd
-            c_hat[r] = cc * (1.0 / FIXED_ONE)
+    for r in range(K):
+        d_hat[r] = d[r]
+        c_hat[r] = c[r] * (1.0 / FIXED_ONE)
     return d_hat, c_hat
+
+
+@njit(cache=True, parallel=True)
+def rows_of(x, tab_feat, tab_stride, offsets):
+    """Row of each sample in each table, int32 (n', T)."""
+    n = x.shape[1]
+    T = tab_feat.shape[0]
+    rows = np.empty((n, T), dtype=np.int32)
+    for i in prange(n):
+        for t in range(T):
+            r = offsets[t]
+            for j in range(3):
+                r += x[tab_feat[t, j], i] * tab_stride[t, j]
+            rows[i, t] = r
+    return rows
 
 
 @njit(cache=True, parallel=True)
@@ -474,20 +553,6 @@ def sample_logits(rows, theta):
             s += theta[rows[i, t]]
         out[i] = s
     return out
-
-
-@njit(cache=True, parallel=True)
-def accumulate(rows, weights, K):
-    """d̂ = Σ_i φ(x̃_i) and ĉ = Σ_i w_i φ(x̃_i), both float64 (K,); parallel over tables."""
-    n, T = rows.shape
-    d_hat = np.zeros(K, dtype=np.float64)
-    c_hat = np.zeros(K, dtype=np.float64)
-    for t in prange(T):
-        for i in range(n):
-            r = rows[i, t]
-            d_hat[r] += 1.0
-            c_hat[r] += weights[i]
-    return d_hat, c_hat
 
 
 @njit(cache=True)
@@ -508,3 +573,246 @@ def init_samples(marginal_cdfs, cdf_ptr, n, seed):
                     break
             codes[i, f] = v
     return codes
+
+
+# ---------------------------------------------------------------------------- the chain
+def _round_up(m: int, lanes: int) -> int:
+    return ((m + lanes - 1) // lanes) * lanes
+
+
+class GibbsChain:
+    """The persistent Gibbs samples (x̃_i, ỹ_i) of a PCD trainer.
+
+    codes : int32 (n', D) feature codes of the samples (a read-only snapshot of the state).
+    rows  : int32 (n', T) row of each sample in each table (read-only, computed on demand).
+
+    ``sweep(mu, theta)`` also accumulates the sufficient statistics of the new state under
+    ``theta``; ``statistics(theta)`` returns them without another pass when called with
+    the same θ (and recomputes them otherwise).  Everything is bit-identical for a seed
+    whatever the number of threads.
+    """
+
+    def __init__(self, layout, n_samples: int, marginals: list[np.ndarray], seed: int) -> None:
+        n_samples = int(n_samples)
+        if n_samples <= 0:
+            raise ValueError(f"n_samples must be a positive integer; got {n_samples}.")
+        if layout.K >= 2**31:
+            raise ValueError("more than 2^31 table rows; use feature hashing to reduce K")
+        m = np.asarray(layout.n_modalities, dtype=np.int64)
+        D = m.size
+        if len(marginals) != D:
+            raise ValueError(f"{len(marginals)} marginals for {D} features; give one per feature.")
+        cdfs = []
+        for f, p in enumerate(marginals):
+            p = np.asarray(p, dtype=np.float64)
+            if p.shape != (m[f],) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
+                raise ValueError(
+                    f"marginal of feature {f} must be {m[f]} finite non-negative weights, not all 0."
+                )
+            cdfs.append(np.cumsum(p / p.sum()))
+        self.K = int(layout.K)
+        self.seed = int(seed)
+        self.sweeps = 0
+        self._n_modalities = m
+        self._n_mod_pad = np.array([_round_up(int(v), LANES) for v in m], dtype=np.int64)
+        self._offsets = np.asarray(layout.offsets, dtype=np.int64)  # (T + 1,)
+        self._build_structure(layout.tables, np.asarray(layout.strides, dtype=np.int64))
+        cdf_ptr = np.concatenate([[0], np.cumsum([len(c) for c in cdfs])]).astype(np.int64)
+        codes = init_samples(np.concatenate(cdfs), cdf_ptr, n_samples, self.seed)
+        dtype = np.uint8 if m.max() <= 256 else np.uint16 if m.max() <= 65536 else np.int32
+        self._x = np.zeros((D + 1, n_samples), dtype=dtype)  # transposed state; row D ≡ 0
+        self._x[:D] = codes.T
+        self._y = np.zeros(n_samples, dtype=np.uint8)
+        self._y_drawn = False  # ỹ is drawn at the end of a sweep (and before the first one)
+        self._z = np.zeros(n_samples)
+        P = int(numba.config.NUMBA_NUM_THREADS)
+        self._d_part = np.zeros((P, self.K), dtype=np.int32)
+        self._c_part = np.zeros((P, self.K), dtype=np.int64)
+        self._mu_f = np.zeros(self.K)
+        self._theta_f = np.zeros(self.K)
+        self._W = np.zeros(2 * self._half, dtype=np.float32)
+        self._stats: tuple[np.ndarray, np.ndarray] | None = None
+        self._stats_theta: np.ndarray | None = None  # θ of self._stats
+        self._codes: np.ndarray | None = None  # caches of the snapshots
+        self._rows: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ structure
+    def _build_structure(self, tables, strides: np.ndarray) -> None:
+        """Maximal tables, the folding of the others into them, and the (feature, table) entries."""
+        m = self._n_modalities
+        D = m.size
+        T = len(tables)
+        tab_feat = np.full((T, 3), D, dtype=np.int64)
+        tab_stride = np.zeros((T, 3), dtype=np.int64)
+        for t, feats in enumerate(tables):
+            for j, f in enumerate(feats):
+                tab_feat[t, j] = f
+                tab_stride[t, j] = strides[t, f]
+        sets = [set(t) for t in tables]
+        stat = [  # maximal tables: in no other table (the first of equal ones)
+            t
+            for t in range(T)
+            if not any(sets[t] < sets[p] or (sets[t] == sets[p] and p < t) for p in range(T))
+        ]
+        parent = [
+            -1 if t in stat else next(p for p in stat if sets[t] <= sets[p]) for t in range(T)
+        ]
+        fold_parent, fold_sub = [], []
+        for t in range(T):
+            p = parent[t]
+            if p < 0:
+                continue
+            fp = list(tables[p])
+            grids = np.meshgrid(*[np.arange(m[f]) for f in fp], indexing="ij")
+            codes = np.stack([g.ravel() for g in grids], axis=1)  # every row of p
+            fold_parent.append(self._offsets[p] + codes @ strides[p, fp])
+            cols = [fp.index(f) for f in tables[t]]
+            fold_sub.append(self._offsets[t] + codes[:, cols] @ strides[t, list(tables[t])])
+        cat = lambda a: np.concatenate(a).astype(np.int64) if a else np.zeros(0, np.int64)  # noqa: E731
+        self._fold_parent, self._fold_sub = cat(fold_parent), cat(fold_sub)
+        self._tab_feat, self._tab_stride = tab_feat, tab_stride
+        self._stat_tables = np.asarray(stat, dtype=np.int64)
+        ent_feat, ent_table, ent_blk, ent_g1, ent_g2, ent_s1, ptr = [], [], [], [], [], [], [0]
+        size = 0
+        for f in range(D):
+            for t in stat:
+                if f not in tables[t]:
+                    continue
+                g1, g2 = ([D, D] + [g for g in tables[t] if g != f])[-2:]
+                m1 = int(m[g1]) if g1 < D else 1
+                m2 = int(m[g2]) if g2 < D else 1
+                ent_feat.append(f)
+                ent_table.append(t)
+                ent_blk.append(size)
+                ent_g1.append(g1)
+                ent_g2.append(g2)
+                ent_s1.append(m2 * int(self._n_mod_pad[f]))
+                size += m1 * m2 * int(self._n_mod_pad[f])
+            ptr.append(len(ent_feat))
+        as64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
+        self._ent_feat, self._ent_table, self._ent_blk = (
+            as64(ent_feat),
+            as64(ent_table),
+            as64(ent_blk),
+        )
+        self._ent_g1, self._ent_g2, self._ent_s1 = as64(ent_g1), as64(ent_g2), as64(ent_s1)
+        self._feat_ptr = as64(ptr)
+        self._half = _round_up(size, 16)
+        if 2 * self._half >= 2**32:
+            raise ValueError("parameter blocks exceed 2^32 floats; use feature hashing to reduce K")
+
+    # ------------------------------------------------------------------ state
+    @property
+    def n_samples(self) -> int:
+        return int(self._x.shape[1])
+
+    @property
+    def codes(self) -> np.ndarray:
+        """int32 (n', D) codes of the samples (read-only snapshot, refreshed by each sweep)."""
+        if self._codes is None:
+            self._codes = np.ascontiguousarray(self._x[:-1].T, dtype=np.int32)
+            self._codes.flags.writeable = False
+        return self._codes
+
+    @property
+    def rows(self) -> np.ndarray:
+        """int32 (n', T) row of each sample in each table (read-only snapshot)."""
+        if self._rows is None:
+            self._rows = rows_of(self._x, self._tab_feat, self._tab_stride, self._offsets)
+            self._rows.flags.writeable = False
+        return self._rows
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held by the chain's state, parameter copies and accumulators."""
+        arrays = (self._x, self._y, self._z, self._W, self._d_part, self._c_part, self._mu_f)
+        return int(sum(a.nbytes for a in arrays)) + self._theta_f.nbytes
+
+    def _check(self, a: np.ndarray, name: str) -> np.ndarray:
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        if a.shape != (self.K,):
+            raise ValueError(f"{name} must have shape ({self.K},); got {a.shape}.")
+        return a
+
+    def _key(self, stream: int) -> np.uint64:
+        return np.uint64(
+            _stream_seed(np.uint64(self.seed), np.uint64(self.sweeps), np.uint64(stream))
+        )
+
+    def _table_args(self):
+        return self._stat_tables, self._tab_feat, self._tab_stride, self._offsets
+
+    # ------------------------------------------------------------------ kernels
+    def sweep(self, mu: np.ndarray, theta: np.ndarray, statistics: bool = True) -> None:
+        """One Gibbs sweep of every sample under (μ, θ), both float64 (K,).
+
+        With ``statistics`` (default) the sufficient statistics of the new state under θ
+        are accumulated during the sweep, for a following ``statistics(theta)``.
+        """
+        mu = self._check(mu, "mu")
+        theta = self._check(theta, "theta")
+        build_params(
+            mu, theta, self._fold_parent, self._fold_sub, self._mu_f, self._theta_f, self._W,
+            self._ent_feat, self._ent_table, self._ent_blk, self._ent_g1, self._ent_g2,
+            self._n_modalities, self._n_mod_pad, self._tab_feat, self._tab_stride, self._offsets,
+        )  # fmt: skip
+        if not self._y_drawn:  # first sweep: ỹ ~ σ(φ(x̃)·θ) before the features
+            sample_statistics(self._x, self._theta_f, *self._table_args(), self._z, False,
+                              self._d_part, self._c_part)  # fmt: skip
+            draw_labels(self._z, self._y, self._key(1), self._x.shape[0])
+            self._y_drawn = True
+        order = np.random.default_rng([self.seed, self.sweeps]).permutation(self._x.shape[0] - 1)
+        if statistics:
+            self._d_part.fill(0)
+            self._c_part.fill(0)
+        gibbs_sweep(
+            self._x, self._y, self._W, order.astype(np.int64), self._n_modalities,
+            self._n_mod_pad, self._feat_ptr, self._ent_blk, self._ent_g1, self._ent_s1,
+            self._ent_g2, self._key(0), self._theta_f, *self._table_args(), self._z,
+            bool(statistics), self._d_part, self._c_part,
+        )  # fmt: skip
+        self._codes = self._rows = None
+        self._stats = None
+        self._stats_theta = theta.copy() if statistics else None
+        self.sweeps += 1
+
+    def logits(self, theta: np.ndarray) -> np.ndarray:
+        """φ(x̃_i)·θ for every sample, float64 (n',)."""
+        theta = self._check(theta, "theta")
+        return sample_logits(self.rows, theta)
+
+    def statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Unscaled d̂ = Σ_i φ(x̃_i) and marginalised ĉ = Σ_i σ(φ(x̃_i)·θ) φ(x̃_i), (K,) each.
+
+        σ is accumulated in fixed point (resolution 2^-32 per sample), so the sums are
+        exact and independent of the number of threads.
+        """
+        theta = self._check(theta, "theta")
+        if self._stats_theta is None or not np.array_equal(theta, self._stats_theta):
+            theta_f = theta.copy()
+            np.add.at(theta_f, self._fold_parent, theta[self._fold_sub])
+            z = np.empty(self.n_samples)
+            self._d_part.fill(0)
+            self._c_part.fill(0)
+            sample_statistics(self._x, theta_f, *self._table_args(), z, True,
+                              self._d_part, self._c_part)  # fmt: skip
+            self._stats = None
+            self._stats_theta = theta.copy()
+        if self._stats is None:
+            self._stats = reduce_statistics(
+                self._d_part, self._c_part, self._fold_parent, self._fold_sub
+            )
+        return self._stats[0].copy(), self._stats[1].copy()
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) every kernel on a tiny problem."""
+    from ..tables import TableLayout
+
+    lay = TableLayout.all_pairs([2, 3])
+    chain = GibbsChain(lay, 8, [np.ones(2), np.ones(3)], seed=0)
+    chain.sweep(np.zeros(lay.K), np.zeros(lay.K))
+    chain.statistics(np.zeros(lay.K))
+    chain.statistics(np.ones(lay.K))
+    chain.logits(np.zeros(lay.K))
+    _ = chain.codes, chain.rows
