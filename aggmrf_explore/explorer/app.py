@@ -195,6 +195,8 @@ class _LivePlot:
         fig = hv.render(self.build(**kwargs), backend="bokeh")
         fig.sizing_mode = "stretch_width"
         fig.height = self.height
+        # HoloViews asks for WebGL; headless / software-GL browsers then paint no glyphs
+        fig.output_backend = "canvas"
         self.fig = fig
         self.renderers = [r for r in fig.renderers if isinstance(r, GlyphRenderer)]
         self.key = key
@@ -749,6 +751,10 @@ class Explorer(pn.viewable.Viewer):
         if not self._loaded:
             return  # the initial load reads the current settings
         self.session.busy = True
+        self.session.notice = notice  # "…: data are being prepared, training restarts."
+        notice = notice.replace(
+            "data are being prepared, training restarts", "new data loaded, training restarted"
+        )
 
         async def run() -> None:
             await self._load_async(notice)
@@ -994,6 +1000,7 @@ class Explorer(pn.viewable.Viewer):
                 fig = hv.render(obj, backend="bokeh")
                 fig.sizing_mode = "stretch_width"
                 fig.height = 380
+                fig.output_backend = "canvas"
                 pane.object = fig
         self._refresh_sigma()
 

@@ -491,6 +491,7 @@ def xor_plot(frame: pd.DataFrame | None):
         ylim=(0, 1),
         title="XOR: P(Y=1|x) per state — truth 0.75 / 0.25, exact max-ent 0.9 / 0.1",
         xrotation=0,
+        multi_level=False,  # the legend names the bars; inner labels would overlap
         **_COMMON,
     )
     return bars
