@@ -61,6 +61,9 @@ class TrainerSettings:
     clip: bound on each coordinate of the (preconditioned) direction.  noise_aware: use
     E[A | A + L = b] as target (needs a noisy release).  seed: everything random.
     eval_every: compute the held-out NLLH every this many iterations.
+    noise_refresh: MRF-N recomputes its targets E[A | A + L = b] every this many iterations
+    (they follow the slowly moving model; 1 = every iteration, 3 keeps the noise-aware
+    iteration under 1.5× a plain one on Adult).
     """
 
     n_gibbs: int = 10_000
@@ -74,6 +77,7 @@ class TrainerSettings:
     noise_aware: bool = False
     seed: int = 0
     eval_every: int = 1
+    noise_refresh: int = 3
 
     def validate(self) -> TrainerSettings:
         """Raise AggMRFError naming the first bad value; returns self."""
@@ -93,6 +97,8 @@ class TrainerSettings:
             raise AggMRFError(f"gradient must be one of {GRADIENTS}; got {self.gradient!r}.")
         if not isinstance(self.eval_every, int | np.integer) or self.eval_every < 1:
             raise AggMRFError(f"eval_every must be an integer ≥ 1; got {self.eval_every}.")
+        if not isinstance(self.noise_refresh, int | np.integer) or self.noise_refresh < 1:
+            raise AggMRFError(f"noise_refresh must be an integer ≥ 1; got {self.noise_refresh}.")
         if not isinstance(self.seed, int | np.integer) or self.seed < 0:
             raise AggMRFError(f"seed must be a non-negative integer; got {self.seed}.")
         return self
@@ -204,6 +210,7 @@ class PCDTrainer:
             self._reg_theta[0] = 0.0
             self._reg_mu[0] = 0.0
         self._projected = self._project(data.d, data.c)
+        self._noise_targets: _Targets | None = None
         self.mu, self.theta = self._initial_parameters()
         self.chain = GibbsChain(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
         self._eval_rows = None
@@ -280,6 +287,8 @@ class PCDTrainer:
     def _targets(self, d_hat: np.ndarray, c_hat: np.ndarray) -> _Targets:
         if not self.settings.noise_aware:
             return self._projected
+        if self._noise_targets is not None and self.iteration % self.settings.noise_refresh:
+            return self._noise_targets
         from .privacy import posterior_mean_counts
 
         mech = self.data.noise
@@ -288,8 +297,8 @@ class PCDTrainer:
         c_t = self._projected.c.copy()
         d_t[rel] = posterior_mean_counts(self.data.d[rel], d_hat[rel], self.n, mech)
         c_t[rel] = posterior_mean_counts(self.data.c[rel], c_hat[rel], self.n, mech)
-        c_t = np.minimum(c_t, d_t)
-        return _Targets(d_t, c_t)
+        self._noise_targets = _Targets(d_t, np.minimum(c_t, d_t))
+        return self._noise_targets
 
     def step(self, k: int = 1) -> list[IterationStats]:
         """Run k iterations; returns their statistics (also appended to ``history``)."""

@@ -170,6 +170,7 @@ def test_divergence_is_reported_in_words(xor_problem):
         ({"lambda_mu": float("nan")}, "lambda_mu"),
         ({"step_mu": 0.0}, "step_mu"),
         ({"gradient": "steepest"}, "gradient"),
+        ({"noise_refresh": 0}, "noise_refresh"),
     ],
 )
 def test_bad_settings(change, match):
