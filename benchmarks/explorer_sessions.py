@@ -15,7 +15,7 @@ Prints, one per line:
 from __future__ import annotations
 
 import argparse
-import re
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,7 +23,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, Page, free_port, start_server, stop_server  # noqa: E402
+from test_browser import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Page,
+    free_port,
+    start_server,
+    stop_server,
+)
 
 
 def rss_mb(pid: int) -> float:
@@ -56,7 +63,7 @@ def main() -> None:
     port = free_port()
     proc, http_s = start_server(port)
     url = f"http://127.0.0.1:{port}/explorer"
-    print(f"panel serve → HTTP 200: {http_s:.1f} s")
+    print(f"panel serve → answering HTTP: {http_s:.1f} s; load average {os.getloadavg()[0]:.1f}")
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -64,39 +71,30 @@ def main() -> None:
             p = Page(browser, url)
             print(f"panel serve → usable page: {http_s + (time.perf_counter() - t0):.1f} s "
                   f"(page load {p.load_seconds:.1f} s)")  # fmt: skip
-            t0 = time.perf_counter()
-            p.button("▶ Play").click()
-            p.wait_status(lambda t: "training" in t and p.iteration() > 0, timeout=30)
-            print(f"first Play → training: {time.perf_counter() - t0:.2f} s")
+            print(f"first Play → training: {p.play():.2f} s")
             p.close()
 
             if not args.skip_adult:
-                p = Page(browser, url + "?dataset=adult&n_gibbs=10000")
-                p.wait_status(lambda t: "iteration 0" in t, timeout=600)
-                p.button("▶ Play").click()
-                p.wait_status(lambda t: p.iteration() > 2, timeout=60)
-                i0, t0 = p.iteration(), time.perf_counter()
-                p.page.wait_for_timeout(args.adult_seconds * 1000 / 2)
-                label = p.page.get_by_text(re.compile(r"λ_θ \(L2 on θ, log scale\):")).first
-                before = label.inner_text()
-                p.page.locator(".noUi-handle:visible").nth(1).focus()
-                ts = time.perf_counter()
-                p.page.keyboard.press("ArrowRight")
-                while label.inner_text() == before and time.perf_counter() - ts < 10:
-                    p.page.wait_for_timeout(20)
-                slider = time.perf_counter() - ts
-                p.page.wait_for_timeout(args.adult_seconds * 1000 / 2)
-                i1, t1 = p.iteration(), time.perf_counter()
-                print(f"adult n'=10000: {(i1 - i0) / (t1 - t0):.1f} iterations/s in the browser "
-                      f"({i1 - i0} iterations in {t1 - t0:.1f} s); status: {p.status()}")  # fmt: skip
-                print(f"adult: slider display updated {slider:.2f} s after the key press")
+                p = Page(browser, url + "?dataset=adult&n_gibbs=10000", ready="Adult", timeout=600)
+                p.play()
+                p.page.wait_for_timeout(1000)
+                rate1 = p.rate(args.adult_seconds / 2)
+                slider, before, after = p.slider_latency("lambda_theta")
+                rate2 = p.rate(args.adult_seconds / 2)
+                print(f"adult n'=10000: {(rate1 + rate2) / 2:.1f} iterations/s in the browser "
+                      f"over {args.adult_seconds:.0f} s; status: {p.status()}")  # fmt: skip
+                print(f"adult: slider display {before!r} → {after!r} {slider:.2f} s after the key")
                 p.close()
 
             base = rss_mb(proc.pid)
             print(f"server RSS before sessions: {base:.0f} MB")
-            queries = ("?dataset=xor", "?dataset=toy&n_gibbs=2000", "?dataset=synthetic")
+            queries = (
+                ("?dataset=xor", "XOR"),
+                ("?dataset=toy&n_gibbs=2000", "toy (Table 1)"),
+                ("?dataset=synthetic", "synthetic"),
+            )
             for rnd in range(2):
-                pages = [Page(browser, url + q) for q in queries]
+                pages = [Page(browser, url + q, ready=name) for q, name in queries]
                 for pg in pages:
                     pg.button("▶ Play").click()
                 for pg in pages:
