@@ -147,6 +147,9 @@ def test_xor_plot():
     assert len(bars.data) == 8
     fig = _render(bars)
     assert "XOR" in fig.title.text and "P(Y=1|x)" in fig.yaxis[0].axis_label
+    # each bar is coloured by its model (not by its state): the colour column follows the bars
+    src = next(r.data_source for r in fig.renderers if hasattr(r, "data_source"))
+    assert [x[1] for x in src.data["xoffsets"]] == list(src.data["color"])
     _render(plots.xor_plot(None))
 
 

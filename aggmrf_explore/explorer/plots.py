@@ -465,11 +465,16 @@ XOR_COLORS = ["#7f7f7f", "#d62728", "#1f77b4", "#2ca02c"]
 
 
 def xor_values(frame: pd.DataFrame | None) -> pd.DataFrame:
-    """Long form of the XOR comparison: one row per (state, model) with P(Y=1|x) (NaN → 0)."""
+    """Long form of the XOR comparison: one row per (state, model) with P(Y=1|x) (NaN → 0).
+
+    Rows are model-major: HoloViews groups the bars that way, and with another row order
+    its colour column comes out in a different order from the bars (bars would be
+    coloured by state instead of by model).
+    """
     rows = []
     if frame is not None:
-        for _, r in frame.iterrows():
-            for m in XOR_MODELS:
+        for m in XOR_MODELS:
+            for _, r in frame.iterrows():
                 v = _finite(r.get(m, np.nan))
                 rows.append((r["state"], m, v if math.isfinite(v) else 0.0))
     if not rows:
