@@ -326,7 +326,7 @@ class Explorer(pn.viewable.Viewer):
 
     def _log_slider(self, name: str, label: str, grid: list[float]):
         opts = {_fmt(v): v for v in grid}
-        w = pn.widgets.DiscreteSlider(name=label, options=opts, sizing_mode="stretch_width")
+        w = pn.widgets.DiscreteSlider(label=label, options=opts, sizing_mode="stretch_width")
 
         def to_w(v):
             if v not in w.values:
@@ -341,9 +341,9 @@ class Explorer(pn.viewable.Viewer):
         self._error_panes: dict[str, pn.pane.Markdown] = {}
         sw = dict(sizing_mode="stretch_width")
         # run controls
-        self.play_button = pn.widgets.Button(name="▶ Play", button_type="success", **sw)
-        self.step_button = pn.widgets.Button(name="Step", button_type="primary", **sw)
-        self.reset_button = pn.widgets.Button(name="Reset", button_type="warning", **sw)
+        self.play_button = pn.widgets.Button(label="▶ Play", button_type="success", **sw)
+        self.step_button = pn.widgets.Button(label="Step", button_type="primary", **sw)
+        self.reset_button = pn.widgets.Button(label="Reset", button_type="warning", **sw)
         self.play_button.on_click(lambda e: self._guard(self._toggle))
         self.step_button.on_click(lambda e: self._guard(self._step))
         self.reset_button.on_click(lambda e: self._guard(self._reset))
@@ -361,23 +361,23 @@ class Explorer(pn.viewable.Viewer):
         )
         self.notice = pn.pane.Alert("", alert_type="info", visible=False, **sw)
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, **sw)
-        self.preset = pn.widgets.Select(name="Preset", options=list(PRESETS), **sw)
+        self.preset = pn.widgets.Select(label="Preset", options=list(PRESETS), **sw)
         self.preset.param.watch(lambda e: self._guard(lambda: self._apply_preset(e.new)), "value")
         # data
         labels = {v: k for k, v in DATASET_LABELS.items()}
-        self.w_dataset = pn.widgets.Select(name="Dataset", options=DATASET_LABELS, **sw)
-        self.w_n = pn.widgets.IntInput(name="Sample size n (per split)", value=s.n_samples, **sw)
-        self.w_seed = pn.widgets.IntInput(name="Seed", value=s.data_seed, **sw)
-        self.regenerate = pn.widgets.Button(name="Regenerate data", **sw)
+        self.w_dataset = pn.widgets.Select(label="Dataset", options=DATASET_LABELS, **sw)
+        self.w_n = pn.widgets.IntInput(label="Sample size n (per split)", value=s.n_samples, **sw)
+        self.w_seed = pn.widgets.IntInput(label="Seed", value=s.data_seed, **sw)
+        self.regenerate = pn.widgets.Button(label="Regenerate data", **sw)
         self.regenerate.on_click(lambda e: self._guard(self._regenerate))
         self.w_upload = pn.widgets.FileInput(accept=".csv", **sw)
         self.w_upload.param.watch(lambda e: self._guard(lambda: self._on_upload(e.new)), "value")
-        self.w_label = pn.widgets.Select(name="Label column", options=[""], **sw)
+        self.w_label = pn.widgets.Select(label="Label column", options=[""], **sw)
         self.w_features = pn.widgets.MultiChoice(
             name="Features (empty = all)", options=[], placeholder="all features", **sw
         )
-        self.w_singles = pn.widgets.Checkbox(name="single-feature tables")
-        self.w_pairs = pn.widgets.Checkbox(name="pair tables")
+        self.w_singles = pn.widgets.Checkbox(label="single-feature tables")
+        self.w_pairs = pn.widgets.Checkbox(label="pair tables")
         del labels
         # privacy
         self.w_mech = pn.widgets.RadioButtonGroup(
@@ -398,17 +398,17 @@ class Explorer(pn.viewable.Viewer):
             **sw,
         )
         self.sigma = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
-        self.w_aware = pn.widgets.Checkbox(name="noise-aware training (MRF-N)")
+        self.w_aware = pn.widgets.Checkbox(label="noise-aware training (MRF-N)")
         # training
-        self.w_gibbs = pn.widgets.IntInput(name="Gibbs samples n'", step=1000, **sw)
-        self.w_auto = pn.widgets.Checkbox(name="default rule for λ and α (α = 1/T, λ_θ = T/2)")
-        self.w_step_mu = pn.widgets.FloatInput(name="step α_μ", step=0.01, format="0.0000", **sw)
-        self.w_step_theta = pn.widgets.FloatInput(name="step α_θ", step=0.01, format="0.0000", **sw)
+        self.w_gibbs = pn.widgets.IntInput(label="Gibbs samples n'", step=1000, **sw)
+        self.w_auto = pn.widgets.Checkbox(label="default rule for λ and α (α = 1/T, λ_θ = T/2)")
+        self.w_step_mu = pn.widgets.FloatInput(label="step α_μ", step=0.01, format="0.0000", **sw)
+        self.w_step_theta = pn.widgets.FloatInput(label="step α_θ", step=0.01, format="0.0000", **sw)
         self.w_grad = pn.widgets.RadioButtonGroup(
             name="Gradient", options={"rescaled (paper)": "rescaled", "true": "true"}
         )
-        self.w_precond = pn.widgets.Checkbox(name="preconditioning (diagonal Hessian)")
-        self.w_ipt = pn.widgets.IntSlider(name="Max iterations per tick", start=1, end=200, **sw)
+        self.w_precond = pn.widgets.Checkbox(label="preconditioning (diagonal Hessian)")
+        self.w_ipt = pn.widgets.IntSlider(label="Max iterations per tick", start=1, end=200, **sw)
         # downloads
         self.dl_settings = pn.widgets.FileDownload(
             callback=lambda: io.StringIO(self.session.settings_json()),
@@ -469,7 +469,7 @@ class Explorer(pn.viewable.Viewer):
         self.noise_hist = pn.pane.Bokeh(sizing_mode="stretch_width", height=380)
         self.noise_scatter = pn.pane.Bokeh(sizing_mode="stretch_width", height=380)
         self._noise_key = None
-        self.table_select = pn.widgets.Select(name="Table", options=[], width=320)
+        self.table_select = pn.widgets.Select(label="Table", options=[], width=320)
         self.table_view = pn.widgets.Tabulator(
             None,
             disabled=True,
@@ -683,7 +683,7 @@ class Explorer(pn.viewable.Viewer):
         self.status.object = self.session.status
 
     def _on_running(self, event) -> None:
-        self.play_button.name = "❚❚ Pause" if event.new else "▶ Play"
+        self.play_button.label = "❚❚ Pause" if event.new else "▶ Play"
         self.play_button.button_type = "danger" if event.new else "success"
         if event.new:
             _RUNNING.add(self)
