@@ -124,6 +124,7 @@ def cmd_aggregate(args) -> int:
 # ---------------------------------------------------------------------- run --tables
 def cmd_run_tables(args) -> int:
     from .cli import _iterations, _print_run, _settings, noise_summary
+    from .experiment import run_iterations
     from .metrics import nllh
     from .mrf import PCDTrainer
     from .tables_io import read_release
@@ -165,15 +166,11 @@ def cmd_run_tables(args) -> int:
         test = (schema.transform(df), schema.encode_label(df[label]))
     prep = time.perf_counter() - t0
     t1 = time.perf_counter()
-    trainer = PCDTrainer(data, settings)
-    bar = _progress("MRF" + ("-N" if settings.noise_aware else ""))
-    chunk = max(1, iterations // 50)
-    done = 0
-    while done < iterations:
-        k = min(chunk, iterations - done)
-        trainer.step(k)
-        done += k
-        bar(done, iterations)
+    trainer = run_iterations(
+        PCDTrainer(data, settings),
+        iterations,
+        _progress("MRF" + ("-N" if settings.noise_aware else "")),
+    )
     mrf = {"seconds": time.perf_counter() - t1}
     if test is not None:
         mrf["nllh_test"] = nllh(test[1], trainer.predict_proba(test[0])[:, 1])

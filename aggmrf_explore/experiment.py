@@ -16,7 +16,7 @@ from .metrics import nllh
 from .mrf import IterationStats, PCDTrainer, TrainerSettings, default_settings
 from .tables import AggregatedData, TableLayout, aggregate
 
-__all__ = ["Problem", "prepare", "DEFAULT_ITERATIONS", "MRFRun", "train_mrf"]
+__all__ = ["Problem", "prepare", "DEFAULT_ITERATIONS", "MRFRun", "train_mrf", "run_iterations"]
 
 DEFAULT_ITERATIONS = 600
 
@@ -112,6 +112,15 @@ def train_mrf(
         enc.X_test if evaluate else None,
         enc.y_test if evaluate else None,
     )
+    run_iterations(trainer, iterations, progress)
+    p = trainer.predict_proba(enc.X_test)[:, 1]
+    return MRFRun(trainer, nllh(enc.y_test, p), time.perf_counter() - t0, trainer.history)
+
+
+def run_iterations(
+    trainer: PCDTrainer, iterations: int, progress: Callable[[int, int], None] | None = None
+) -> PCDTrainer:
+    """Run ``iterations`` PCD iterations in about 50 chunks, reporting ``progress(done, total)``."""
     chunk = max(1, iterations // 50)
     done = 0
     while done < iterations:
@@ -120,5 +129,4 @@ def train_mrf(
         done += k
         if progress is not None:
             progress(done, iterations)
-    p = trainer.predict_proba(enc.X_test)[:, 1]
-    return MRFRun(trainer, nllh(enc.y_test, p), time.perf_counter() - t0, trainer.history)
+    return trainer
