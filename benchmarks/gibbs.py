@@ -125,31 +125,46 @@ def numba_rates(chain, mu, theta, repeats):
 
 
 # ---------------------------------------------------------------------- problems
-def adult_problem():
+def _chain_class(kernel: str | None):
+    """GibbsChain of module ``kernel`` (e.g. a candidate kernel), default the package's."""
+    import importlib
+
+    return importlib.import_module(kernel or "aggmrf_explore.kernels").GibbsChain
+
+
+def adult_problem(kernel: str | None = None):
     from aggmrf_explore.experiment import prepare
     from aggmrf_explore.mrf import PCDTrainer, default_settings
 
     pb = prepare("adult")
     tr = PCDTrainer(pb.aggregated, default_settings(pb.layout, pb.aggregated.n))
     tr.step(30)
-    return pb.layout, tr.chain, tr.mu, tr.theta
+    chain = tr.chain
+    if kernel:  # the same state in another kernel's chain
+        lay = pb.layout
+        chain = _chain_class(kernel)(
+            lay, tr.chain.n_samples, [np.ones(m) for m in lay.n_modalities], 0
+        )
+        chain._x[:-1] = tr.chain.codes.T
+    return pb.layout, chain, tr.mu, tr.theta
 
 
-def large_problem(n=200_000, seed=0):
-    from aggmrf_explore.kernels import GibbsChain
+def large_problem(n=200_000, seed=0, kernel: str | None = None):
     from aggmrf_explore.tables import TableLayout
 
     lay = TableLayout.all_pairs(LARGE_MODALITIES)
     rng = np.random.default_rng(seed)
     mu = rng.normal(0.0, 0.5, lay.K)
     theta = rng.normal(0.0, 0.1, lay.K)
-    chain = GibbsChain(lay, n, [np.ones(m) for m in lay.n_modalities], seed)
+    chain = _chain_class(kernel)(lay, n, [np.ones(m) for m in lay.n_modalities], seed)
     return lay, chain, mu, theta
 
 
-def run_problem(name: str, repeats: int) -> dict:
+def run_problem(name: str, repeats: int, kernel: str | None = None) -> dict:
     load0 = os.getloadavg()[0]
-    lay, chain, mu, theta = adult_problem() if name == "adult" else large_problem()
+    lay, chain, mu, theta = (
+        adult_problem(kernel) if name == "adult" else large_problem(kernel=kernel)
+    )
     res = numba_rates(chain, mu, theta, repeats if name == "adult" else max(2, repeats // 4))
     n_ref = chain.n_samples if name == "adult" else 5_000
     res["numpy_reference"], res["numpy_reference_cpu"] = numpy_rate(
@@ -225,15 +240,22 @@ def main(argv=None) -> int:
     ap.add_argument("--problems", default="adult,large")
     ap.add_argument("--repeats", type=int, default=12)
     ap.add_argument("--scaling", action="store_true", help="add the cost-scaling table")
+    ap.add_argument(
+        "--kernel",
+        default="",
+        help="module whose GibbsChain to measure (default: aggmrf_explore.kernels), "
+        "e.g. a candidate kernel to compare at the same machine load",
+    )
     ap.add_argument("--_one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args._one:
-        print(json.dumps(run_problem(args._one, args.repeats)))
+        print(json.dumps(run_problem(args._one, args.repeats, args.kernel or None)))
         return 0
     out: dict = {"problems": {}, "unit": "Gibbs site updates per second"}
     for name in args.problems.split(","):
         proc = subprocess.run(
-            [sys.executable, __file__, "--_one", name, "--repeats", str(args.repeats)],
+            [sys.executable, __file__, "--_one", name, "--repeats", str(args.repeats)]
+            + (["--kernel", args.kernel] if args.kernel else []),
             capture_output=True,
             text=True,
             check=True,

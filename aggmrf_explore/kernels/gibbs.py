@@ -121,6 +121,27 @@ def _sigmoid(z):
     return e / (1.0 + e)
 
 
+@intrinsic
+def mad32(typingctx, a, b, c):
+    """a * b + c in 32-bit unsigned arithmetic, as uint32 (callers guarantee no overflow).
+
+    numba promotes integer arithmetic to 64 bits, and LLVM then vectorises index loops
+    with 64-bit lanes (4 per register, multiplies emulated with 3 vpmuludq each); in 32
+    bits a loop over codes becomes 8 lanes of vpmulld.
+    """
+    if not all(isinstance(v, types.Integer) for v in (a, b, c)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        def u32(v):
+            w = v.type.width
+            return builder.trunc(v, _I32) if w > 32 else builder.zext(v, _I32) if w < 32 else v
+
+        return builder.add(builder.mul(u32(args[0]), u32(args[1])), u32(args[2]))
+
+    return types.uint32(a, b, c), codegen
+
+
 # ---------------------------------------------------------------------------- 8-lane SIMD
 # A minimal float32 x 8 vector type for numba (an LLVM <8 x float> kept in registers):
 # LLVM's auto-vectoriser does not reliably vectorise the short, variable-length loops of
@@ -243,38 +264,39 @@ def vallmax(typingctx, a):
 
 @intrinsic
 def vexp_shifted(typingctx, a, m):
-    """exp(a - m) lane-wise for m ≥ a lane-wise (so a - m ≤ 0).
+    """exp(a - m) lane-wise for m ≥ a lane-wise (so a - m ≤ 0); relative error < 3e-6.
 
-    Cody-Waite reduction to r ∈ [-ln2/2, ln2/2], degree-6 Taylor polynomial (relative
-    error < 2e-7), 2^k assembled from its IEEE-754 bits; arguments below -87 give 0.
+    - Arguments are clamped at -86, whose exp (≈ 4e-38, still a normal float) stands in
+      for 0: next to the weight 1 of the maximum it vanishes from every sum, and the
+      −10³⁰ padding lanes are never drawn, so no final select is needed.
+    - k = round(t / ln 2) with the "magic number" trick: adding 1.5 · 2^23 rounds to an
+      integer and leaves k in the float's low mantissa bits, so the same value gives k
+      as a float (subtract 1.5 · 2^23 again) and 2^k as IEEE-754 bits (integer add,
+      shift): no floor, no float → int conversion.
+    - Cody-Waite reduction r = t − k ln 2 ∈ [−ln2/2, ln2/2], then a degree-4 polynomial
+      fitted for relative error, 1 + r (c1 + r (c2 + …)): 4 FMAs instead of Taylor's 6.
+      3e-6 is the float32 rounding error of a score of magnitude ~30 anyway.
     """
     if not (a == vec8f and m == vec8f):
         return None
 
     def codegen(context, builder, sig, args):
-        t = builder.fsub(args[0], args[1])
-        keep = builder.fcmp_ordered(">", t, _splat(-87.0))
-        t = builder.select(keep, t, _splat(-87.0))
-        floor = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(_V8, [_V8]), "llvm.floor.v8f32"
-        )
-        k = builder.call(
-            floor, [builder.fadd(builder.fmul(t, _splat(1.4426950408889634)), _splat(0.5))]
-        )
-        r = builder.fsub(t, builder.fmul(k, _splat(0.693359375)))
-        r = builder.fsub(r, builder.fmul(k, _splat(-2.12194440e-4)))
         fma = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(_V8, [_V8, _V8, _V8]), "llvm.fma.v8f32"
         )
-        p = _splat(1.0 / 720.0)
-        for c in (1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0):
+        t = builder.fsub(args[0], args[1])
+        t = _max(builder, t, _splat(-86.0))
+        kf = builder.call(fma, [t, _splat(1.4426950408889634), _splat(12582912.0)])
+        k = builder.fsub(kf, _splat(12582912.0))
+        r = builder.call(fma, [k, _splat(-0.693359375), t])
+        r = builder.call(fma, [k, _splat(2.12194440e-4), r])
+        p = _splat(0.04151378819397429)
+        for c in (0.16787475558152823, 0.5000301442307808, 0.9999668355413677, 1.0):
             p = builder.call(fma, [p, r, _splat(c)])
-        ki = builder.fptosi(k, _VI8)
-        bits = builder.shl(
-            builder.add(ki, ir.Constant(_VI8, [127] * 8)), ir.Constant(_VI8, [23] * 8)
-        )
-        e = builder.fmul(p, builder.bitcast(bits, _V8))
-        return builder.select(keep, e, _splat(0.0))
+        # bits of kf = bits of 1.5·2^23 (0x4B400000) + k; exponent field of 2^k = k + 127
+        ki = builder.add(builder.bitcast(kf, _VI8), ir.Constant(_VI8, [127 - 0x4B400000] * 8))
+        two_k = builder.bitcast(builder.shl(ki, ir.Constant(_VI8, [23] * 8)), _V8)
+        return builder.fmul(p, two_k)
 
     return vec8f(a, m), codegen
 
@@ -385,26 +407,24 @@ def _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offse
         x0 = x[_u(tab_feat[t, 0])]
         x1 = x[_u(tab_feat[t, 1])]
         x2 = x[_u(tab_feat[t, 2])]
-        s0 = np.uint32(tab_stride[t, 0])  # uint32 operands: 32-bit SIMD lanes (K < 2^31)
+        s0 = np.uint32(tab_stride[t, 0])  # rows < K < 2^31: 32-bit arithmetic (mad32)
         s1 = np.uint32(tab_stride[t, 1])
         s2 = np.uint32(tab_stride[t, 2])
         off = np.uint32(offsets[t])
         rk = rbuf[k]
         for i in range(i0, i1):
             iu = _u(i)
-            rk[_u(i - i0)] = off + x0[iu] * s0 + x1[iu] * s1 + x2[iu] * s2
+            rk[_u(i - i0)] = mad32(x0[iu], s0, mad32(x1[iu], s1, mad32(x2[iu], s2, off)))
         for i in range(i0, i1):
             z[_u(i)] += theta[_u(rk[_u(i - i0)])]
 
 
 @njit(inline="always")
-def _block_accumulate(i0, i1, n_stat, z, rbuf, qbuf, d_acc, c_acc):
-    """Add the block's samples (rows in rbuf, logits z) to integer accumulators."""
-    for i in range(i0, i1):
-        qbuf[i - i0] = np.int64(_sigmoid(z[i]) * FIXED_ONE + 0.5)
+def _block_accumulate(n_blk, n_stat, rbuf, qbuf, d_acc, c_acc):
+    """Add the block's samples (rows in rbuf, σ(z) · 2^32 in qbuf) to integer accumulators."""
     for k in range(n_stat):
         rk = rbuf[k]
-        for j in range(i1 - i0):
+        for j in range(n_blk):
             r = _u(rk[j])
             d_acc[r] += 1
             c_acc[r] += qbuf[j]
@@ -453,7 +473,7 @@ def gibbs_sweep(x, y, W, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_
                     xf[i] = min(int(_uniform(key, i, f, D1) * M), M - 1)
                 continue
             # start of each sample's candidate vector in each entry (x_{-f} is fixed meanwhile)
-            # (uint32 operands: LLVM then vectorises the loop with 32-bit lanes)
+            # (in 32-bit arithmetic, mad32: 8 lanes per AVX2 register; W < 2^32 floats)
             for q in range(npb):
                 p = p0 + q
                 xg1 = x[_u(ent_g1[p])]
@@ -465,7 +485,7 @@ def gibbs_sweep(x, y, W, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_
                 bq = bases[q]
                 for i in range(i0, i1):
                     iu = _u(i)
-                    bq[_u(i - i0)] = y[iu] * h + blk + xg1[iu] * s1 + xg2[iu] * s2
+                    bq[_u(i - i0)] = mad32(xg1[iu], s1, mad32(xg2[iu], s2, mad32(y[iu], h, blk)))
             # scores, weights, draws: three passes over the block (independent samples in
             # each pass keep the CPU busy: no long dependency chain per site)
             _block_scores(W, bases, i1 - i0, npb, Mp, S, smax)
@@ -476,10 +496,17 @@ def gibbs_sweep(x, y, W, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_
                 xf[i] = _draw(S, j * Mp, M, target)
         _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
         for i in range(i0, i1):
-            y[i] = _bernoulli_logit(z[i], _uniform(key, i, D1 - 1, D1))
+            # one exp serves both ỹ_i ~ σ(z_i) and σ(z_i) for ĉ: the formulas of
+            # _bernoulli_logit and _sigmoid (exp(-|z|), never overflows), branch-free
+            zi = z[i]
+            e = np.exp(-abs(zi))
+            pos = zi >= 0
+            u = _uniform(key, i, D1 - 1, D1)
+            y[i] = u * (1.0 + e) < (1.0 if pos else e)
+            qbuf[i - i0] = np.int64((1.0 if pos else e) / (1.0 + e) * FIXED_ONE + 0.5)
         if accumulate:
             tid = numba.get_thread_id()
-            _block_accumulate(i0, i1, n_stat, z, rbuf, qbuf, d_part[tid], c_part[tid])
+            _block_accumulate(i1 - i0, n_stat, rbuf, qbuf, d_part[tid], c_part[tid])
 
 
 @njit(cache=True, parallel=True)
@@ -496,7 +523,9 @@ def sample_statistics(x, theta, stat_tables, tab_feat, tab_stride, offsets, z, a
         _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
         if accumulate:
             tid = numba.get_thread_id()
-            _block_accumulate(i0, i1, n_stat, z, rbuf, qbuf, d_part[tid], c_part[tid])
+            for i in range(i0, i1):
+                qbuf[i - i0] = np.int64(_sigmoid(z[i]) * FIXED_ONE + 0.5)
+            _block_accumulate(i1 - i0, n_stat, rbuf, qbuf, d_part[tid], c_part[tid])
 
 
 @njit(cache=True, parallel=True)
