@@ -57,6 +57,14 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0, help="duration of the 3-session run")
     ap.add_argument("--adult-seconds", type=float, default=20.0)
     ap.add_argument("--skip-adult", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of 3 concurrent sessions")
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=40.0,
+        help="seconds to wait after closing before reading RSS (Bokeh drops an unused session"
+        " after --unused-session-lifetime 15 s, checked every 17 s)",
+    )
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -93,7 +101,7 @@ def main() -> None:
                 ("?dataset=toy&n_gibbs=2000", "toy (Table 1)"),
                 ("?dataset=synthetic", "synthetic"),
             )
-            for rnd in range(2):
+            for rnd in range(args.rounds):
                 pages = [Page(browser, url + q, ready=name) for q, name in queries]
                 for pg in pages:
                     pg.button("▶ Play").click()
@@ -114,8 +122,9 @@ def main() -> None:
                 print(f"round {rnd + 1}: console errors: {len(errors)}")
                 for pg in pages:
                     pg.close()
-                time.sleep(8)
-                print(f"round {rnd + 1}: server RSS 8 s after closing: {rss_mb(proc.pid):.0f} MB")
+                time.sleep(args.settle)
+                print(f"round {rnd + 1}: server RSS {args.settle:.0f} s after closing: "
+                      f"{rss_mb(proc.pid):.0f} MB")  # fmt: skip
             browser.close()
     finally:
         stop_server(proc)
