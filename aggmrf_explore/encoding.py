@@ -107,6 +107,21 @@ def check_no_missing(
             )
 
 
+def to_float(name: str, s: pd.Series) -> np.ndarray:
+    """A numeric column as float64 (n,); AggMRFError naming the column on text or inf values."""
+    try:
+        x = pd.to_numeric(s, errors="raise").to_numpy(dtype=np.float64)
+    except (ValueError, TypeError):
+        bad = s[pd.to_numeric(s, errors="coerce").isna()]
+        raise AggMRFError(
+            f"column {name!r} must be numeric (it was at fit time) but has {len(bad)} "
+            f"non-numeric value(s) here (e.g. {bad.iloc[0]!r}); clean the column."
+        ) from None
+    if not np.all(np.isfinite(x)):
+        raise AggMRFError(f"column {name!r} has infinite values; replace or drop them.")
+    return x
+
+
 class Encoder:
     """Fit a schema on records and encode them as integer codes (scikit-learn style).
 
@@ -320,27 +335,14 @@ class Encoder:
                 X[:, j] = self._transform_categorical(j, name, s)
         return X
 
-    def _to_float(self, name: str, s: pd.Series) -> np.ndarray:
-        try:
-            x = pd.to_numeric(s, errors="raise").to_numpy(dtype=np.float64)
-        except (ValueError, TypeError):
-            bad = s[pd.to_numeric(s, errors="coerce").isna()]
-            raise AggMRFError(
-                f"column {name!r} was numeric at fit time but has {len(bad)} non-numeric value(s) "
-                f"here (e.g. {bad.iloc[0]!r}); clean the column or fit on consistent data."
-            ) from None
-        if not np.all(np.isfinite(x)):
-            raise AggMRFError(f"column {name!r} has infinite values; replace or drop them.")
-        return x
-
     def _transform_numeric(self, name: str, s: pd.Series, edges: np.ndarray) -> np.ndarray:
-        x = self._to_float(name, s)
+        x = to_float(name, s)
         return np.searchsorted(edges, x, side="right").astype(np.int32)
 
     def _transform_categorical(self, j: int, name: str, s: pd.Series) -> np.ndarray:
         known = self._cat_values[j]
         if self._numeric_values[j]:
-            x = self._to_float(name, s)
+            x = to_float(name, s)
             idx = known.get_indexer(x)
             raw = x
         else:

@@ -285,7 +285,7 @@ class Schema:
 
     def transform(self, df: pd.DataFrame) -> np.ndarray:
         """Raw records → int32 codes (n, D), exactly as the fitted Encoder would."""
-        from .encoding import OTHER, _factorize_str, check_no_missing
+        from .encoding import OTHER, _factorize_str, check_no_missing, to_float
 
         if not isinstance(df, pd.DataFrame):
             raise AggMRFError(f"transform expects a pandas DataFrame; got {type(df).__name__}.")
@@ -301,16 +301,7 @@ class Schema:
         for j, name in enumerate(self.feature_names):
             s = sub.iloc[:, j]
             if self.kinds[j] == "numeric" or self.values[j] == "number":
-                try:
-                    x = pd.to_numeric(s, errors="raise").to_numpy(dtype=np.float64)
-                except (ValueError, TypeError):
-                    bad = s[pd.to_numeric(s, errors="coerce").isna()]
-                    raise AggMRFError(
-                        f"column {name!r} must be numeric but has {len(bad)} non-numeric value(s) "
-                        f"(e.g. {bad.iloc[0]!r})."
-                    ) from None
-                if not np.all(np.isfinite(x)):
-                    raise AggMRFError(f"column {name!r} has infinite values; replace or drop them.")
+                x = to_float(name, s)
             if self.kinds[j] == "numeric":
                 edges = np.asarray(self.edges[j], dtype=np.float64)
                 X[:, j] = np.searchsorted(edges, x, side="right")
