@@ -39,8 +39,8 @@ import functools
 import math
 import numbers
 import warnings
-from dataclasses import replace
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Literal
 
 import numpy as np
 from scipy.optimize import brentq
@@ -110,34 +110,27 @@ def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
 
 
 # ---------------------------------------------------------------------- mechanisms
+@dataclass(frozen=True)
 class LaplaceMechanism:
     """ε-DP Laplace mechanism: i.i.d. Laplace(0, b) noise with b = Δ1/ε.
 
     epsilon : privacy parameter ε > 0;  l1_sensitivity : Δ1 > 0 (in counts).
     """
 
-    name = "laplace"
+    epsilon: float
+    l1_sensitivity: float
+    name: ClassVar[str] = "laplace"
+    delta: ClassVar[float] = 0.0
 
-    def __init__(self, epsilon: float, l1_sensitivity: float) -> None:
-        self._epsilon = _positive_finite("epsilon", epsilon)
-        self._l1 = _positive_finite("l1_sensitivity", l1_sensitivity)
-
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
-
-    @property
-    def delta(self) -> float:
-        return 0.0
-
-    @property
-    def l1_sensitivity(self) -> float:
-        return self._l1
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _positive_finite("epsilon", self.epsilon))
+        l1 = _positive_finite("l1_sensitivity", self.l1_sensitivity)
+        object.__setattr__(self, "l1_sensitivity", l1)
 
     @property
     def scale(self) -> float:
         """Laplace scale b = Δ1/ε (counts)."""
-        return self._l1 / self._epsilon
+        return self.l1_sensitivity / self.epsilon
 
     @property
     def std(self) -> float:
@@ -158,15 +151,12 @@ class LaplaceMechanism:
     def describe(self) -> dict:
         return {
             "mechanism": self.name,
-            "epsilon": self._epsilon,
+            "epsilon": self.epsilon,
             "delta": 0.0,
             "scale": self.scale,
             "std": self.std,
-            "l1_sensitivity": self._l1,
+            "l1_sensitivity": self.l1_sensitivity,
         }
-
-    def __repr__(self) -> str:
-        return f"LaplaceMechanism(epsilon={self._epsilon:g}, l1_sensitivity={self._l1:g}, scale={self.scale:.4g})"
 
 
 def achieved_delta(sigma: float, epsilon: float, l2_sensitivity: float) -> float:
@@ -241,94 +231,73 @@ _CALIBRATE = {
 }
 
 
+@dataclass(frozen=True)
 class GaussianMechanism:
     """(ε, δ)-DP Gaussian mechanism: i.i.d. N(0, σ²) noise, σ from ``calibration``.
 
     epsilon : ε > 0;  delta : 0 < δ < 1;  l2_sensitivity : Δ2 > 0 (counts);
     calibration : "analytic" (default, tight), "classic" or "adkdd21".
+    ``sigma`` (= ``scale`` = ``std``, counts) is computed from them.
     """
 
-    name = "gaussian"
+    epsilon: float
+    delta: float
+    l2_sensitivity: float
+    calibration: Literal["analytic", "classic", "adkdd21"] = "analytic"
+    sigma: float = field(init=False)
+    name: ClassVar[str] = "gaussian"
 
-    def __init__(
-        self,
-        epsilon: float,
-        delta: float,
-        l2_sensitivity: float,
-        calibration: Literal["analytic", "classic", "adkdd21"] = "analytic",
-    ) -> None:
-        self._epsilon = _positive_finite("epsilon", epsilon)
-        self._delta = _delta(delta)
-        self._l2 = _positive_finite("l2_sensitivity", l2_sensitivity)
-        self._calibration = _choice("calibration", calibration, CALIBRATIONS)
+    def __post_init__(self) -> None:
+        checked = {
+            "epsilon": _positive_finite("epsilon", self.epsilon),
+            "delta": _delta(self.delta),
+            "l2_sensitivity": _positive_finite("l2_sensitivity", self.l2_sensitivity),
+            "calibration": _choice("calibration", self.calibration, CALIBRATIONS),
+        }
+        for key, value in checked.items():
+            object.__setattr__(self, key, value)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClassicGaussianWarning)
-            self._sigma = _CALIBRATE[self._calibration](self._epsilon, self._delta, self._l2)
-        if self._calibration == "classic" and self._epsilon > 1.0:
+            sigma = _CALIBRATE[self.calibration](self.epsilon, self.delta, self.l2_sensitivity)
+        object.__setattr__(self, "sigma", sigma)
+        if self.calibration == "classic" and self.epsilon > 1.0:
             warnings.warn(
                 f"the classic Gaussian calibration is not a valid (ε, δ)-DP calibration for ε > 1 "
-                f"(got ε = {self._epsilon:g}); use calibration='analytic'.",
+                f"(got ε = {self.epsilon:g}); use calibration='analytic'.",
                 ClassicGaussianWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
 
     @property
-    def epsilon(self) -> float:
-        return self._epsilon
-
-    @property
-    def delta(self) -> float:
-        return self._delta
-
-    @property
-    def l2_sensitivity(self) -> float:
-        return self._l2
-
-    @property
-    def calibration(self) -> str:
-        return self._calibration
-
-    @property
-    def sigma(self) -> float:
-        """Noise standard deviation σ (counts)."""
-        return self._sigma
-
-    @property
     def scale(self) -> float:
-        return self._sigma
+        return self.sigma
 
     @property
     def std(self) -> float:
-        return self._sigma
+        return self.sigma
 
     def sample(
         self, size: int | tuple[int, ...], rng: np.random.Generator | int | None = None
     ) -> np.ndarray:
         """I.i.d. N(0, σ²) noise of the given shape (float64)."""
-        return _rng(rng).normal(0.0, self._sigma, size)
+        return _rng(rng).normal(0.0, self.sigma, size)
 
     def log_density(self, x: np.ndarray | float) -> np.ndarray:
-        """log f_L(x) = −x²/(2σ²) − ½ log(2πσ²), elementwise (x in counts)."""
-        s = self._sigma
+        """log f(x) = −x²/(2σ²) − ½ log(2πσ²), elementwise (x in counts)."""
+        s = self.sigma
         z = np.asarray(x, dtype=np.float64) / s
         return -0.5 * z * z - math.log(s) - 0.5 * math.log(2.0 * math.pi)
 
     def describe(self) -> dict:
         return {
             "mechanism": self.name,
-            "epsilon": self._epsilon,
-            "delta": self._delta,
-            "sigma": self._sigma,
-            "std": self._sigma,
-            "l2_sensitivity": self._l2,
-            "calibration": self._calibration,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "sigma": self.sigma,
+            "std": self.sigma,
+            "l2_sensitivity": self.l2_sensitivity,
+            "calibration": self.calibration,
         }
-
-    def __repr__(self) -> str:
-        return (
-            f"GaussianMechanism(epsilon={self._epsilon:g}, delta={self._delta:g}, "
-            f"l2_sensitivity={self._l2:g}, calibration={self._calibration!r}, sigma={self._sigma:.4g})"
-        )
 
 
 Mechanism = LaplaceMechanism | GaussianMechanism
