@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import AggMRFError, DivergenceError
-from .kernels import GibbsChain
+from .kernels import make_chain
 from .kernels.gibbs import sample_logits
 from .metrics import nllh, relative_l1
 from .tables import AggregatedData, TableLayout
@@ -212,7 +212,7 @@ class PCDTrainer:
         self._projected = self._project(data.d, data.c)
         self._noise_targets: _Targets | None = None
         self.mu, self.theta = self._initial_parameters()
-        self.chain = GibbsChain(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
+        self.chain = make_chain(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
         self._eval_rows = None
         if X_eval is not None:
             y_eval = np.asarray(y_eval)
@@ -238,7 +238,10 @@ class PCDTrainer:
         lay, d = self.layout, self._projected.d
         out = []
         for f in range(lay.n_features):
-            ti = next(i for i, t in enumerate(lay.tables) if f in t)
+            ti = next((i for i, t in enumerate(lay.tables) if f in t and not lay.is_hashed(i)), None)
+            if ti is None:  # f is only in hashed tables: start from uniform codes
+                out.append(np.full(lay.n_modalities[f], 1.0 / lay.n_modalities[f]))
+                continue
             t = lay.tables[ti]
             block = d[lay.offsets[ti] : lay.offsets[ti + 1]].reshape(
                 [lay.n_modalities[g] for g in t]

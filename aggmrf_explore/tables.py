@@ -7,12 +7,26 @@ Row index of a record x in table t::
     offset[t] + sum_f code_f(x) * stride[t, f]      (row-major over the table's features)
 
 so φ(x) ∈ {0,1}^K marks exactly one row per table, K = Σ_t Π_{f∈t} M_f.
+
+Hashed tables (the paper's section 4.3, φ_H = 𝓗 φ)
+---------------------------------------------------
+A table may instead be *hashed* into H rows (``hash_sizes={("site", "advertiser"): 4096}``)::
+
+    offset[t] + hash_t(Σ_f code_f(x) * stride[t, f])      (H rows, whatever Π M_f)
+
+``Σ code·stride`` is the *key* (the row the exact table would have); :func:`hash_rows`
+maps it to a bucket with a fixed seeded integer hash (splitmix64's finaliser, then a
+multiply-shift range reduction; the per-table salt comes from the layout's ``hash_seed``
+and the table's features).  ``kernels.hashed`` has the same function in numba.  Memory
+is O(K) for every table, never O(Π M_f).  Rows of a hashed table are buckets, not
+modality combinations: :meth:`TableLayout.row_codes` (used by CSV release export and
+model export) raises for them.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,9 +34,44 @@ import pandas as pd
 
 from .errors import AggMRFError
 
-__all__ = ["TableLayout", "AggregatedData", "aggregate"]
+__all__ = ["TableLayout", "AggregatedData", "aggregate", "hash_rows", "hash_salt"]
 
 MAX_ARITY = 3
+MAX_HASH_SIZE = 2**31 - 1
+MAX_KEY = 2**62  # keys Σ code·stride of a hashed table must stay below this
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64 (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * _M1
+        z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def hash_salt(seed: int, features: Sequence[int]) -> np.uint64:
+    """The 64-bit salt of a hashed table: a splitmix64 chain over (seed, feature indices)."""
+    with np.errstate(over="ignore"):
+        s = _mix64(np.uint64(seed) + _GOLDEN)
+        for f in features:
+            s = _mix64(s ^ (np.uint64(f + 1) * _M1))
+    return np.uint64(s)
+
+
+def hash_rows(keys: np.ndarray, salt: np.uint64, H: int) -> np.ndarray:
+    """Bucket of each key: ((mix64((key ^ salt) + golden) >> 32) · H) >> 32, int64 in 0..H-1.
+
+    ``keys``: non-negative integers (any shape).  Vectorised; ``kernels.hashed._bucket``
+    is the same function in numba (tested equal).
+    """
+    k = np.asarray(keys).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        z = _mix64((k ^ np.uint64(salt)) + _GOLDEN)
+        return (((z >> np.uint64(32)) * np.uint64(H)) >> np.uint64(32)).astype(np.int64)
 
 
 class TableLayout:
@@ -39,6 +88,14 @@ class TableLayout:
         Add the arity-0 intercept table (row 0).  It is not a released table: under
         privacy noise its count and label sum are derived from the released tables.
     modality_labels : optional list of D lists of str, for display.
+    hash_sizes : optional mapping {table's features (indices or names): H}
+        Tables to hash into H rows (1 ≤ H < 2^31), see the module docstring; e.g.
+        ``{("site", "advertiser"): 2**12}``.  Every key must be a listed table.
+    hash_seed : int ≥ 0, seed of the hash salts.
+
+    Attributes: ``tables`` (with the intercept ``()`` first), ``table_sizes`` (T,),
+    ``offsets`` (T + 1,), ``strides`` (T, D), ``hash_sizes`` (T,) with 0 for exact
+    tables, ``hash_salts`` (T,) uint64, ``K``.
     """
 
     def __init__(
@@ -48,6 +105,8 @@ class TableLayout:
         feature_names: Sequence[str] | None = None,
         intercept: bool = True,
         modality_labels: Sequence[Sequence[str]] | None = None,
+        hash_sizes: Mapping[Sequence[int | str] | int | str, int] | None = None,
+        hash_seed: int = 0,
     ) -> None:
         m = np.asarray(n_modalities, dtype=np.int64)
         if m.ndim != 1 or m.size == 0:
@@ -87,7 +146,10 @@ class TableLayout:
             )
         self.intercept = bool(intercept)
         self.tables: list[tuple[int, ...]] = ([()] if intercept else []) + clean
-        sizes = [int(np.prod(m[list(t)])) if t else 1 for t in self.tables]
+        dense = [int(np.prod(m[list(t)].astype(object))) if t else 1 for t in self.tables]
+        self.dense_sizes = np.asarray([min(v, 2**63 - 1) for v in dense], dtype=np.int64)
+        self._init_hashing(hash_sizes, hash_seed, dense)
+        sizes = [int(h) if h else v for h, v in zip(self.hash_sizes, dense, strict=True)]
         self.table_sizes = np.asarray(sizes, dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.table_sizes)]).astype(np.int64)
         self.K = int(self.offsets[-1])
@@ -100,6 +162,31 @@ class TableLayout:
                 s *= int(m[f])
         self.strides = strides
 
+    def _init_hashing(self, hash_sizes, hash_seed, dense: list[int]) -> None:
+        T = len(self.tables)
+        if not isinstance(hash_seed, int | np.integer) or hash_seed < 0:
+            raise AggMRFError(f"hash_seed must be a non-negative integer; got {hash_seed!r}.")
+        self.hash_seed = int(hash_seed)
+        self.hash_sizes = np.zeros(T, dtype=np.int64)
+        self.hash_salts = np.zeros(T, dtype=np.uint64)
+        for key, H in (hash_sizes or {}).items():
+            feats = (key,) if isinstance(key, int | np.integer | str) else tuple(key)
+            if not feats:
+                raise AggMRFError("the intercept cannot be hashed; hash_sizes keys list features.")
+            ti = self.table_index(feats)
+            if not isinstance(H, int | np.integer) or not 1 <= H <= MAX_HASH_SIZE:
+                raise AggMRFError(
+                    f"hash size of table {self.table_name(self.tables[ti])} must be an integer "
+                    f"in 1..{MAX_HASH_SIZE}; got {H!r}."
+                )
+            if dense[ti] > MAX_KEY:
+                raise AggMRFError(
+                    f"table {self.table_name(self.tables[ti])} has {dense[ti]:.3g} exact rows; "
+                    "hashed tables need fewer than 2^62."
+                )
+            self.hash_sizes[ti] = int(H)
+            self.hash_salts[ti] = hash_salt(self.hash_seed, self.tables[ti])
+
     # ------------------------------------------------------------------ constructors
     @classmethod
     def all_pairs(
@@ -111,6 +198,8 @@ class TableLayout:
         triples: bool = False,
         intercept: bool = True,
         modality_labels: Sequence[Sequence[str]] | None = None,
+        hash_sizes: Mapping[Sequence[int | str] | int | str, int] | None = None,
+        hash_seed: int = 0,
     ) -> TableLayout:
         """Every single-feature table, every pair table (and optionally every triple)."""
         D = len(n_modalities)
@@ -125,7 +214,9 @@ class TableLayout:
             raise AggMRFError(
                 "no tables selected: ask for singles, pairs or triples (with one feature, only singles exist)."
             )
-        return cls(n_modalities, tables, feature_names, intercept, modality_labels)
+        return cls(
+            n_modalities, tables, feature_names, intercept, modality_labels, hash_sizes, hash_seed
+        )
 
     # ------------------------------------------------------------------ properties
     @property
@@ -150,6 +241,15 @@ class TableLayout:
             mask[0] = False
         return mask
 
+    @property
+    def hashed(self) -> bool:
+        """True when at least one table is hashed."""
+        return bool(np.any(self.hash_sizes))
+
+    def is_hashed(self, t: int) -> bool:
+        """Whether table index t is hashed."""
+        return bool(self.hash_sizes[t])
+
     def table_index(self, features: Sequence[int | str]) -> int:
         """Index of the table over these features (indices or names)."""
         idx = tuple(sorted(self._feature_index(f) for f in features))
@@ -167,6 +267,12 @@ class TableLayout:
                 raise AggMRFError(f"unknown feature {f!r}; features are {self.feature_names}.")
             return self.feature_names.index(f)
         return int(f)
+
+    def _hashed_error(self, t: int, what: str) -> AggMRFError:
+        return AggMRFError(
+            f"table {self.table_name(self.tables[t])} is hashed into {int(self.hash_sizes[t])} "
+            f"buckets: its rows are not modality combinations, so {what} does not support it."
+        )
 
     def table_name(self, t: tuple[int, ...]) -> str:
         return " × ".join(self.feature_names[f] for f in t) if t else "intercept"
@@ -198,9 +304,12 @@ class TableLayout:
         return X.astype(np.int32, copy=False)
 
     def rows(self, X: np.ndarray) -> np.ndarray:
-        """Row index of each record in each table, shape (n, n_tables), int64."""
+        """Row index of each record in each table, shape (n, n_tables), int64 (hashing applied)."""
         X = self.check_codes(X)
-        return self.offsets[:-1][None, :] + X.astype(np.int64) @ self.strides.T
+        keys = X.astype(np.int64) @ self.strides.T
+        for t in np.flatnonzero(self.hash_sizes):
+            keys[:, t] = hash_rows(keys[:, t], self.hash_salts[t], int(self.hash_sizes[t]))
+        return self.offsets[:-1][None, :] + keys
 
     def phi(self, X: np.ndarray):
         """φ(X) as a scipy CSR matrix of shape (n, K) with one 1 per table per record."""
@@ -213,7 +322,12 @@ class TableLayout:
         return sp.csr_matrix((data, r.ravel(), indptr), shape=(n, self.K))
 
     def row_codes(self, t: int) -> np.ndarray:
-        """Codes of the features of table t for each of its rows, shape (size_t, arity)."""
+        """Codes of the features of table t for each of its rows, shape (size_t, arity).
+
+        Raises AggMRFError for a hashed table (its rows are buckets).
+        """
+        if self.hash_sizes[t]:
+            raise self._hashed_error(t, "row_codes (modality labels per row)")
         feats = self.tables[t]
         if not feats:
             return np.zeros((1, 0), dtype=np.int64)
@@ -240,12 +354,16 @@ class TableLayout:
             "feat_strides": np.asarray(stride, dtype=np.int64),
             "offsets": self.offsets[:-1].astype(np.int64),
             "strides": self.strides.astype(np.int64),
+            "hash_sizes": self.hash_sizes.astype(np.int64),
+            "hash_salts": self.hash_salts.astype(np.uint64),
         }
 
     def __repr__(self) -> str:
+        nh = int(np.count_nonzero(self.hash_sizes))
         return (
             f"TableLayout(D={self.n_features}, tables={self.n_tables} "
-            f"({self.n_released_tables} released{' + intercept' if self.intercept else ''}), K={self.K})"
+            f"({self.n_released_tables} released{' + intercept' if self.intercept else ''}"
+            f"{f', {nh} hashed' if nh else ''}), K={self.K})"
         )
 
 
@@ -292,18 +410,22 @@ class AggregatedData:
         """Table t as a tidy DataFrame: one column per feature (modality labels), count, label_sum.
 
         ``t`` is a table index or the features of the table.  ``extra`` adds columns
-        (arrays of shape (K,), e.g. the model's d̂) restricted to the table's rows.
+        (arrays of shape (K,), e.g. the model's d̂) restricted to the table's rows.  A
+        hashed table has one ``bucket`` column (0..H-1) instead of the feature columns.
         """
         lay = self.layout
         ti = t if isinstance(t, int | np.integer) else lay.table_index(t)
         if not 0 <= ti < lay.n_tables:
             raise AggMRFError(f"table index {ti} out of range 0..{lay.n_tables - 1}.")
         sl = slice(lay.offsets[ti], lay.offsets[ti + 1])
-        codes = lay.row_codes(ti)
         cols: dict[str, object] = {}
-        for j, f in enumerate(lay.tables[ti]):
-            labels = np.asarray(lay.modality_labels[f], dtype=object)
-            cols[lay.feature_names[f]] = labels[codes[:, j]]
+        if lay.is_hashed(ti):
+            cols["bucket"] = np.arange(lay.table_sizes[ti])
+        else:
+            codes = lay.row_codes(ti)
+            for j, f in enumerate(lay.tables[ti]):
+                labels = np.asarray(lay.modality_labels[f], dtype=object)
+                cols[lay.feature_names[f]] = labels[codes[:, j]]
         cols["count"] = self.d[sl]
         cols["label_sum"] = self.c[sl]
         if self.true_d is not None:
