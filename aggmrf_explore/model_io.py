@@ -60,11 +60,15 @@ def _schema(model: MRFModel, encoder_or_schema) -> Schema:
 
 
 def _model(model) -> MRFModel:
-    if isinstance(model, MRFModel):
-        return model
     inner = getattr(model, "model", None)  # a PCDTrainer, or a LoadedModel
-    if isinstance(inner, MRFModel):
-        return inner
+    model = inner if isinstance(inner, MRFModel) else model
+    if isinstance(model, MRFModel):
+        if model.layout.hashed:
+            raise AggMRFError(
+                "model export does not support hashed tables yet (their rows are hash "
+                "buckets, not modality combinations); use MRFModel.predict_proba directly."
+            )
+        return model
     raise AggMRFError(f"expected a fitted MRFModel (or a PCDTrainer); got {type(model).__name__}.")
 
 

@@ -486,6 +486,11 @@ def write_release(
     if fmt not in ("dir", "long"):
         raise AggMRFError(f"fmt must be 'dir' or 'long'; got {fmt!r}.")
     lay = agg.layout
+    if lay.hashed:
+        raise AggMRFError(
+            "write_release does not support hashed tables (the CSV formats list modality "
+            "combinations, a hashed table's rows are buckets); release exact tables only."
+        )
     if schema is None:
         schema = Schema.from_layout(lay)
     elif not isinstance(schema, Schema):
