@@ -64,7 +64,6 @@ _M2 = np.uint64(0x94D049BB133111EB)
 BLOCK = 64  # samples per parallel work item
 LANES = 8  # candidate vectors are padded to a multiple of this (float32: one AVX2 register)
 BIG = np.float32(1e30)  # padding: exp(-BIG - max) = 0
-FIXED_ONE = 4294967296.0  # 2^32: fixed-point scale of σ(z) in the ĉ accumulators
 
 
 # ---------------------------------------------------------------------------- RNG
@@ -301,6 +300,86 @@ def vexp_shifted(typingctx, a, m):
     return vec8f(a, m), codegen
 
 
+@intrinsic
+def vmul(typingctx, a, b):
+    if not (a == vec8f and b == vec8f):
+        return None
+    return vec8f(a, b), lambda context, builder, sig, args: builder.fmul(args[0], args[1])
+
+
+@intrinsic
+def vcount_le(typingctx, cnt, a, b):
+    """cnt + (a ≤ b ? 1 : 0) lane-wise (counts kept as exact small floats)."""
+    if not (cnt == vec8f and a == vec8f and b == vec8f):
+        return None
+
+    def codegen(context, builder, sig, args):
+        le = builder.fcmp_ordered("<=", args[1], args[2])
+        return builder.fadd(args[0], builder.select(le, _splat(1.0), _splat(0.0)))
+
+    return vec8f(cnt, a, b), codegen
+
+
+_UNPACK = ([0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15])
+_PAIRS = ([0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15])
+_HALVES = ([0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15])
+
+
+@intrinsic
+def vtranspose_store(typingctx, arr, idx, a0, a1, a2, a3, a4, a5, a6, a7):
+    """arr[idx + 8 k + r] = a_r[k] for k, r < 8: the 8 × 8 transpose of rows a0 … a7.
+
+    Rows are 8 samples' vectors of 8 candidates; the stored vectors hold one candidate
+    of the 8 samples (unpack, in-lane shuffle, then 128-bit halves: 24 shuffles).
+    """
+    rows = (a0, a1, a2, a3, a4, a5, a6, a7)
+    if not (
+        _is_f32_array(arr) and isinstance(idx, types.Integer) and all(r == vec8f for r in rows)
+    ):
+        return None
+
+    def codegen(context, builder, sig, args):
+        def shuf(x, y, mask):
+            return builder.shuffle_vector(x, y, ir.Constant(_VI8, mask))
+
+        r = args[2:]
+        t = []
+        for k in range(0, 8, 2):  # t[2m], t[2m+1]: rows 2m, 2m+1 interleaved
+            t += [shuf(r[k], r[k + 1], _UNPACK[0]), shuf(r[k], r[k + 1], _UNPACK[1])]
+        u = []
+        for base in (0, 4):  # u[base + c]: candidates c, c + 4 of rows base .. base + 3
+            lo, hi = t[base : base + 2], t[base + 2 : base + 4]
+            u += [shuf(lo[0], hi[0], _PAIRS[0]), shuf(lo[0], hi[0], _PAIRS[1])]
+            u += [shuf(lo[1], hi[1], _PAIRS[0]), shuf(lo[1], hi[1], _PAIRS[1])]
+        out = [shuf(u[c], u[4 + c], _HALVES[0]) for c in range(4)]
+        out += [shuf(u[c], u[4 + c], _HALVES[1]) for c in range(4)]
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        idx = args[1]
+        for k in range(8):
+            pos = builder.add(idx, ir.Constant(idx.type, 8 * k))
+            ptr = builder.bitcast(builder.gep(ary.data, [pos]), _V8.as_pointer())
+            builder.store(out[k], ptr, align=4)
+        return context.get_dummy_value()
+
+    return types.none(arr, idx, *rows), codegen
+
+
+@intrinsic
+def fetch_add(typingctx, arr, val):
+    """Atomically arr[0] += val (int64 1-d array); returns the old value."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1):
+        return None
+    if not isinstance(val, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        v = context.cast(builder, args[1], sig.args[1], types.int64)
+        return builder.atomic_rmw("add", ary.data, v, "monotonic")
+
+    return types.int64(arr, val), codegen
+
+
 # ---------------------------------------------------------------------------- build
 @njit(cache=True)
 def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, ent_feat, ent_table,
@@ -348,50 +427,51 @@ def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, ent_feat, e
 
 # ---------------------------------------------------------------------------- sweep
 @njit(inline="always")
-def _block_scores(W, bases, n_blk, npb, Mp, S, smax):
-    """S[j, :Mp] = Σ_q W[bases[q, j] : + Mp] for the block's samples; smax[j] = max (8 lanes)."""
-    for j in range(n_blk):
-        vm = vzero()
-        for c in range(0, Mp, LANES):
-            cu = _u(c)
-            a0 = vload(W, bases[0, j] + cu)
-            a1 = vzero()
-            q = 1
-            while q + 1 < npb:  # two partial sums: half the dependency chain
-                a0 = vadd(a0, vload(W, bases[q, j] + cu))
-                a1 = vadd(a1, vload(W, bases[q + 1, j] + cu))
-                q += 2
-            if q < npb:
-                a0 = vadd(a0, vload(W, bases[q, j] + cu))
-            a0 = vadd(a0, a1)
-            vstore(S, _u(j * Mp) + cu, a0)
-            vm = a0 if c == 0 else vmax(vm, a0)
-        vstore(smax, _u(j * LANES), vallmax(vm))
+def _scores(W, bases, npb, j, cu):
+    """Σ_q W[bases[q, j] + cu : + 8]: candidates cu … cu + 7 of block sample j."""
+    a0 = vload(W, bases[0, j] + cu)
+    a1 = vzero()
+    q = 1
+    while q + 1 < npb:  # two partial sums: half the dependency chain
+        a0 = vadd(a0, vload(W, bases[q, j] + cu))
+        a1 = vadd(a1, vload(W, bases[q + 1, j] + cu))
+        q += 2
+    if q < npb:
+        a0 = vadd(a0, vload(W, bases[q, j] + cu))
+    return vadd(a0, a1)
 
 
 @njit(inline="always")
-def _block_weights(n_blk, Mp, S, smax, total):
-    """S[j, :] ← exp(S[j, :] - max_j) in place; total[j] = their sum."""
-    for j in range(n_blk):
-        vm = vload(smax, _u(j * LANES))
-        tot = vzero()
-        for c in range(0, Mp, LANES):
-            k = _u(j * Mp + c)
-            ev = vexp_shifted(vload(S, k), vm)
-            vstore(S, k, ev)
-            tot = vadd(tot, ev)
-        total[j] = vhsum(tot)
+def _draw8(W, bases, npb, j0, M, Mp, ST, ubuf, cbuf):
+    """New codes of block samples j0 … j0 + 7 (cbuf[r], as floats) for the feature.
 
-
-@njit(inline="always")
-def _draw(weights, start, M, target):
-    """Inverse CDF without branches: #{v < M - 1 : w_0 + … + w_v ≤ target}."""
-    acc = np.float32(0.0)
-    new = 0
+    Scores are summed per sample (contiguous candidates), then transposed so that
+    ST[v * 8 + r] is candidate v of sample j0 + r: the max, the M exps, the running sums
+    and the branch-free draw #{v < M − 1 : w_0 + … + w_v ≤ u · Σw} then handle 8 samples
+    per vector operation, and only the M real candidates (not the padding) are touched.
+    """
+    for c in range(0, Mp, LANES):
+        cu = _u(c)
+        vtranspose_store(
+            ST, _u(c * LANES),
+            _scores(W, bases, npb, j0, cu), _scores(W, bases, npb, j0 + 1, cu),
+            _scores(W, bases, npb, j0 + 2, cu), _scores(W, bases, npb, j0 + 3, cu),
+            _scores(W, bases, npb, j0 + 4, cu), _scores(W, bases, npb, j0 + 5, cu),
+            _scores(W, bases, npb, j0 + 6, cu), _scores(W, bases, npb, j0 + 7, cu),
+        )  # fmt: skip
+    m = vload(ST, _u(0))
+    for v in range(1, M):
+        m = vmax(m, vload(ST, _u(v * LANES)))
+    acc = vzero()
+    for v in range(M):  # running sums of the weights, in place
+        k = _u(v * LANES)
+        acc = vadd(acc, vexp_shifted(vload(ST, k), m))
+        vstore(ST, k, acc)
+    target = vmul(vload(ubuf, _u(j0)), acc)
+    cnt = vzero()
     for v in range(M - 1):
-        acc += weights[_u(start + v)]
-        new += acc <= target
-    return new
+        cnt = vcount_le(cnt, vload(ST, _u(v * LANES)), target)
+    vstore(cbuf, _u(0), cnt)
 
 
 @njit(inline="always")
@@ -420,27 +500,29 @@ def _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offse
 
 
 @njit(inline="always")
-def _block_accumulate(n_blk, n_stat, rbuf, qbuf, d_acc, c_acc):
-    """Add the block's samples (rows in rbuf, σ(z) · 2^32 in qbuf) to integer accumulators."""
+def _block_accumulate(n_blk, n_stat, rbuf, qbuf, acc):
+    """Add the block's samples (rows in rbuf, packed 2^A + σ 2^Q in qbuf) to acc (int64)."""
     for k in range(n_stat):
         rk = rbuf[k]
         for j in range(n_blk):
-            r = _u(rk[j])
-            d_acc[r] += 1
-            c_acc[r] += qbuf[j]
+            acc[_u(rk[j])] += qbuf[j]
 
 
 @njit(cache=True, parallel=True)
 def gibbs_sweep(x, y, W, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, ent_s1,
                 ent_g2, key, theta, stat_tables, tab_feat, tab_stride, offsets, z, accumulate,
-                d_part, c_part):  # fmt: skip
+                acc, fixed_q, one_a, counter):  # fmt: skip
     """One sweep of every sample (x (D + 1, n') with x[D] ≡ 0, y (n',)), in place.
 
     Entries p of feature f are feat_ptr[f] .. feat_ptr[f + 1]; the candidate vector of
     sample i in entry p starts at ``y_i half + ent_blk[p] + x[ent_g1[p], i] ent_s1[p]
     + x[ent_g2[p], i] Mp_f`` in W (ent_s1 = m2 Mp_f).  After the features, z[i] = φ(x̃_i)·θ
-    (θ folded) and ỹ_i is drawn; with ``accumulate``, the block's samples are added to
-    thread numba.get_thread_id()'s rows of d_part / c_part (zeroed by the caller).
+    (θ folded) and ỹ_i is drawn; with ``accumulate``, worker w adds its samples to acc[w]
+    (zeroed here): 2^A + round(σ(z_i) fixed_q) per sample and maximal-table row, one_a = 2^A.
+
+    acc.shape[0] workers take blocks of BLOCK samples from an atomic counter (counter[0]):
+    a worker that is delayed (a shared machine) does not hold the others up, and no result
+    depends on which worker takes which block.
     """
     D1, n = x.shape
     half = W.shape[0] // 2
@@ -450,82 +532,102 @@ def gibbs_sweep(x, y, W, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_
         mp = max(mp, n_mod_pad[f])
         ne = max(ne, feat_ptr[f + 1] - feat_ptr[f])
     n_stat = stat_tables.shape[0]
-    for b in prange((n + BLOCK - 1) // BLOCK):
-        S = np.empty(BLOCK * mp, dtype=np.float32)
-        smax = np.empty(BLOCK * LANES, dtype=np.float32)
-        total = np.empty(BLOCK, dtype=np.float32)
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    counter[0] = 0
+    for w in prange(acc.shape[0]):
+        ST = np.empty(mp * LANES, dtype=np.float32)
+        ubuf = np.zeros(BLOCK, dtype=np.float32)
+        cbuf = np.empty(LANES, dtype=np.float32)
         bases = np.empty((ne, BLOCK), dtype=np.uint32)
         rbuf = np.empty((n_stat, BLOCK), dtype=np.uint32)
         qbuf = np.empty(BLOCK, dtype=np.int64)
-        i0 = b * BLOCK
-        i1 = min(n, i0 + BLOCK)
-        for k in range(order.shape[0]):
-            f = order[k]
-            M = n_modalities[f]
-            if M == 1:
-                continue
-            Mp = n_mod_pad[f]
-            p0 = feat_ptr[f]
-            npb = feat_ptr[f + 1] - p0
-            xf = x[f]
-            if npb == 0:  # feature in no table: uniform conditional
-                for i in range(i0, i1):
-                    xf[i] = min(int(_uniform(key, i, f, D1) * M), M - 1)
-                continue
-            # start of each sample's candidate vector in each entry (x_{-f} is fixed meanwhile)
-            # (in 32-bit arithmetic, mad32: 8 lanes per AVX2 register; W < 2^32 floats)
-            for q in range(npb):
-                p = p0 + q
-                xg1 = x[_u(ent_g1[p])]
-                xg2 = x[_u(ent_g2[p])]
-                blk = np.uint32(ent_blk[p])
-                s1 = np.uint32(ent_s1[p])
-                s2 = np.uint32(Mp)
-                h = np.uint32(half)
-                bq = bases[q]
-                for i in range(i0, i1):
-                    iu = _u(i)
-                    bq[_u(i - i0)] = mad32(xg1[iu], s1, mad32(xg2[iu], s2, mad32(y[iu], h, blk)))
-            # scores, weights, draws: three passes over the block (independent samples in
-            # each pass keep the CPU busy: no long dependency chain per site)
-            _block_scores(W, bases, i1 - i0, npb, Mp, S, smax)
-            _block_weights(i1 - i0, Mp, S, smax, total)
-            for i in range(i0, i1):
-                j = i - i0
-                target = np.float32(_uniform(key, i, f, D1)) * total[j]
-                xf[i] = _draw(S, j * Mp, M, target)
-        _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
-        for i in range(i0, i1):
-            # one exp serves both ỹ_i ~ σ(z_i) and σ(z_i) for ĉ: the formulas of
-            # _bernoulli_logit and _sigmoid (exp(-|z|), never overflows), branch-free
-            zi = z[i]
-            e = np.exp(-abs(zi))
-            pos = zi >= 0
-            u = _uniform(key, i, D1 - 1, D1)
-            y[i] = u * (1.0 + e) < (1.0 if pos else e)
-            qbuf[i - i0] = np.int64((1.0 if pos else e) / (1.0 + e) * FIXED_ONE + 0.5)
+        aw = acc[w]
         if accumulate:
-            tid = numba.get_thread_id()
-            _block_accumulate(i1 - i0, n_stat, rbuf, qbuf, d_part[tid], c_part[tid])
+            aw[:] = 0
+        while True:
+            b = fetch_add(counter, 1)
+            if b >= n_blocks:
+                break
+            i0 = b * BLOCK
+            i1 = min(n, i0 + BLOCK)
+            n_blk = i1 - i0
+            n8 = (n_blk + LANES - 1) // LANES * LANES
+            for k in range(order.shape[0]):
+                f = order[k]
+                M = n_modalities[f]
+                if M == 1:
+                    continue
+                Mp = n_mod_pad[f]
+                p0 = feat_ptr[f]
+                npb = feat_ptr[f + 1] - p0
+                xf = x[f]
+                if npb == 0:  # feature in no table: uniform conditional
+                    for i in range(i0, i1):
+                        xf[i] = min(int(_uniform(key, i, f, D1) * M), M - 1)
+                    continue
+                # start of each sample's candidate vector in each entry (x_{-f} is fixed
+                # meanwhile), in 32-bit arithmetic (mad32: 8 lanes per AVX2 register)
+                for q in range(npb):
+                    p = p0 + q
+                    xg1 = x[_u(ent_g1[p])]
+                    xg2 = x[_u(ent_g2[p])]
+                    blk = np.uint32(ent_blk[p])
+                    s1 = np.uint32(ent_s1[p])
+                    s2 = np.uint32(Mp)
+                    h = np.uint32(half)
+                    bq = bases[q]
+                    for i in range(i0, i1):
+                        iu = _u(i)
+                        bq[_u(i - i0)] = mad32(
+                            xg1[iu], s1, mad32(xg2[iu], s2, mad32(y[iu], h, blk))
+                        )
+                    for j in range(n_blk, n8):  # padding samples of a short last block
+                        bq[j] = bq[0]
+                for i in range(i0, i1):
+                    ubuf[i - i0] = np.float32(_uniform(key, i, f, D1))
+                for j0 in range(0, n_blk, LANES):
+                    _draw8(W, bases, npb, j0, M, Mp, ST, ubuf, cbuf)
+                    for r in range(min(LANES, n_blk - j0)):
+                        xf[i0 + j0 + r] = int(cbuf[r])
+            _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
+            for i in range(i0, i1):
+                # one exp serves both ỹ_i ~ σ(z_i) and σ(z_i) for ĉ: the formulas of
+                # _bernoulli_logit and _sigmoid (exp(-|z|), never overflows), branch-free
+                zi = z[i]
+                e = np.exp(-abs(zi))
+                pos = zi >= 0
+                u = _uniform(key, i, D1 - 1, D1)
+                y[i] = u * (1.0 + e) < (1.0 if pos else e)
+                qbuf[i - i0] = one_a + np.int64((1.0 if pos else e) / (1.0 + e) * fixed_q + 0.5)
+            if accumulate:
+                _block_accumulate(n_blk, n_stat, rbuf, qbuf, aw)
 
 
 @njit(cache=True, parallel=True)
 def sample_statistics(x, theta, stat_tables, tab_feat, tab_stride, offsets, z, accumulate,
-                      d_part, c_part):  # fmt: skip
+                      acc, fixed_q, one_a, counter):  # fmt: skip
     """z[i] = φ(x_i)·θ (θ folded) and, with ``accumulate``, the statistics (see gibbs_sweep)."""
     n = x.shape[1]
     n_stat = stat_tables.shape[0]
-    for b in prange((n + BLOCK - 1) // BLOCK):
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    counter[0] = 0
+    for w in prange(acc.shape[0]):
         rbuf = np.empty((n_stat, BLOCK), dtype=np.uint32)
         qbuf = np.empty(BLOCK, dtype=np.int64)
-        i0 = b * BLOCK
-        i1 = min(n, i0 + BLOCK)
-        _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
+        aw = acc[w]
         if accumulate:
-            tid = numba.get_thread_id()
-            for i in range(i0, i1):
-                qbuf[i - i0] = np.int64(_sigmoid(z[i]) * FIXED_ONE + 0.5)
-            _block_accumulate(i1 - i0, n_stat, rbuf, qbuf, d_part[tid], c_part[tid])
+            aw[:] = 0
+        while True:
+            b = fetch_add(counter, 1)
+            if b >= n_blocks:
+                break
+            i0 = b * BLOCK
+            i1 = min(n, i0 + BLOCK)
+            _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
+            if accumulate:
+                for i in range(i0, i1):
+                    qbuf[i - i0] = one_a + np.int64(_sigmoid(z[i]) * fixed_q + 0.5)
+                _block_accumulate(i1 - i0, n_stat, rbuf, qbuf, aw)
 
 
 @njit(cache=True, parallel=True)
@@ -536,23 +638,25 @@ def draw_labels(z, y, key, D1):
 
 
 @njit(cache=True)
-def reduce_statistics(d_part, c_part, fold_parent, fold_sub):
-    """d̂, ĉ (float64 (K,)) from the per-thread accumulators; folded tables marginalised."""
-    P, K = d_part.shape
-    d = np.zeros(K, dtype=np.int64)
-    c = np.zeros(K, dtype=np.int64)
+def reduce_statistics(acc, fold_parent, fold_sub, a_bits, q_bits):
+    """d̂, ĉ (float64 (K,)) from the per-worker packed accumulators; folded tables marginalised.
+
+    A row's packed sum is (count << a_bits) + Σ round(σ 2^q_bits) with the σ part < 2^a_bits.
+    """
+    P, K = acc.shape
+    tot = np.zeros(K, dtype=np.int64)
     for p in range(P):
         for r in range(K):
-            d[r] += d_part[p, r]
-            c[r] += c_part[p, r]
+            tot[r] += acc[p, r]
     for k in range(fold_parent.shape[0]):
-        d[fold_sub[k]] += d[fold_parent[k]]
-        c[fold_sub[k]] += c[fold_parent[k]]
+        tot[fold_sub[k]] += tot[fold_parent[k]]
+    mask = (np.int64(1) << a_bits) - 1
+    scale = 1.0 / float(np.int64(1) << q_bits)
     d_hat = np.empty(K, dtype=np.float64)
     c_hat = np.empty(K, dtype=np.float64)
     for r in range(K):
-        d_hat[r] = d[r]
-        c_hat[r] = c[r] * (1.0 / FIXED_ONE)
+        d_hat[r] = tot[r] >> a_bits
+        c_hat[r] = (tot[r] & mask) * scale
     return d_hat, c_hat
 
 
@@ -654,9 +758,18 @@ class GibbsChain:
         self._y = np.zeros(n_samples, dtype=np.uint8)
         self._y_drawn = False  # ỹ is drawn at the end of a sweep (and before the first one)
         self._z = np.zeros(n_samples)
+        # statistics: one int64 accumulator row per worker, count << a_bits + σ in 2^-q_bits
+        # fixed point; with n' < 2^b, q_bits ≤ 62 - 2b keeps every packed sum below 2^63
+        # and the σ part below 2^a_bits (a_bits = q_bits + b)
+        b = n_samples.bit_length()
+        self._q_bits = min(32, 62 - 2 * b)
+        if self._q_bits < 8:
+            raise ValueError(f"n_samples = {n_samples} is too large (at most 2^27 - 1)")
+        self._a_bits = self._q_bits + b
+        self._fixed = (float(2**self._q_bits), np.int64(1) << np.int64(self._a_bits))
         P = int(numba.config.NUMBA_NUM_THREADS)
-        self._d_part = np.zeros((P, self.K), dtype=np.int32)
-        self._c_part = np.zeros((P, self.K), dtype=np.int64)
+        self._acc = np.zeros((P, self.K), dtype=np.int64)
+        self._counter = np.zeros(1, dtype=np.int64)  # blocks handed out to the workers
         self._mu_f = np.zeros(self.K)
         self._theta_f = np.zeros(self.K)
         self._W = np.zeros(2 * self._half, dtype=np.float32)
@@ -754,7 +867,7 @@ class GibbsChain:
     @property
     def memory_bytes(self) -> int:
         """Bytes held by the chain's state, parameter copies and accumulators."""
-        arrays = (self._x, self._y, self._z, self._W, self._d_part, self._c_part, self._mu_f)
+        arrays = (self._x, self._y, self._z, self._W, self._acc, self._mu_f)
         return int(sum(a.nbytes for a in arrays)) + self._theta_f.nbytes
 
     def _check(self, a: np.ndarray, name: str) -> np.ndarray:
@@ -787,18 +900,15 @@ class GibbsChain:
         )  # fmt: skip
         if not self._y_drawn:  # first sweep: ỹ ~ σ(φ(x̃)·θ) before the features
             sample_statistics(self._x, self._theta_f, *self._table_args(), self._z, False,
-                              self._d_part, self._c_part)  # fmt: skip
+                              self._acc, *self._fixed, self._counter)  # fmt: skip
             draw_labels(self._z, self._y, self._key(1), self._x.shape[0])
             self._y_drawn = True
         order = np.random.default_rng([self.seed, self.sweeps]).permutation(self._x.shape[0] - 1)
-        if statistics:
-            self._d_part.fill(0)
-            self._c_part.fill(0)
         gibbs_sweep(
             self._x, self._y, self._W, order.astype(np.int64), self._n_modalities,
             self._n_mod_pad, self._feat_ptr, self._ent_blk, self._ent_g1, self._ent_s1,
             self._ent_g2, self._key(0), self._theta_f, *self._table_args(), self._z,
-            bool(statistics), self._d_part, self._c_part,
+            bool(statistics), self._acc, *self._fixed, self._counter,
         )  # fmt: skip
         self._codes = self._rows = None
         self._stats = None
@@ -813,23 +923,22 @@ class GibbsChain:
     def statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Unscaled d̂ = Σ_i φ(x̃_i) and marginalised ĉ = Σ_i σ(φ(x̃_i)·θ) φ(x̃_i), (K,) each.
 
-        σ is accumulated in fixed point (resolution 2^-32 per sample), so the sums are
-        exact and independent of the number of threads.
+        σ is accumulated in fixed point (resolution 2^-32 per sample up to n' < 2^15,
+        2^-(62 - 2b) for n' < 2^b above), so the sums are exact and independent of the
+        number of threads.
         """
         theta = self._check(theta, "theta")
         if self._stats_theta is None or not np.array_equal(theta, self._stats_theta):
             theta_f = theta.copy()
             np.add.at(theta_f, self._fold_parent, theta[self._fold_sub])
             z = np.empty(self.n_samples)
-            self._d_part.fill(0)
-            self._c_part.fill(0)
             sample_statistics(self._x, theta_f, *self._table_args(), z, True,
-                              self._d_part, self._c_part)  # fmt: skip
+                              self._acc, *self._fixed, self._counter)  # fmt: skip
             self._stats = None
             self._stats_theta = theta.copy()
         if self._stats is None:
             self._stats = reduce_statistics(
-                self._d_part, self._c_part, self._fold_parent, self._fold_sub
+                self._acc, self._fold_parent, self._fold_sub, self._a_bits, self._q_bits
             )
         return self._stats[0].copy(), self._stats[1].copy()
 
