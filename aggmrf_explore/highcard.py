@@ -11,23 +11,36 @@ features (M ~ 10^4 .. 10^5) do not fit.  Two remedies, both here:
   M'² rows per pair.  Fitting on held-out rows is what keeps the released aggregates and
   the encoding from leaking each other's noise (Win-Vector's "split training" of
   impact codes); the held-out rows are simply not aggregated.
-- **Feature hashing of crossed features** (:class:`HashedCross`): the cross (a, b) of two
-  raw features is mapped to one of H buckets by a seeded hash, i.e. the paper's
-  φ_H = 𝓗 φ for that table; its aggregate is the table of the derived feature
-  h = hash(a, b) mod H, O(H) rows whatever M_a M_b.
+- **Feature hashing of crossed features**, inside the model: ``TableLayout(...,
+  hash_sizes={("site", "advertiser"): H})`` makes a table of H rows whose row is
+  ``offset + hash(code_site·stride + code_adv·stride)`` — the paper's φ_H = 𝓗 φ for that
+  table, O(H) rows whatever M_a M_b.  ``aggregate`` fills it, and the PCD trainer samples
+  it *exactly* with :class:`~aggmrf_explore.kernels.hashed.HashedGibbsChain` (a site
+  update gathers μ[offset + hash(v·stride + rest)] per candidate v; no Π M_f block).
+  :func:`hashed_layout` builds such a layout and :func:`hashed_compare` runs the
+  demonstration below.  (:class:`HashedCross` is the older *derived-feature* variant: it
+  hashes a cross into a new feature h, which the chain then treats as a free variable
+  instead of the function hash(a, b) — an approximation, kept for comparison.)
 
 Memory is O(number of raw modalities) for the encoders and O(K) for the model and the
 Gibbs chain (K = table rows after encoding/hashing), never O(Π M_f).
 
-Limitation (hashing): the Gibbs kernel samples features, and TableLayout rows are
-``offset + Σ code·stride``.  A hashed cross is therefore carried as a *derived feature*
-h with its own single table (and pairs with the other encoded features if wanted): the
-predictor σ(φ_H(x)·θ) has exactly the hashing-trick form, but the chain treats h as a
-free variable instead of the function hash(a, b), so the MRF's joint model of (a, b, h)
-is an approximation.  Exact support needs hashed tables in TableLayout (rows =
-``offset + hash(Σ code·stride) mod H``) and, in the kernel, a gather of
-μ[offset + hash(v·stride + rest) mod H] per candidate v (no transposed block, since
-that would be Π M_f) — see the report of issue 6.
+Demonstration (hashing)::
+
+    python benchmarks/hashing.py                       # H = 2^10, 2^12, 2^14, JSON lines
+    python -m aggmrf_explore.highcard --H 4096         # one run, one JSON object
+
+:func:`hashed_compare` draws the synthetic data with a site × device interaction, codes
+every raw value by its index in the generator's vocabulary (sites and advertisers stay
+high-cardinality variables of the MRF), hashes every table that holds ``site`` or
+``advertiser`` into H rows, trains the MRF on the aggregates, and fits a scikit-learn
+logistic regression on the same hashed φ_H(x) (λ chosen on a validation split).  It
+reports both test NLLHs, K, Π M_f (the rows exact tables would need) and the peak memory.
+
+Limitations: a site update costs O(M_f × tables holding f) gathers, so a sweep is
+O(n' Σ_f M_f T_f) — hashing bounds the memory, not the time spent on a 20 000-value
+feature.  Hashed tables cannot be written as CSV releases nor exported as model files
+(both raise AggMRFError: their rows are buckets, not modality combinations).
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ import pandas as pd
 
 from .datasets import Dataset
 from .errors import AggMRFError
+from .tables import TableLayout
 
 __all__ = [
     "TargetEncoder",
@@ -46,6 +60,9 @@ __all__ = [
     "HashedCross",
     "high_cardinality_dataset",
     "compare",
+    "vocabulary_codes",
+    "hashed_layout",
+    "hashed_compare",
 ]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -203,18 +220,33 @@ class HashedCross:
 
 
 # ====================================================================== synthetic data
-def high_cardinality_dataset(n: int = 200_000, seed: int = 0) -> Dataset:
+def high_cardinality_dataset(
+    n: int = 200_000,
+    seed: int = 0,
+    n_sites: int = 20_000,
+    n_advertisers: int = 3_000,
+    site_device_scale: float = 0.0,
+) -> Dataset:
     """Synthetic click-like data: two high-cardinality features and four small ones.
 
-    ``site`` (20 000 raw values, Zipf-like popularity) and ``advertiser`` (3 000 values)
-    carry random per-value effects on the logit; ``device`` (3), ``hour`` (24), ``region``
-    (8) and ``os`` (4) carry smaller effects and a device × hour interaction.  n train
-    and n // 2 test records; ``true_proba_*`` hold P(Y = 1 | x).  Memory O(n + values).
+    ``site`` (``n_sites`` raw values "s0", "s1", …, Zipf-like popularity) and
+    ``advertiser`` (``n_advertisers`` values "a0", …) carry random per-value effects on
+    the logit; ``device`` (3), ``hour`` (24), ``region`` (8) and ``os`` (4) carry smaller
+    effects and a device × hour interaction.  ``site_device_scale`` > 0 adds a site ×
+    device interaction N(0, scale²) (only crossed features can learn it).  n train and
+    n // 2 test records; ``true_proba_*`` hold P(Y = 1 | x); ``truth["effects"][k]`` has
+    one entry per raw value of k.  Memory O(n + values).
     """
     if not isinstance(n, int | np.integer) or n < 100:
         raise AggMRFError(f"n must be an integer ≥ 100; got {n!r}.")
+    for name, v in (("n_sites", n_sites), ("n_advertisers", n_advertisers)):
+        if not isinstance(v, int | np.integer) or v < 2:
+            raise AggMRFError(f"{name} must be an integer ≥ 2; got {v!r}.")
+    if not np.isfinite(site_device_scale) or site_device_scale < 0:
+        raise AggMRFError(f"site_device_scale must be ≥ 0; got {site_device_scale!r}.")
     rng = np.random.default_rng(seed)
-    sizes = {"site": 20_000, "advertiser": 3_000, "device": 3, "hour": 24, "region": 8, "os": 4}
+    sizes = {"site": int(n_sites), "advertiser": int(n_advertisers), "device": 3, "hour": 24,
+             "region": 8, "os": 4}  # fmt: skip
     pop = {
         "site": 1.0 / (np.arange(sizes["site"]) + 10.0) ** 1.1,
         "advertiser": 1.0 / (np.arange(sizes["advertiser"]) + 5.0) ** 0.9,
@@ -222,6 +254,11 @@ def high_cardinality_dataset(n: int = 200_000, seed: int = 0) -> Dataset:
     scale = {"site": 0.9, "advertiser": 0.6, "device": 0.3, "hour": 0.2, "region": 0.2, "os": 0.2}
     effects = {k: rng.normal(0.0, scale[k], m) for k, m in sizes.items()}
     inter = rng.normal(0.0, 0.3, (sizes["device"], sizes["hour"]))
+    site_device = (
+        rng.normal(0.0, site_device_scale, (sizes["site"], sizes["device"]))
+        if site_device_scale > 0
+        else None
+    )
 
     def sample(m: int, r: np.random.Generator):
         cols = {}
@@ -230,6 +267,8 @@ def high_cardinality_dataset(n: int = 200_000, seed: int = 0) -> Dataset:
             cols[k] = r.choice(size, size=m, p=None if p is None else p / p.sum())
         logit = -1.6 + sum(effects[k][cols[k]] for k in sizes)
         logit = logit + inter[cols["device"], cols["hour"]]
+        if site_device is not None:
+            logit = logit + site_device[cols["site"], cols["device"]]
         p1 = 1.0 / (1.0 + np.exp(-logit))
         y = (r.random(m) < p1).astype(np.int64)
         df = pd.DataFrame({k: np.char.add(k[0], cols[k].astype(str)) for k in sizes})
@@ -246,12 +285,12 @@ def high_cardinality_dataset(n: int = 200_000, seed: int = 0) -> Dataset:
         label="y",
         description=(
             f"Synthetic high-cardinality data: {sizes}; {n} train / {n // 2} test records, "
-            f"seed {seed}."
+            f"site × device scale {site_device_scale}, seed {seed}."
         ),
         citation="generated",
         true_proba_train=p_train,
         true_proba_test=p_test,
-        truth={"effects": effects, "interaction": inter},
+        truth={"effects": effects, "interaction": inter, "site_device": site_device},
         positive="1",
         encoding={"unseen": "other"},
     )
@@ -286,3 +325,157 @@ def compare(n: int = 200_000, seed: int = 0, iterations: int = 600) -> dict:
         "mrf_minus_logistic_pairs": run.nllh_test - base["logistic_pairs"].nllh_test,
         "mrf_seconds": run.seconds,
     }
+
+
+# ====================================================================== hashed tables
+HIGH = ("site", "advertiser")
+
+
+def vocabulary_codes(ds: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list]:
+    """Codes of :func:`high_cardinality_dataset` records by index in the generator's vocabulary.
+
+    Raw value ``k[0] + str(i)`` of column k gets code i, so every raw site stays its own
+    modality (M_site = n_sites) and test values never seen in training still have a code.
+    Returns (X_train (n, D) int32, y_train (n,), X_test, y_test, n_modalities (D,)).
+    """
+    cols = [c for c in ds.feature_columns]
+    sizes = [len(ds.truth["effects"][c]) for c in cols]
+
+    def codes(df: pd.DataFrame) -> np.ndarray:
+        out = np.empty((len(df), len(cols)), dtype=np.int32)
+        for j, c in enumerate(cols):
+            vocab = pd.Index([c[0] + str(i) for i in range(sizes[j])])
+            out[:, j] = vocab.get_indexer(df[c].to_numpy())
+        return out
+
+    y_tr = ds.train[ds.label].to_numpy(np.int64)
+    y_te = ds.test[ds.label].to_numpy(np.int64)
+    return codes(ds.train), y_tr, codes(ds.test), y_te, sizes
+
+
+def hashed_layout(
+    n_modalities: Sequence[int],
+    feature_names: Sequence[str],
+    H: int,
+    hashed_features: Sequence[str] = HIGH,
+    hash_seed: int = 0,
+) -> TableLayout:
+    """Singles and pairs of every feature; every table holding a ``hashed_features``
+    feature is hashed into H rows (so K ≈ H × #hashed tables + the small exact tables)."""
+    lay = TableLayout.all_pairs(n_modalities, feature_names)
+    hashed = {t: int(H) for t in lay.tables if any(feature_names[f] in hashed_features for f in t)}
+    return TableLayout.all_pairs(
+        n_modalities, feature_names, hash_sizes=hashed, hash_seed=hash_seed
+    )
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def hashed_compare(
+    n: int = 100_000,
+    seed: int = 0,
+    H: int = 2**12,
+    n_sites: int = 5_000,
+    n_advertisers: int = 1_000,
+    site_device_scale: float = 0.6,
+    n_gibbs: int = 1_000,
+    iterations: int = 200,
+    lambdas: Sequence[float] = (1.0, 4.0, 16.0, 64.0),
+) -> dict:
+    """MRF on hashed tables vs logistic regression on the same hashed features.
+
+    See the module docstring.  Returns a JSON-able dict: the test NLLH of the MRF, of the
+    logistic on φ_H (λ on a 20 % validation split of the training records, then refit)
+    and of the true P(Y=1|x); K, Π M_f summed over the tables (``dense_rows``), the
+    chain's and the parameters' bytes, the peak RSS (MiB) after the data were built and
+    at the end, and the seconds of each fit.
+    """
+    import time
+
+    from .baselines import _fit_lr, _split
+    from .metrics import nllh
+    from .mrf import PCDTrainer, default_settings
+    from .tables import aggregate
+
+    raw = high_cardinality_dataset(n, seed, n_sites, n_advertisers, site_device_scale)
+    X, y, Xt, yt, sizes = vocabulary_codes(raw)
+    names = list(raw.feature_columns)
+    lay = hashed_layout(sizes, names, H)
+    rss_data = _peak_rss_mb()
+
+    t0 = time.perf_counter()
+    agg = aggregate(X, y, lay)
+    settings = default_settings(lay, agg.n, n_gibbs=n_gibbs, eval_every=iterations, seed=seed)
+    trainer = PCDTrainer(agg, settings, Xt, yt)
+    trainer.fit(iterations)
+    p_mrf = trainer.predict_proba(Xt)[:, 1]
+    mrf_seconds = time.perf_counter() - t0
+    rss_mrf = _peak_rss_mb()
+
+    t0 = time.perf_counter()
+    Phi, Phi_t = lay.phi(X), lay.phi(Xt)
+    tr, va = _split(X.shape[0], 0.2, seed)
+    scores = {
+        float(lam): nllh(y[va], _fit_lr(Phi[tr], y[tr], lam, 200).predict_proba(Phi[va])[:, 1])
+        for lam in lambdas
+    }
+    best = max(scores, key=scores.get)
+    p_lr = _fit_lr(Phi, y, best, 200).predict_proba(Phi_t)[:, 1]
+    lr_seconds = time.perf_counter() - t0
+
+    return {
+        "n_train": int(X.shape[0]),
+        "n_test": int(Xt.shape[0]),
+        "H": int(H),
+        "n_modalities": dict(zip(names, map(int, sizes), strict=True)),
+        "K": int(lay.K),
+        "dense_rows": int(lay.dense_sizes.sum()),
+        "hashed_tables": int(np.count_nonzero(lay.hash_sizes)),
+        "tables": int(lay.n_tables),
+        "n_gibbs": int(n_gibbs),
+        "iterations": int(iterations),
+        "nllh_test": {
+            "mrf_hashed": float(nllh(yt, p_mrf)),
+            "logistic_hashed": float(nllh(yt, p_lr)),
+            "truth": float(nllh(yt, raw.true_proba_test)),
+        },
+        "logistic_lambda": best,
+        "logistic_validation_nllh": scores,
+        "final_d_error": float(trainer.history[-1].d_error),
+        "chain_mb": trainer.chain.memory_bytes / 2**20,
+        "parameters_mb": 2 * lay.K * 8 / 2**20,
+        "peak_rss_mb_after_data": rss_data,
+        "peak_rss_mb_after_mrf": rss_mrf,
+        "peak_rss_mb_end": _peak_rss_mb(),
+        "mrf_seconds": mrf_seconds,
+        "logistic_seconds": lr_seconds,
+    }
+
+
+def _main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(
+        prog="python -m aggmrf_explore.highcard",
+        description="MRF on hashed pair tables vs logistic on the same hashed features.",
+    )
+    ap.add_argument("--H", type=int, default=2**12, help="hash size of each hashed table")
+    ap.add_argument("--n", type=int, default=100_000, help="training records")
+    ap.add_argument("--sites", type=int, default=5_000)
+    ap.add_argument("--advertisers", type=int, default=1_000)
+    ap.add_argument("--n-gibbs", type=int, default=1_000)
+    ap.add_argument("--iterations", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    out = hashed_compare(a.n, a.seed, a.H, a.sites, a.advertisers, n_gibbs=a.n_gibbs,
+                         iterations=a.iterations)  # fmt: skip
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    _main()

@@ -73,3 +73,40 @@ def test_high_cardinality_dataset_shape_and_memory_is_per_record():
     assert set(ds.train["y"].unique()) <= {0, 1}
     with pytest.raises(AggMRFError):
         high_cardinality_dataset(10)
+
+
+def test_hashed_layout_and_vocabulary_codes():
+    from aggmrf_explore.highcard import hashed_layout, vocabulary_codes
+
+    ds = high_cardinality_dataset(1_000, seed=2, n_sites=500, n_advertisers=60)
+    X, y, Xt, yt, sizes = vocabulary_codes(ds)
+    assert sizes == [500, 60, 3, 24, 8, 4]
+    assert X.shape == (1_000, 6) and Xt.shape == (500, 6) and X.min() >= 0
+    assert np.all(X < np.asarray(sizes)) and np.all(Xt < np.asarray(sizes))
+    assert ds.train["site"].iloc[0] == f"s{X[0, 0]}"
+    lay = hashed_layout(sizes, list(ds.feature_columns), 128)
+    hashed = [lay.table_name(t) for ti, t in enumerate(lay.tables) if lay.is_hashed(ti)]
+    assert len(hashed) == 11 and all("site" in h or "advertiser" in h for h in hashed)
+    assert lay.K == 1 + 11 * 128 + (3 + 24 + 8 + 4) + (72 + 24 + 12 + 192 + 96 + 32)
+    assert lay.dense_sizes.sum() > 20 * lay.K  # the exact tables would be much larger
+
+
+def test_site_device_interaction_is_optional():
+    a = high_cardinality_dataset(500, seed=1)
+    b = high_cardinality_dataset(500, seed=1, site_device_scale=0.5, n_sites=100)
+    assert a.truth["site_device"] is None and b.truth["site_device"].shape == (100, 3)
+    with pytest.raises(AggMRFError, match="n_sites"):
+        high_cardinality_dataset(500, n_sites=1)
+
+
+def test_hashed_compare_small_run():
+    from aggmrf_explore.highcard import hashed_compare
+
+    out = hashed_compare(n=3_000, H=256, n_sites=300, n_advertisers=40, n_gibbs=300,
+                         iterations=20, lambdas=(4.0, 16.0))  # fmt: skip
+    assert out["K"] == 1 + 11 * 256 + 39 + 428 and out["dense_rows"] > out["K"]
+    nl = out["nllh_test"]
+    assert nl["truth"] > 0.1 and 0 < nl["mrf_hashed"] < nl["truth"]
+    assert abs(nl["mrf_hashed"] - nl["logistic_hashed"]) < 0.05
+    assert out["peak_rss_mb_end"] >= out["peak_rss_mb_after_data"] > 0
+    assert out["chain_mb"] > 0 and out["logistic_lambda"] in (4.0, 16.0)
