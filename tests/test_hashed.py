@@ -237,3 +237,16 @@ def test_training_on_hashed_tables_lowers_nllh_and_is_deterministic():
     assert derr < 1.5 * mrf.expected_floor(agg, 1000)  # d̂ ≈ d down to the Monte-Carlo floor
     p = tr.model.predict_proba(Xt)[:, 1]
     np.testing.assert_allclose(p, 1 / (1 + np.exp(-tr.theta[lay.rows(Xt)].sum(axis=1))))
+
+
+def test_noisy_release_of_hashed_tables_trains_noise_aware():
+    from aggmrf_explore.privacy import make_mechanism, release
+
+    lay, X, y, Xt, yt = _hashed_problem(seed=1)
+    agg = aggregate(X, y, lay)
+    noisy = release(agg, make_mechanism("laplace", epsilon=5.0, layout=lay), seed=0)
+    assert noisy.is_noisy and not np.array_equal(noisy.d, agg.d)
+    settings = mrf.default_settings(lay, agg.n, n_gibbs=500, noise_aware=True)
+    tr = mrf.PCDTrainer(noisy, settings, Xt, yt)
+    hist = tr.step(20)
+    assert all(np.isfinite(h.d_error) for h in hist) and np.all(np.isfinite(tr.theta))
