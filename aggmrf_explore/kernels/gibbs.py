@@ -141,6 +141,26 @@ def mad32(typingctx, a, b, c):
     return types.uint32(a, b, c), codegen
 
 
+@intrinsic
+def ymad32(typingctx, y, h, c):
+    """(h if y else 0) + c in 32-bit unsigned arithmetic: a select, not a multiply."""
+    if not all(isinstance(v, types.Integer) for v in (y, h, c)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        def u32(v):
+            w = v.type.width
+            return builder.trunc(v, _I32) if w > 32 else builder.zext(v, _I32) if w < 32 else v
+
+        zero = ir.Constant(args[0].type, 0)
+        pick = builder.select(
+            builder.icmp_unsigned("!=", args[0], zero), u32(args[1]), ir.Constant(_I32, 0)
+        )
+        return builder.add(pick, u32(args[2]))
+
+    return types.uint32(y, h, c), codegen
+
+
 # ---------------------------------------------------------------------------- 8-lane SIMD
 # A minimal float32 x 8 vector type for numba (an LLVM <8 x float> kept in registers):
 # LLVM's auto-vectoriser does not reliably vectorise the short, variable-length loops of
@@ -480,9 +500,9 @@ def _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offse
 
     Also leaves the samples' rows in the maximal tables in rbuf (tables × BLOCK).
     """
-    for i in range(i0, i1):
-        z[i] = 0.0
-    for k in range(stat_tables.shape[0]):
+    n_stat = stat_tables.shape[0]
+    D = x.shape[0] - 1
+    for k in range(n_stat):
         t = stat_tables[k]
         x0 = x[_u(tab_feat[t, 0])]
         x1 = x[_u(tab_feat[t, 1])]
@@ -492,20 +512,42 @@ def _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offse
         s2 = np.uint32(tab_stride[t, 2])
         off = np.uint32(offsets[t])
         rk = rbuf[k]
+        if tab_feat[t, 2] == D:  # at most a pair: skip the third (slow vpmulld) term
+            for i in range(i0, i1):
+                iu = _u(i)
+                rk[_u(i - i0)] = mad32(x0[iu], s0, mad32(x1[iu], s1, off))
+        else:
+            for i in range(i0, i1):
+                iu = _u(i)
+                rk[_u(i - i0)] = mad32(x0[iu], s0, mad32(x1[iu], s1, mad32(x2[iu], s2, off)))
+    for i in range(i0, i1):
+        z[i] = 0.0
+    for k in range(0, n_stat - 1, 2):  # two tables per pass: half the loads/stores of z
+        r0 = rbuf[k]
+        r1 = rbuf[k + 1]
         for i in range(i0, i1):
-            iu = _u(i)
-            rk[_u(i - i0)] = mad32(x0[iu], s0, mad32(x1[iu], s1, mad32(x2[iu], s2, off)))
+            j = _u(i - i0)
+            z[_u(i)] += theta[_u(r0[j])] + theta[_u(r1[j])]
+    if n_stat % 2:
+        r0 = rbuf[n_stat - 1]
         for i in range(i0, i1):
-            z[_u(i)] += theta[_u(rk[_u(i - i0)])]
+            z[_u(i)] += theta[_u(r0[_u(i - i0)])]
 
 
 @njit(inline="always")
 def _block_accumulate(n_blk, n_stat, rbuf, qbuf, acc):
     """Add the block's samples (rows in rbuf, packed 2^A + σ 2^Q in qbuf) to acc (int64)."""
-    for k in range(n_stat):
-        rk = rbuf[k]
+    for k in range(0, n_stat - 1, 2):  # two tables interleaved: samples sharing a row
+        r0 = rbuf[k]  # form shorter store-to-load chains
+        r1 = rbuf[k + 1]
         for j in range(n_blk):
-            acc[_u(rk[j])] += qbuf[j]
+            q = qbuf[j]
+            acc[_u(r0[j])] += q
+            acc[_u(r1[j])] += q
+    if n_stat % 2:
+        r0 = rbuf[n_stat - 1]
+        for j in range(n_blk):
+            acc[_u(r0[j])] += qbuf[j]
 
 
 @njit(cache=True, parallel=True)
@@ -576,11 +618,16 @@ def gibbs_sweep(x, y, W, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_
                     s2 = np.uint32(Mp)
                     h = np.uint32(half)
                     bq = bases[q]
-                    for i in range(i0, i1):
-                        iu = _u(i)
-                        bq[_u(i - i0)] = mad32(
-                            xg1[iu], s1, mad32(xg2[iu], s2, mad32(y[iu], h, blk))
-                        )
+                    if ent_g1[p] == D1 - 1:  # a pair: no g1 term (vpmulld is slow)
+                        for i in range(i0, i1):
+                            iu = _u(i)
+                            bq[_u(i - i0)] = mad32(xg2[iu], s2, ymad32(y[iu], h, blk))
+                    else:
+                        for i in range(i0, i1):
+                            iu = _u(i)
+                            bq[_u(i - i0)] = mad32(
+                                xg1[iu], s1, mad32(xg2[iu], s2, ymad32(y[iu], h, blk))
+                            )
                     for j in range(n_blk, n8):  # padding samples of a short last block
                         bq[j] = bq[0]
                 for i in range(i0, i1):
