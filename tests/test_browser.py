@@ -321,12 +321,17 @@ def test_adult_speed_and_slider_during_training(server, browser, shots):
 def test_url_settings_and_csv_upload(server, browser, tmp_path):
     p = Page(
         browser,
-        server.url + "?dataset=xor&n_gibbs=3000&auto_defaults=false&lambda_theta=10",
+        server.url + "?dataset=xor&mechanism=gaussian&epsilon=2"
+        "&n_gibbs=3000&auto_defaults=false&lambda_theta=10",
         ready="XOR",
     )
     try:
         assert p.control("n_gibbs").locator("input").first.input_value() in ("3000", "3,000")
         assert p.control("lambda_theta").get_by_text(re.compile(r": 10$")).count() == 1
+        # several settings restored at once: each control shows its own
+        assert p.control("mechanism").locator(".bk-active").all_inner_texts() == ["Gaussian"]
+        assert p.control("epsilon").get_by_text(re.compile(r": 2$")).count() == 1
+        assert p.page.get_by_text("Gaussian σ").first.is_visible()
         rows = ["colour,size,buys"] + [
             f"{c},{s},{int((i * 7) % 5 < 2 + (c == 'red'))}"
             for i, (c, s) in enumerate(

@@ -100,3 +100,25 @@ def test_convergence_figure_labels(trainer):
         import pandas as pd
 
         convergence_figure(pd.DataFrame({"iteration": np.arange(3)}))
+
+
+def test_url_restore_shows_every_setting_in_its_control():
+    """Several settings restored at once from a URL (one batched update) reach every control."""
+    from panel.io.location import Location
+
+    from aggmrf_explore.explorer.state import URL_KEYS
+
+    ex = notebook_explorer(dataset="toy", n_gibbs=200)
+    failed = []
+    loc = Location(search="?dataset=xor&mechanism=gaussian&epsilon=2&delta=1e-06&lambda_theta=10")
+    loc.sync(ex.session, {k: k for k in URL_KEYS}, on_error=failed.append)
+    assert not failed
+    s = ex.session
+    assert (s.dataset, s.mechanism, s.epsilon, s.delta) == ("xor", "gaussian", 2, 1e-6)
+    assert ex.w_dataset.value == "xor"
+    assert ex.w_mech.value == "gaussian"
+    assert ex.c_eps[0].value == 2 and ex.c_delta[0].value == 1e-6
+    assert ex.c_ltheta[0].value == 10
+    assert ex.c_delta.visible and ex.c_cal.visible  # the Gaussian controls are shown
+    assert "Gaussian σ" in ex.sigma.object
+    assert not ex.message.visible, ex.message.object

@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -341,9 +342,9 @@ class Explorer(pn.viewable.Viewer):
         self._error_panes: dict[str, pn.pane.Markdown] = {}
         sw = dict(sizing_mode="stretch_width")
         # run controls
-        self.play_button = pn.widgets.Button(label="▶ Play", button_type="success", **sw)
-        self.step_button = pn.widgets.Button(label="Step", button_type="primary", **sw)
-        self.reset_button = pn.widgets.Button(label="Reset", button_type="warning", **sw)
+        self.play_button = pn.widgets.Button(label="▶ Play", color="success", **sw)
+        self.step_button = pn.widgets.Button(label="Step", color="primary", **sw)
+        self.reset_button = pn.widgets.Button(label="Reset", color="warning", **sw)
         self.play_button.on_click(lambda e: self._guard(self._toggle))
         self.step_button.on_click(lambda e: self._guard(self._step))
         self.reset_button.on_click(lambda e: self._guard(self._reset))
@@ -355,7 +356,7 @@ class Explorer(pn.viewable.Viewer):
             value=loading,
             visible=loading,
             size=28,
-            name="preparing data…" if loading else "",
+            label="preparing data…" if loading else "",
             margin=(5, 10),
             css_classes=["aggmrf-spinner"],
         )
@@ -374,22 +375,23 @@ class Explorer(pn.viewable.Viewer):
         self.w_upload.param.watch(lambda e: self._guard(lambda: self._on_upload(e.new)), "value")
         self.w_label = pn.widgets.Select(label="Label column", options=[""], **sw)
         self.w_features = pn.widgets.MultiChoice(
-            name="Features (empty = all)", options=[], placeholder="all features", **sw
+            label="Features (empty = all)", options=[], placeholder="all features", **sw
         )
         self.w_singles = pn.widgets.Checkbox(label="single-feature tables")
         self.w_pairs = pn.widgets.Checkbox(label="pair tables")
         del labels
         # privacy
         self.w_mech = pn.widgets.RadioButtonGroup(
-            name="Mechanism", options={"none": "none", "Laplace": "laplace", "Gaussian": "gaussian"}
+            label="Mechanism",
+            options={"none": "none", "Laplace": "laplace", "Gaussian": "gaussian"},
         )
         self.w_acc = pn.widgets.Select(
-            name="Accounting",
+            label="Accounting",
             options={"counts and label sums (2T)": "both", "T queries (paper)": "queries"},
             **sw,
         )
         self.w_cal = pn.widgets.Select(
-            name="Gaussian calibration",
+            label="Gaussian calibration",
             options={
                 "analytic (Balle & Wang)": "analytic",
                 "classic": "classic",
@@ -407,7 +409,7 @@ class Explorer(pn.viewable.Viewer):
             label="step α_θ", step=0.01, format="0.0000", **sw
         )
         self.w_grad = pn.widgets.RadioButtonGroup(
-            name="Gradient", options={"rescaled (paper)": "rescaled", "true": "true"}
+            label="Gradient", options={"rescaled (paper)": "rescaled", "true": "true"}
         )
         self.w_precond = pn.widgets.Checkbox(label="preconditioning (diagonal Hessian)")
         self.w_ipt = pn.widgets.IntSlider(label="Max iterations per tick", start=1, end=200, **sw)
@@ -452,9 +454,11 @@ class Explorer(pn.viewable.Viewer):
         self.c_precond = b("precondition", self.w_precond)
         self.c_ipt = b("iters_per_tick", self.w_ipt)
         s.param.watch(self._show_errors, "errors")
+        # multi-parameter watchers get one event per changed parameter (a URL restore
+        # changes several at once): they take *events
         s.param.watch(self._on_dataset_visibility, ["dataset", "mechanism"])
         s.param.watch(
-            lambda e: self._refresh_sigma(), ["epsilon", "delta", "accounting", "mechanism"]
+            lambda *events: self._refresh_sigma(), ["epsilon", "delta", "accounting", "mechanism"]
         )
         s.param.watch(self._on_notice, "notice")
         s.param.watch(self._on_busy, "busy")
@@ -678,7 +682,7 @@ class Explorer(pn.viewable.Viewer):
     def _on_busy(self, event) -> None:
         self.spinner.value = bool(event.new)
         self.spinner.visible = bool(event.new)
-        self.spinner.name = "preparing data…" if event.new else ""
+        self.spinner.label = "preparing data…" if event.new else ""
         for btn in (self.play_button, self.step_button, self.reset_button):
             btn.disabled = bool(event.new)
         self.session._update_status()
@@ -686,7 +690,7 @@ class Explorer(pn.viewable.Viewer):
 
     def _on_running(self, event) -> None:
         self.play_button.label = "❚❚ Pause" if event.new else "▶ Play"
-        self.play_button.button_type = "danger" if event.new else "success"
+        self.play_button.color = "danger" if event.new else "success"
         if event.new:
             _RUNNING.add(self)
             self._ensure_callback()
@@ -697,7 +701,7 @@ class Explorer(pn.viewable.Viewer):
             self._callback = None
             self._refresh_all()
 
-    def _on_dataset_visibility(self, event=None) -> None:
+    def _on_dataset_visibility(self, *events) -> None:
         s = self.session
         ds = s.dataset
         self.w_upload.visible = self.c_label.visible = ds == "upload"
@@ -941,7 +945,15 @@ class Explorer(pn.viewable.Viewer):
 
     def _on_table(self) -> None:
         if self.session.trainer is not None and self.tabs.active == 1:
-            self.table_view.value = self.session.table_view().round(2)
+            self._show_table()
+
+    def _show_table(self) -> None:
+        """The chosen table into the Tabulator (Bokeh's DataFrame conversion still calls
+        ``reset_index(inplace=True)``, which pandas flags as deprecated: not ours to fix)."""
+        frame = self.session.table_view().round(2)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*inplace keyword in DataFrame.reset_index")
+            self.table_view.value = frame
 
     def _on_tab(self, event=None) -> None:
         """A tab became visible: bring its views up to date now."""
@@ -976,7 +988,7 @@ class Explorer(pn.viewable.Viewer):
             dh = s.dhat_frame()
             self.p_dhat.update({"frame": dh, "iteration": s.iteration}, key=plots.dhat_kinds(dh))
         elif tab == 1:
-            self.table_view.value = s.table_view().round(2)
+            self._show_table()
         elif tab == 3:
             xf = s.xor_frame()
             self.xor_note.visible = xf is None
