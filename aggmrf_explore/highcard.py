@@ -29,6 +29,7 @@ Demonstration (hashing)::
 
     python benchmarks/hashing.py                       # H = 2^10, 2^12, 2^14, JSON lines
     python -m aggmrf_explore.highcard --H 4096         # one run, one JSON object
+    python -m aggmrf_explore.highcard --exact          # exact tables: K and memory only
 
 :func:`hashed_compare` draws the synthetic data with a site × device interaction, codes
 every raw value by its index in the generator's vocabulary (sites and advertisers stay
@@ -63,6 +64,7 @@ __all__ = [
     "vocabulary_codes",
     "hashed_layout",
     "hashed_compare",
+    "exact_memory",
 ]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -456,6 +458,42 @@ def hashed_compare(
     }
 
 
+def exact_memory(
+    n: int = 100_000,
+    seed: int = 0,
+    n_sites: int = 5_000,
+    n_advertisers: int = 1_000,
+    site_device_scale: float = 0.6,
+    n_gibbs: int = 1_000,
+) -> dict:
+    """The same data with *exact* (unhashed) single and pair tables: K, memory, no hashing.
+
+    Builds the layout, the aggregates and a PCD trainer (whose chain is the fast
+    ``gibbs.py`` kernel with its dense Π M_f parameter blocks) and runs one iteration;
+    returns K, the chain's bytes and the peak RSS (MiB) after the data and at the end.
+    Memory grows with Π M_f here: keep n_sites × n_advertisers moderate.
+    """
+    from .mrf import PCDTrainer, default_settings
+    from .tables import aggregate
+
+    raw = high_cardinality_dataset(n, seed, n_sites, n_advertisers, site_device_scale)
+    X, y, _, _, sizes = vocabulary_codes(raw)
+    lay = TableLayout.all_pairs(sizes, list(raw.feature_columns))
+    rss_data = _peak_rss_mb()
+    agg = aggregate(X, y, lay)
+    trainer = PCDTrainer(agg, default_settings(lay, agg.n, n_gibbs=n_gibbs, seed=seed))
+    trainer.step(1)
+    return {
+        "layout": "exact",
+        "n_modalities": dict(zip(raw.feature_columns, map(int, sizes), strict=True)),
+        "K": int(lay.K),
+        "chain_mb": trainer.chain.memory_bytes / 2**20,
+        "parameters_mb": 2 * lay.K * 8 / 2**20,
+        "peak_rss_mb_after_data": rss_data,
+        "peak_rss_mb_end": _peak_rss_mb(),
+    }
+
+
 def _main(argv: Sequence[str] | None = None) -> None:
     import argparse
     import json
@@ -471,7 +509,14 @@ def _main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--n-gibbs", type=int, default=1_000)
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--exact", action="store_true", help="exact (unhashed) tables instead: K and memory only"
+    )
     a = ap.parse_args(argv)
+    if a.exact:
+        out = exact_memory(a.n, a.seed, a.sites, a.advertisers, n_gibbs=a.n_gibbs)
+        print(json.dumps(out))
+        return
     out = hashed_compare(a.n, a.seed, a.H, a.sites, a.advertisers, n_gibbs=a.n_gibbs,
                          iterations=a.iterations)  # fmt: skip
     print(json.dumps(out))

@@ -10,7 +10,10 @@ MRF is trained on the aggregates of hashed tables (every table holding ``site`` 
 the same hashed φ_H(x).  The table printed at the end shows: both test NLLHs and the
 truth's, K (table rows), ``dense`` = Σ_t Π_{f∈t} M_f (rows the exact tables would need),
 the chain's and the parameters' memory, and the peak RSS after building the data and
-after training the MRF (the difference is what training costs).
+after training the MRF (the difference is what training costs).  Last, unless ``--no-exact``,
+the same data with *exact* tables (``python -m aggmrf_explore.highcard --exact``: layout,
+aggregates, a trainer and one iteration, the dense ``gibbs.py`` chain) shows the memory
+that hashing avoids: K = Σ Π M_f and its peak RSS.
 """
 
 from __future__ import annotations
@@ -30,19 +33,22 @@ def main() -> None:
     ap.add_argument("--n-gibbs", type=int, default=1_000)
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", action="store_true", help="one JSON object per H, nothing else")
+    ap.add_argument("--no-exact", action="store_true", help="skip the exact-tables run")
+    ap.add_argument("--json", action="store_true", help="one JSON object per run, nothing else")
     a = ap.parse_args()
-    rows = []
-    for H in a.H:
-        cmd = [sys.executable, "-m", "aggmrf_explore.highcard", "--H", str(H), "--n", str(a.n),
-               "--sites", str(a.sites), "--advertisers", str(a.advertisers),
-               "--n-gibbs", str(a.n_gibbs), "--iterations", str(a.iterations),
-               "--seed", str(a.seed)]  # fmt: skip
+    common = ["--n", str(a.n), "--sites", str(a.sites), "--advertisers", str(a.advertisers),
+              "--n-gibbs", str(a.n_gibbs), "--seed", str(a.seed)]  # fmt: skip
+
+    def run(args: list[str]) -> dict:
+        cmd = [sys.executable, "-m", "aggmrf_explore.highcard", *args, *common]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         res = json.loads(out.strip().splitlines()[-1])
-        rows.append(res)
         if a.json:
             print(json.dumps(res), flush=True)
+        return res
+
+    rows = [run(["--H", str(H), "--iterations", str(a.iterations)]) for H in a.H]
+    exact = None if a.no_exact else run(["--exact"])
     if a.json:
         return
     print(
@@ -61,6 +67,12 @@ def main() -> None:
             f"{nl['logistic_hashed']:>9.4f} {nl['truth']:>7.4f} {r['chain_mb']:>9.2f} "
             f"{r['parameters_mb']:>9.2f} {r['peak_rss_mb_after_data']:>9.0f} "
             f"{r['peak_rss_mb_after_mrf']:>8.0f} {r['mrf_seconds']:>6.0f}"
+        )
+    if exact is not None:
+        print(
+            f"{'exact':>7} {exact['K']:>8} {exact['K']:>11} {'-':>9} {'-':>9} {'-':>7} "
+            f"{exact['chain_mb']:>9.2f} {exact['parameters_mb']:>9.2f} "
+            f"{exact['peak_rss_mb_after_data']:>9.0f} {exact['peak_rss_mb_end']:>8.0f} {'-':>6}"
         )
 
 
