@@ -113,15 +113,18 @@ def test_stationary_statistics_match_exact(layout):
 
 
 @pytest.mark.parametrize(
-    "layout",
+    "layout, scale",
     [
-        TableLayout.all_pairs([3, 2, 5, 4, 10]),
-        TableLayout([2, 3, 2, 1, 5, 4], [(0, 1, 2), (0, 3), (2, 4), (1,), (4,)]),
+        (TableLayout.all_pairs([3, 2, 5, 4, 10]), 1.0),
+        (TableLayout([2, 3, 2, 1, 5, 4], [(0, 1, 2), (0, 3), (2, 4), (1,), (4,)]), 1.0),
+        # weights are products of exp(W - row max); at this scale they underflow and the
+        # kernel falls back to sums of W and exps for those 8-sample groups
+        (TableLayout.all_pairs([3, 2, 5, 4, 10]), 40.0),
     ],
-    ids=["pairs", "triple+M1+untabled"],
+    ids=["pairs", "triple+M1+untabled", "underflow-fallback"],
 )
-def test_same_samples_as_reference_sweep(layout):
-    mu, theta = _random_model(layout, 2)
+def test_same_samples_as_reference_sweep(layout, scale):
+    mu, theta = _random_model(layout, 2, scale)
     chain = GibbsChain(layout, 300, [np.ones(m) for m in layout.n_modalities], seed=7)
     codes, y = chain.codes.copy(), None
     for it in range(2):

@@ -15,7 +15,9 @@ order; sharing the order across samples only changes which scan each sample uses
 drawn at the *end* of the sweep, under the sweep's θ, because the same logits φ(x̃_i)·θ
 also weight the statistics ĉ: one pass instead of two.  The chain's very first sweep also
 draws ỹ at its start.)  Samples are independent given (μ, θ), so the loops run block of
-samples by block of samples (``prange``), and inside a block feature by feature.
+BLOCK samples by block (one worker per thread, ``prange``; workers take the next block
+from an atomic counter, so a worker slowed down by another process does not hold the
+others up), and inside a block feature by feature.
 
 Randomness is counter based: the uniform of site (i, f) at sweep ``it`` is a splitmix64
 hash of (seed, it, i, f) (:func:`_uniform`, 24 bits, exact in float32), and ỹ_i uses
@@ -35,18 +37,39 @@ padded to a multiple of ``LANES`` with ``-BIG`` (probability exactly 0)::
     W[y * half + blk_e + (x[g1] * m2 + x[g2]) * Mp_f + v] = μ'[row] + y θ'[row]
 
 (g1, g2: the features of t other than f; x[D] ≡ 0 stands for "none", so pairs use g1 = D.)
-A site update of f thus adds one contiguous vector of Mp_f float32 per maximal table
+A site update of f thus combines one contiguous vector of Mp_f float32 per maximal table
 holding f.  Before the samples of a block update f, the start of each sample's vector in
 each entry (``bases``) is computed for the whole block in one vectorisable loop: the other
 features do not change while f is updated.
 
+Weights as products (no exp in the sweep)
+-----------------------------------------
+``E`` has W's layout and holds exp(W − the maximum of W's row) (a row: the M_f candidates
+of one context; the shift is constant over the candidates, so it cancels in the
+conditional).  The unnormalised weights of a site are then the *product* of its entries'
+E vectors: a multiply instead of an add per entry, and no exp at all in the sweep (E costs
+one exp per float of W per sweep, in :func:`build_params`).  Every factor is ≤ 1 and the
+largest of each row is 1, so products cannot overflow; they can underflow when the
+parameters are extreme (|μ| of ~80 or more across several tables): where the total weight
+of a sample falls below ``TINY``, its group of 8 samples is redone in the log domain (sums
+of W, max, exp), which ``test_kernels`` exercises.
+
+The draw, 8 samples at a time
+-----------------------------
+The 8 candidate weights of 8 samples (one vector per sample) are transposed so that one
+vector holds candidate v of the 8 samples: running sums over the M_f real candidates
+(padding is never touched), target u · Σw, and the branch-free draw
+#{v < M_f − 1 : w_0 + … + w_v ≤ target} then take one vector operation per candidate for
+8 samples, with no horizontal (in-vector) sums or maxima.
+
 Statistics
 ----------
 d̂ = Σ_i φ(x̃_i) and ĉ = Σ_i σ(φ(x̃_i)·θ) φ(x̃_i) are accumulated for maximal tables only,
-right after a block's sweep, into per-thread *integer* accumulators (counts, and σ in
-2^-32 fixed point); the folded tables' rows are then marginalised from them, still in
-integers.  Integer sums are exact, so d̂ and ĉ are bit-identical whatever the number of
-threads.
+right after a block's sweep, into per-worker *integer* accumulators; one int64 per row
+holds both, count · 2^A + Σ round(σ · 2^Q) (Q = 32 up to n' < 2^15; see ``GibbsChain``),
+so each (sample, table) costs one read-modify-write.  The folded tables' rows are then
+marginalised from them, still in integers.  Integer sums are exact, so d̂ and ĉ are
+bit-identical whatever the number of threads.
 """
 
 from __future__ import annotations
@@ -242,43 +265,8 @@ def vzero(typingctx):
     return vec8f(), lambda context, builder, sig, args: _splat(0.0)
 
 
-_BUTTERFLY = ([4, 5, 6, 7, 0, 1, 2, 3], [2, 3, 0, 1, 6, 7, 4, 5], [1, 0, 3, 2, 5, 4, 7, 6])
-
-
-def _butterfly(builder, v, op):
-    for perm in _BUTTERFLY:
-        w = builder.shuffle_vector(v, ir.Constant(_V8, ir.Undefined), ir.Constant(_VI8, perm))
-        v = op(builder, v, w)
-    return v
-
-
 def _max(builder, a, b):
     return builder.select(builder.fcmp_ordered(">", a, b), a, b)
-
-
-@intrinsic
-def vhsum(typingctx, a):
-    """Sum of the 8 lanes (fixed butterfly order, deterministic), as a scalar."""
-    if a != vec8f:
-        return None
-
-    def codegen(context, builder, sig, args):
-        v = _butterfly(builder, args[0], lambda bld, x, y: bld.fadd(x, y))
-        return builder.extract_element(v, ir.Constant(_I32, 0))
-
-    return types.float32(a), codegen
-
-
-@intrinsic
-def vallmax(typingctx, a):
-    """The maximum of the 8 lanes, broadcast to every lane."""
-    if a != vec8f:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return _butterfly(builder, args[0], _max)
-
-    return vec8f(a), codegen
 
 
 @intrinsic
@@ -300,24 +288,78 @@ def vexp_shifted(typingctx, a, m):
         return None
 
     def codegen(context, builder, sig, args):
-        fma = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(_V8, [_V8, _V8, _V8]), "llvm.fma.v8f32"
-        )
-        t = builder.fsub(args[0], args[1])
-        t = _max(builder, t, _splat(-86.0))
-        kf = builder.call(fma, [t, _splat(1.4426950408889634), _splat(12582912.0)])
-        k = builder.fsub(kf, _splat(12582912.0))
-        r = builder.call(fma, [k, _splat(-0.693359375), t])
-        r = builder.call(fma, [k, _splat(2.12194440e-4), r])
-        p = _splat(0.04151378819397429)
-        for c in (0.16787475558152823, 0.5000301442307808, 0.9999668355413677, 1.0):
-            p = builder.call(fma, [p, r, _splat(c)])
-        # bits of kf = bits of 1.5·2^23 (0x4B400000) + k; exponent field of 2^k = k + 127
-        ki = builder.add(builder.bitcast(kf, _VI8), ir.Constant(_VI8, [127 - 0x4B400000] * 8))
-        two_k = builder.bitcast(builder.shl(ki, ir.Constant(_VI8, [23] * 8)), _V8)
-        return builder.fmul(p, two_k)
+        return _exp_shifted(builder, args[0], args[1], _EXP4)
 
     return vec8f(a, m), codegen
+
+
+_EXP4 = (0.04151378819397429, 0.16787475558152823, 0.5000301442307808, 0.9999668355413677, 1.0)
+_EXP6 = (1 / 720, 1 / 120, 1 / 24, 1 / 6, 0.5, 1.0, 1.0)  # Taylor: relative error < 2e-7
+
+
+def _exp_shifted(builder, a, m, coefs):
+    fma = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(_V8, [_V8, _V8, _V8]), "llvm.fma.v8f32"
+    )
+    t = builder.fsub(a, m)
+    t = _max(builder, t, _splat(-86.0))
+    kf = builder.call(fma, [t, _splat(1.4426950408889634), _splat(12582912.0)])
+    k = builder.fsub(kf, _splat(12582912.0))
+    r = builder.call(fma, [k, _splat(-0.693359375), t])
+    r = builder.call(fma, [k, _splat(2.12194440e-4), r])
+    p = _splat(coefs[0])
+    for c in coefs[1:]:
+        p = builder.call(fma, [p, r, _splat(c)])
+    # bits of kf = bits of 1.5·2^23 (0x4B400000) + k; exponent field of 2^k = k + 127
+    ki = builder.add(builder.bitcast(kf, _VI8), ir.Constant(_VI8, [127 - 0x4B400000] * 8))
+    two_k = builder.bitcast(builder.shl(ki, ir.Constant(_VI8, [23] * 8)), _V8)
+    return builder.fmul(p, two_k)
+
+
+@intrinsic
+def vexp_shifted_accurate(typingctx, a, m):
+    """exp(a - m) like vexp_shifted, degree-6 Taylor polynomial: relative error < 3e-7."""
+    if not (a == vec8f and m == vec8f):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _exp_shifted(builder, args[0], args[1], _EXP6)
+
+    return vec8f(a, m), codegen
+
+
+@intrinsic
+def vsplat(typingctx, x):
+    """x (a float) in all 8 lanes."""
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _splat_value(builder, context.cast(builder, args[0], sig.args[0], types.float32))
+
+    return vec8f(x), codegen
+
+
+@intrinsic
+def vall_ge(typingctx, a, x):
+    """True if every lane of a is ≥ x (a float)."""
+    if not (a == vec8f and isinstance(x, types.Float)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = context.cast(builder, args[1], sig.args[1], types.float32)
+        ok = builder.fcmp_ordered(">=", args[0], _splat_value(builder, v))
+        bits = builder.bitcast(ok, ir.IntType(8))
+        return builder.icmp_unsigned("==", bits, ir.Constant(ir.IntType(8), 255))
+
+    return types.boolean(a, x), codegen
+
+
+def _splat_value(builder, v):
+    vec = ir.Constant(_V8, ir.Undefined)
+    for k in range(8):
+        vec = builder.insert_element(vec, v, ir.Constant(_I32, k))
+    return vec
 
 
 @intrinsic
@@ -402,10 +444,14 @@ def fetch_add(typingctx, arr, val):
 
 # ---------------------------------------------------------------------------- build
 @njit(cache=True)
-def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, ent_feat, ent_table,
+def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat, ent_table,
                  ent_blk, ent_g1, ent_g2, n_modalities, n_mod_pad, tab_feat, tab_stride,
                  offsets):  # fmt: skip
-    """Fold μ, θ (float64 (K,)) into μ', θ' and fill W (float32, 2 halves): see the module doc."""
+    """Fold μ, θ (float64 (K,)) into μ', θ', fill W (float32, 2 halves) and E: see the module doc.
+
+    E = exp(W − max of W's row), row by row (one row: the M_f candidates of one context),
+    so every factor of the sweep's products is ≤ 1 and the largest of each row is 1.
+    """
     mu_f[:] = mu
     theta_f[:] = theta
     for k in range(fold_parent.shape[0]):
@@ -435,14 +481,25 @@ def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, ent_feat, e
             x2 = o - x1 * m2
             row = offsets[t] + x1 * s1 + x2 * s2
             dst = ent_blk[e] + o * Mp
+            top0 = top1 = -BIG
             for v in range(Mp):
                 if v < M:
                     r = row + v * sf
-                    W[dst + v] = np.float32(mu_f[r])
-                    W[half + dst + v] = np.float32(mu_f[r] + theta_f[r])
+                    w0 = np.float32(mu_f[r])
+                    w1 = np.float32(mu_f[r] + theta_f[r])
+                    top0 = max(top0, w0)
+                    top1 = max(top1, w1)
                 else:
-                    W[dst + v] = -BIG
-                    W[half + dst + v] = -BIG
+                    w0 = w1 = -BIG
+                W[dst + v] = w0
+                W[half + dst + v] = w1
+            m0 = vsplat(top0)
+            m1 = vsplat(top1)
+            for c in range(0, Mp, LANES):
+                k = _u(dst + c)
+                vstore(E, k, vexp_shifted_accurate(vload(W, k), m0))
+                k = _u(half + dst + c)
+                vstore(E, k, vexp_shifted_accurate(vload(W, k), m1))
 
 
 # ---------------------------------------------------------------------------- sweep
@@ -459,6 +516,52 @@ def _scores(W, bases, npb, j, cu):
     if q < npb:
         a0 = vadd(a0, vload(W, bases[q, j] + cu))
     return vadd(a0, a1)
+
+
+@njit(inline="always")
+def _products(E, bases, npb, j, cu):
+    """Π_q E[bases[q, j] + cu : + 8]: unnormalised weights of candidates cu … cu + 7."""
+    a0 = vload(E, bases[0, j] + cu)
+    q = 1
+    if q < npb:
+        a1 = vload(E, bases[1, j] + cu)
+        q = 2
+        while q + 1 < npb:  # two partial products: half the dependency chain
+            a0 = vmul(a0, vload(E, bases[q, j] + cu))
+            a1 = vmul(a1, vload(E, bases[q + 1, j] + cu))
+            q += 2
+        if q < npb:
+            a0 = vmul(a0, vload(E, bases[q, j] + cu))
+        a0 = vmul(a0, a1)
+    return a0
+
+
+TINY = 1e-30  # below this total weight the products may have lost precision (underflow)
+
+
+@njit(inline="always")
+def _draw8_products(E, bases, npb, j0, M, Mp, ST, ubuf, cbuf):
+    """_draw8 with weights as products of E (no exp); False if a total is below TINY."""
+    for c in range(0, Mp, LANES):
+        cu = _u(c)
+        vtranspose_store(
+            ST, _u(c * LANES),
+            _products(E, bases, npb, j0, cu), _products(E, bases, npb, j0 + 1, cu),
+            _products(E, bases, npb, j0 + 2, cu), _products(E, bases, npb, j0 + 3, cu),
+            _products(E, bases, npb, j0 + 4, cu), _products(E, bases, npb, j0 + 5, cu),
+            _products(E, bases, npb, j0 + 6, cu), _products(E, bases, npb, j0 + 7, cu),
+        )  # fmt: skip
+    acc = vzero()
+    for v in range(M):  # running sums of the weights, in place
+        k = _u(v * LANES)
+        acc = vadd(acc, vload(ST, k))
+        vstore(ST, k, acc)
+    target = vmul(vload(ubuf, _u(j0)), acc)
+    cnt = vzero()
+    for v in range(M - 1):
+        cnt = vcount_le(cnt, vload(ST, _u(v * LANES)), target)
+    vstore(cbuf, _u(0), cnt)
+    return vall_ge(acc, TINY)
 
 
 @njit(inline="always")
@@ -551,7 +654,7 @@ def _block_accumulate(n_blk, n_stat, rbuf, qbuf, acc):
 
 
 @njit(cache=True, parallel=True)
-def gibbs_sweep(x, y, W, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, ent_s1,
+def gibbs_sweep(x, y, W, E, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, ent_s1,
                 ent_g2, key, theta, stat_tables, tab_feat, tab_stride, offsets, z, accumulate,
                 acc, fixed_q, one_a, counter):  # fmt: skip
     """One sweep of every sample (x (D + 1, n') with x[D] ≡ 0, y (n',)), in place.
@@ -633,7 +736,8 @@ def gibbs_sweep(x, y, W, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_
                 for i in range(i0, i1):
                     ubuf[i - i0] = np.float32(_uniform(key, i, f, D1))
                 for j0 in range(0, n_blk, LANES):
-                    _draw8(W, bases, npb, j0, M, Mp, ST, ubuf, cbuf)
+                    if not _draw8_products(E, bases, npb, j0, M, Mp, ST, ubuf, cbuf):
+                        _draw8(W, bases, npb, j0, M, Mp, ST, ubuf, cbuf)  # rare: log domain
                     for r in range(min(LANES, n_blk - j0)):
                         xf[i0 + j0 + r] = int(cbuf[r])
             _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
@@ -820,6 +924,7 @@ class GibbsChain:
         self._mu_f = np.zeros(self.K)
         self._theta_f = np.zeros(self.K)
         self._W = np.zeros(2 * self._half, dtype=np.float32)
+        self._E = np.zeros(2 * self._half, dtype=np.float32)
         self._stats: tuple[np.ndarray, np.ndarray] | None = None
         self._stats_theta: np.ndarray | None = None  # θ of self._stats
         self._codes: np.ndarray | None = None  # caches of the snapshots
@@ -914,7 +1019,7 @@ class GibbsChain:
     @property
     def memory_bytes(self) -> int:
         """Bytes held by the chain's state, parameter copies and accumulators."""
-        arrays = (self._x, self._y, self._z, self._W, self._acc, self._mu_f)
+        arrays = (self._x, self._y, self._z, self._W, self._E, self._acc, self._mu_f)
         return int(sum(a.nbytes for a in arrays)) + self._theta_f.nbytes
 
     def _check(self, a: np.ndarray, name: str) -> np.ndarray:
@@ -942,7 +1047,7 @@ class GibbsChain:
         theta = self._check(theta, "theta")
         build_params(
             mu, theta, self._fold_parent, self._fold_sub, self._mu_f, self._theta_f, self._W,
-            self._ent_feat, self._ent_table, self._ent_blk, self._ent_g1, self._ent_g2,
+            self._E, self._ent_feat, self._ent_table, self._ent_blk, self._ent_g1, self._ent_g2,
             self._n_modalities, self._n_mod_pad, self._tab_feat, self._tab_stride, self._offsets,
         )  # fmt: skip
         if not self._y_drawn:  # first sweep: ỹ ~ σ(φ(x̃)·θ) before the features
@@ -952,7 +1057,7 @@ class GibbsChain:
             self._y_drawn = True
         order = np.random.default_rng([self.seed, self.sweeps]).permutation(self._x.shape[0] - 1)
         gibbs_sweep(
-            self._x, self._y, self._W, order.astype(np.int64), self._n_modalities,
+            self._x, self._y, self._W, self._E, order.astype(np.int64), self._n_modalities,
             self._n_mod_pad, self._feat_ptr, self._ent_blk, self._ent_g1, self._ent_s1,
             self._ent_g2, self._key(0), self._theta_f, *self._table_args(), self._z,
             bool(statistics), self._acc, *self._fixed, self._counter,
