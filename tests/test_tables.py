@@ -107,3 +107,17 @@ def test_aggregate_errors():
         aggregate(np.array([[0, 1]]), np.array([2]), lay)
     with pytest.raises(AggMRFError, match="shape"):
         aggregate(np.array([[0, 1, 1]]), np.array([1]), lay)
+
+
+def test_exact_layouts_are_unchanged_by_hashing_support(random_layout_data):
+    lay, X, y, agg = random_layout_data
+    assert not lay.hashed and not np.any(lay.hash_sizes) and "hashed" not in repr(lay)
+    np.testing.assert_array_equal(lay.table_sizes, lay.dense_sizes)
+    hashed = TableLayout.all_pairs(lay.n_modalities, hash_sizes={(0, 1): 5})
+    r, rh = lay.rows(X), hashed.rows(X)
+    t = hashed.table_index((0, 1))
+    keep = [i for i in range(lay.n_tables) if i != t]
+    shift = (hashed.offsets[:-1] - lay.offsets[:-1])[keep]  # later tables move by 5 - 6
+    assert shift.tolist() == [0, 0, 0, 0, -1, -1]
+    np.testing.assert_array_equal(rh[:, keep], r[:, keep] + shift)
+    assert np.all((rh[:, t] >= hashed.offsets[t]) & (rh[:, t] < hashed.offsets[t] + 5))
