@@ -311,6 +311,32 @@ class TableLayout:
             keys[:, t] = hash_rows(keys[:, t], self.hash_salts[t], int(self.hash_sizes[t]))
         return self.offsets[:-1][None, :] + keys
 
+    def local_rows(self, X: np.ndarray, t: int) -> np.ndarray:
+        """Row of each record *within* table t (0 .. table_sizes[t] - 1), int64 (n,); hashed
+        tables give the bucket.  Use it instead of ``X @ strides[t]``, which is wrong for them."""
+        X = self.check_codes(X)
+        key = X.astype(np.int64) @ self.strides[t]
+        if self.hash_sizes[t]:
+            key = hash_rows(key, self.hash_salts[t], int(self.hash_sizes[t]))
+        return key
+
+    def with_tables(
+        self, tables: Sequence[Sequence[int]], intercept: bool | None = None
+    ) -> TableLayout:
+        """A layout over the same features with only ``tables`` (feature tuples), keeping
+        the hash size and seed of every kept hashed table (so its rows are unchanged)."""
+        hashed = {t: int(h) for t, h in zip(self.tables, self.hash_sizes, strict=True) if h}
+        kept = [tuple(sorted(int(f) for f in t)) for t in tables]
+        return TableLayout(
+            self.n_modalities,
+            kept,
+            self.feature_names,
+            self.intercept if intercept is None else intercept,
+            self.modality_labels,
+            hash_sizes={t: hashed[t] for t in kept if t in hashed},
+            hash_seed=self.hash_seed,
+        )
+
     def phi(self, X: np.ndarray):
         """φ(X) as a scipy CSR matrix of shape (n, K) with one 1 per table per record."""
         import scipy.sparse as sp

@@ -269,3 +269,16 @@ def test_pcd_on_hashed_tables_matches_exact_maxent():
     states = all_states(lay)
     p_exact = exact.predict_proba(states)[:, 1]  # spans 0.26 .. 0.64
     np.testing.assert_allclose(tr.predict_proba(states)[:, 1], p_exact, atol=0.02)  # seen: 0.007
+
+
+def test_local_rows_and_with_tables_keep_hashing():
+    lay = TableLayout.all_pairs([6, 7, 3], hash_sizes={(0, 1): 9}, hash_seed=4)
+    X = _codes(lay, 300, seed=8)
+    rows = lay.rows(X)
+    for t in range(lay.n_tables):
+        np.testing.assert_array_equal(lay.local_rows(X, t), rows[:, t] - lay.offsets[t])
+    sub = lay.with_tables([(1, 0), (2,)])
+    assert sub.tables == [(), (0, 1), (2,)] and sub.table_sizes.tolist() == [1, 9, 3]
+    a, b = lay.table_index((0, 1)), sub.table_index((0, 1))
+    np.testing.assert_array_equal(sub.local_rows(X, b), lay.local_rows(X, a))
+    assert not lay.with_tables([(0, 2)]).hashed
