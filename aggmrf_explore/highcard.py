@@ -201,7 +201,11 @@ def target_encode(
 
 # ====================================================================== hashing
 class HashedCross:
-    """Feature hashing of a crossed feature: (a, b) → one of H buckets (seeded splitmix64)."""
+    """Feature hashing of a crossed feature: (a, b) → one of H buckets (seeded splitmix64).
+
+    The *derived-feature* variant (see the module docstring); to hash a table inside the
+    model, exactly, use ``TableLayout(..., hash_sizes={(a, b): H})``.
+    """
 
     def __init__(self, H: int, seed: int = 0) -> None:
         if not isinstance(H, int | np.integer) or H < 1:
