@@ -84,7 +84,7 @@ from numba.core.extending import intrinsic, models, register_model
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-BLOCK = 64  # samples per parallel work item
+BLOCK = 256  # samples per work item (E of one feature is reused from L1 by 256 samples)
 LANES = 8  # candidate vectors are padded to a multiple of this (float32: one AVX2 register)
 BIG = np.float32(1e30)  # padding: exp(-BIG - max) = 0
 
