@@ -93,12 +93,7 @@ def fit_logistic(
     Returns (model fitted on all of X, chosen λ, {λ: validation NLLH}).
     """
     X, y = _check_xy(X, y)
-    lay = TableLayout(
-        layout.n_modalities,
-        [t for t in layout.tables if t],
-        layout.feature_names,
-        intercept=False,
-    )
+    lay = layout.with_tables([t for t in layout.tables if t], intercept=False)  # keeps hashing
     Phi = lay.phi(X)
     tr, va = _split(X.shape[0], validation_fraction, seed)
     scores = {}

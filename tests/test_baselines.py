@@ -47,3 +47,17 @@ def test_logistic_grid_and_errors(adult_small):
     assert lam == max(scores, key=scores.get)
     with pytest.raises(AggMRFError, match="single class"):
         fit_logistic(enc.X_train, np.zeros_like(enc.y_train), lay)
+
+
+def test_logistic_on_a_hashed_layout_uses_the_hashed_features():
+    """The skyline of a hashed release is the logistic on the same φ_H (H columns), not on
+    the exact crossed features."""
+    from aggmrf_explore.tables import TableLayout
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 30, size=(2000, 2)).astype(np.int32)
+    y = (rng.random(2000) < 0.3).astype(np.int8)
+    lay = TableLayout([30, 30], [(0,), (1,), (0, 1)], ["a", "b"], hash_sizes={(0, 1): 64})
+    model, _, _ = fit_logistic(X, y, lay, lambdas=(4.0,))
+    assert model.n_features_in_ == 30 + 30 + 64
+    assert model.layout_.hash_sizes.tolist() == [0, 0, 64]
