@@ -443,7 +443,7 @@ def fetch_add(typingctx, arr, val):
 
 
 # ---------------------------------------------------------------------------- build
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat, ent_table,
                  ent_blk, ent_g1, ent_g2, n_modalities, n_mod_pad, tab_feat, tab_stride,
                  offsets):  # fmt: skip
@@ -459,7 +459,7 @@ def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat
         theta_f[fold_parent[k]] += theta[fold_sub[k]]
     half = W.shape[0] // 2
     D = n_modalities.shape[0]
-    for e in range(ent_feat.shape[0]):
+    for e in prange(ent_feat.shape[0]):  # entries fill disjoint blocks of W and E
         f = ent_feat[e]
         t = ent_table[e]
         g1 = ent_g1[e]
@@ -493,13 +493,13 @@ def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat
                     w0 = w1 = -BIG
                 W[dst + v] = w0
                 W[half + dst + v] = w1
-            m0 = vsplat(top0)
-            m1 = vsplat(top1)
+            top0v = vsplat(top0)
+            top1v = vsplat(top1)
             for c in range(0, Mp, LANES):
                 k = _u(dst + c)
-                vstore(E, k, vexp_shifted_accurate(vload(W, k), m0))
+                vstore(E, k, vexp_shifted_accurate(vload(W, k), top0v))
                 k = _u(half + dst + c)
-                vstore(E, k, vexp_shifted_accurate(vload(W, k), m1))
+                vstore(E, k, vexp_shifted_accurate(vload(W, k), top1v))
 
 
 # ---------------------------------------------------------------------------- sweep
