@@ -1,11 +1,12 @@
 """Validation without records: score a model on held-out *tables*, choose λθ from tables alone.
 
-The metric (aggregated NLLH)
-----------------------------
-A held-out table t (from a second release, or a table left out of training) gives, for each
-row k, a count d_k and a label sum c_k.  The model predicts, for the records of row k, the
-rate r_k = E_π[σ(φ(x)·θ) | x in row k], estimated from the model's own Gibbs samples x̃
-(the trainer's persistent chain, plus a few extra sweeps at the final parameters)::
+Two aggregated-only metrics
+---------------------------
+**Cell-level (aggregated NLLH)** — ``aggregated_nllh``.  A held-out table t (a second release,
+a table left out of training, or the other half of a thinned release) gives, for each row k, a
+count d_k and a label sum c_k.  The model predicts, for the records of row k, the rate
+r_k = E_π[σ(φ(x)·θ) | x in row k], estimated from the model's own Gibbs samples x̃ (the
+trainer's persistent chain plus ``EXTRA_SWEEPS`` = 4 sweeps at the final parameters)::
 
     r_k = (Σ_{i: x̃_i in k} σ(φ(x̃_i)·θ) + a·r̄) / (#{i: x̃_i in k} + a)      (a = 1 sample)
 
@@ -16,28 +17,64 @@ the base rate p₀ = Σc/Σd of the same tables::
     aggregated NLLH = 1 − Σ_k [c_k log r_k + (d_k − c_k) log(1 − r_k)]
                         / Σ_k [c_k log p₀ + (d_k − c_k) log(1 − p₀)]
 
-(the binomial coefficients cancel).  It is the record-level NLLH of the model that predicts
-r_k for every record of row k, so it is 0 for the base rate and higher is better, like
-NLLH.  Noisy held-out tables are projected first (d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺)).
+(the binomial coefficients cancel).  Noisy held-out tables are projected first
+(d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺)).
+
+This metric ranks *over*-regularised models correctly but is blind to *under*-regularisation:
+on Adult and Bank (``benchmarks/lambda_auto.py``, docs/lambda_auto.md) it keeps rising, or
+stays flat within 0.0003, while λθ falls 4–16× below the record-level optimum and the test
+NLLH drops by 0.01–0.02.  A small λθ makes record-level logits noisy and overconfident, and
+that noise averages out within the cells of pair tables (held-out triple tables behave the
+same).  It is not Monte-Carlo noise of r_k: 40 extra sweeps instead of 4 move the score by
+≤ 0.0004 and do not change its ranking.
+
+**Record-level, cross-fit (cross-fit NLLH)** — ``cross_fit_nllh``.  Fit a *reference* model on
+independent tables (the other half of a thinned release, or a second release) with the least
+regularisation of the grid; it stands in for the unknown P(Y = 1 | x), its Gibbs samples for
+the records.  A model with logits z is scored on the reference's samples x̃_i against the
+reference's soft labels q_i = σ(z_ref(x̃_i))::
+
+    cross-fit NLLH = 1 − mean_i [−q_i log σ(z(x̃_i)) − (1 − q_i) log(1 − σ(z(x̃_i)))] / h(p₀)
+
+with h the binary entropy.  The loss is linear in q, so the reference's own estimation noise
+(independent of the scored model) cancels in expectation: what remains is the scored model's
+record-level log loss where the reference is unbiased, and the least-regularised reference is
+the least shrunk.  Only tables were used to fit both models.
 
 Choosing λθ (``choose_lambda_theta``, behind ``--lambda-theta auto``)
 -------------------------------------------------------------------
 The grid is a list of multipliers m of the default rule λθ = T/2 (``mrf.default_settings``;
-default m ∈ {1/8, 1/4, 1/2, 1, 2, 4}), so a setting means the same shrinkage of the logit
-whatever the number of tables T of the model it is applied to.
+default m ∈ {8, 4, 2, 1, 1/2, 1/4, 1/8, 1/16}), so a setting means the same shrinkage of the
+logit whatever the number of tables T.  A *path* fits the grid from the largest λθ to the
+smallest, each point warm-started from the previous one (μ, θ and the persistent chain,
+``trainer.update(lambda_theta=...)``): ``iterations/2`` PCD iterations for the first point,
+``iterations/10`` for each further one (``fit_path``).
 
-* with a second release (``validation=``): train on the whole release along the grid from the
-  largest λθ to the smallest, each fit warm-started from the previous one (μ, θ and the
-  persistent chain: ``trainer.update(lambda_theta=...)``), and score the second release;
-* otherwise leave-tables-out cross-validation: the pair tables are shuffled (seeded) into
-  groups of ``holdout`` of them; for each of ``n_folds`` groups, train on every other table
-  (single tables are always kept) along the same warm-started grid, and score the held-out
-  pair tables, whose interactions the fold's model must predict from the other tables.
-  Scores are pooled over folds; the best m is applied to the full release as m·T/2.
+* default, ``method="split"`` (``split_cv``): thin the release into two halves as if its
+  records had been split at random (``split_release``); fit a path on each half (independent
+  chains), point m with λθ = ½·m·T/2 (half the records, half the penalty: the same balance
+  against the log-likelihood as m·T/2 on the whole release); score each half's point m by its
+  cross-fit NLLH against the *other* half's last (least-regularised) point, pooled over both
+  directions; choose the best m and apply m·T/2 to the whole release;
+* with a second release (``validation=``, ``--validation-tables``): fit the path on the whole
+  release and a reference on the second release (λθ of the smallest m, scaled by its size),
+  and score the path's points by their cross-fit NLLH against that reference;
+* ``method="leave-tables-out"``: hold out groups of pair tables, fit on the others, score the
+  held-out tables with the cell-level metric (kept for comparison: it prefers the smallest λθ
+  of the grid on Adult and Bank, see above).
 
-Cost: per fold, one fit of ``iterations/2`` then ``iterations/6`` per further grid value, on
-75 % of the tables; with the defaults (2 folds, 6 values) about 2.5 training runs, plus the
-final run on all tables with the chosen λθ (identical to ``run --lambda-theta <value>``).
+Each table also reports the cell-level score (``cell_score``) of the same fits.  ``rule="max"``
+(default) takes the best score; ``rule="one-se"`` the largest λθ within one standard error of
+it (``se``: paired over samples or tables taken as independent; on Adult and Bank it is so
+small that both rules agree).
+
+Cost (measured in ``benchmarks/lambda_auto.py``): two paths of iterations/2 + 7·iterations/10
+= 1.2 runs each, on half-size releases with the same n' = 10 000 samples, so 2.4 training runs
+by PCD iterations and about 3 runs by CPU time (scoring and the samples' extra sweeps
+included); then the final run on the whole release with the chosen λθ (identical to
+``run --lambda-theta <value>``).  Results (600 iterations, seed 0): Adult chooses λθ = 52.5
+(m = 1), the best of the grid on test, Bank λθ = 26.25 (m = 1/4), also the best; see
+docs/lambda_auto.md for the tables.
 """
 
 from __future__ import annotations
@@ -64,12 +101,18 @@ __all__ = [
     "sub_release",
     "split_release",
     "lambda_grid",
+    "pick",
+    "split_cv",
+    "cross_fit_losses",
+    "cross_fit_nllh",
     "fit_path",
     "leave_tables_out",
     "choose_lambda_theta",
 ]
 
-DEFAULT_MULTIPLIERS = (4.0, 2.0, 1.0, 0.5, 0.25, 0.125)
+DEFAULT_MULTIPLIERS = (8.0, 4.0, 2.0, 1.0, 0.5, 0.25, 0.125, 0.0625)
+METHODS = ("split", "leave-tables-out")
+RULES = ("one-se", "max")
 EXTRA_SWEEPS = 4
 PRIOR_SAMPLES = 1.0
 _CLIP = 1e-6
@@ -201,6 +244,8 @@ def aggregated_nllh(
                 "records": float(d.sum()),
                 "rows": int(d.size),
                 "rows_without_samples": int(np.sum((cnt == 0) & (d > 0))),
+                "loglik": ll,
+                "base_loglik": base,
             }
         )
     return AggregatedScore(1.0 - ll_sum / base_sum, pd.DataFrame(rows), ll_sum, base_sum)
@@ -290,7 +335,7 @@ def _check_multipliers(multipliers: Sequence[float]) -> list[float]:
 @dataclass
 class PathPoint:
     multiplier: float
-    lambda_theta: float
+    lambda_theta: float  # the λθ this point was trained with (lambda_scale · m · T/2)
     model: MRFModel
     codes: np.ndarray
     iterations: int
@@ -301,22 +346,28 @@ def fit_path(
     multipliers: Sequence[float] = DEFAULT_MULTIPLIERS,
     *,
     iterations: int = 300,
-    warm_iterations: int = 100,
+    warm_iterations: int = 60,
     extra_sweeps: int = EXTRA_SWEEPS,
     settings_overrides: dict | None = None,
+    lambda_scale: float = 1.0,
     on_point: Callable[[PathPoint], None] | None = None,
 ) -> list[PathPoint]:
     """Fit along the λθ grid (largest first), each point warm-started from the previous one.
 
-    Returns one :class:`PathPoint` per multiplier (largest λθ first).
+    Point m is trained with λθ = ``lambda_scale`` · m · T/2 (T: ``data``'s tables) for
+    ``iterations`` (first point) or ``warm_iterations`` (the others) PCD iterations, starting
+    from the previous point's μ, θ and persistent chain.  Returns one :class:`PathPoint` per
+    multiplier (largest λθ first).
     """
     ms = _check_multipliers(multipliers)
     for name, v in (("iterations", iterations), ("warm_iterations", warm_iterations)):
         if not isinstance(v, int | np.integer) or v < 1:
             raise AggMRFError(f"{name} must be a positive integer; got {v!r}.")
+    if not np.isfinite(lambda_scale) or lambda_scale <= 0:
+        raise AggMRFError(f"lambda_scale must be a finite number > 0; got {lambda_scale!r}.")
     over = dict(settings_overrides or {})
     over.pop("lambda_theta", None)
-    lams = lambda_grid(data.layout, ms)
+    lams = [float(lambda_scale) * v for v in lambda_grid(data.layout, ms)]
     settings = default_settings(data.layout, data.n, lambda_theta=lams[0], **over)
     trainer = PCDTrainer(data, settings)
     out = []
@@ -352,26 +403,61 @@ def _folds(layout: TableLayout, n_folds: int, holdout: float, seed: int) -> list
     return groups[: int(n_folds)]
 
 
-@dataclass
-class LambdaChoice:
-    """Result of :func:`choose_lambda_theta`."""
+# ---------------------------------------------------------------------- scores and the rule
+class _Units:
+    """Log-likelihoods of the scored tables ("units") at each grid value.
 
-    lambda_theta: float  # for the full release: multiplier · T/2
-    multiplier: float
-    method: str  # "leave-tables-out" or "second release"
-    table: pd.DataFrame  # one row per grid value: multiplier, lambda_theta, score(s)
-    seconds: float
-    details: dict = field(default_factory=dict)
+    ``ll[u, j]``: binomial log-likelihood of unit u's label sums under grid point j;
+    ``base[u]``: the same under the base rate p₀ (pooled over all units of the run).
+    """
 
-    def to_dict(self) -> dict:
-        return {
-            "lambda_theta": self.lambda_theta,
-            "multiplier": self.multiplier,
-            "method": self.method,
-            "seconds": self.seconds,
-            "grid": self.table.to_dict(orient="records"),
-            **self.details,
-        }
+    def __init__(self, n_points: int) -> None:
+        self.ll: list[np.ndarray] = []
+        self.base: list[float] = []
+        self.n_points = n_points
+
+    def add(self, scores: Sequence[AggregatedScore]) -> None:
+        """One AggregatedScore per grid point, all over the same tables."""
+        ll = np.column_stack([sc.per_table["loglik"].to_numpy() for sc in scores])
+        self.ll.extend(ll)
+        self.base.extend(scores[0].per_table["base_loglik"].to_numpy())
+
+    def frame(self, ms: Sequence[float], layout: TableLayout) -> pd.DataFrame:
+        ll = np.asarray(self.ll).reshape(-1, self.n_points)
+        base = float(np.sum(self.base))
+        score = 1.0 - ll.sum(axis=0) / base
+        best = int(np.argmax(score))
+        diff = ll - ll[:, [best]]  # paired, per table: point j minus the best point
+        U = ll.shape[0]
+        sd = diff.std(axis=0, ddof=1) if U > 1 else np.zeros(self.n_points)
+        se = np.sqrt(U) * sd / abs(base)
+        return pd.DataFrame(
+            {
+                "multiplier": list(ms),
+                "lambda_theta": lambda_grid(layout, ms),
+                "score": score,
+                "se": se,  # standard error of (score − best score), tables as units
+            }
+        )
+
+
+def pick(table: pd.DataFrame, rule: str = "one-se") -> int:
+    """Index (into ``table``, largest λθ first) of the grid point the rule selects.
+
+    ``"max"``: the best score.  ``"one-se"``: the largest λθ whose score is within one
+    standard error (column ``se``) of the best score (Breiman's one-standard-error rule).
+    """
+    score = table["score"].to_numpy()
+    best = int(np.argmax(score))
+    if rule == "max":
+        return best
+    if rule != "one-se":
+        raise AggMRFError(f"rule must be one of {RULES}; got {rule!r}.")
+    if "se" not in table:
+        return best
+    lam = table["lambda_theta"].to_numpy()
+    ok = np.flatnonzero(score >= score[best] - table["se"].to_numpy())
+    return int(ok[np.argmax(lam[ok])])
 
 
 def leave_tables_out(
@@ -382,7 +468,7 @@ def leave_tables_out(
     holdout: float = 0.25,
     seed: int = 0,
     iterations: int = 300,
-    warm_iterations: int = 100,
+    warm_iterations: int = 60,
     extra_sweeps: int = EXTRA_SWEEPS,
     settings_overrides: dict | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -390,12 +476,12 @@ def leave_tables_out(
     """Leave-pair-tables-out CV along the λθ grid; one row per multiplier (largest first).
 
     Columns: multiplier, lambda_theta (for the full release), score (pooled aggregated NLLH
-    over the held-out tables of all folds), score_fold{i}.
+    over the held-out tables of all folds), se (standard error of score − best score, the
+    held-out tables as units), score_fold{i}.
     """
     ms = _check_multipliers(multipliers)
     folds = _folds(data.layout, n_folds, holdout, seed)
-    ll = np.zeros(len(ms))
-    base = np.zeros(len(ms))
+    units = _Units(len(ms))
     per_fold = np.zeros((len(folds), len(ms)))
     total = len(folds) * len(ms)
     done = 0
@@ -412,22 +498,13 @@ def leave_tables_out(
                 progress(done, total)
 
         fit_path(
-            train,
-            ms,
-            iterations=iterations,
-            warm_iterations=warm_iterations,
-            extra_sweeps=extra_sweeps,
-            settings_overrides=settings_overrides,
-            on_point=_tick,
-        )
-        for j, pt in enumerate(points):
-            sc = aggregated_nllh(pt.model, pt.codes, data, held)
-            ll[j] += sc.loglik
-            base[j] += sc.base_loglik
-            per_fold[fi, j] = sc.score
-    frame = pd.DataFrame(
-        {"multiplier": ms, "lambda_theta": lambda_grid(data.layout, ms), "score": 1.0 - ll / base}
-    )
+            train, ms, iterations=iterations, warm_iterations=warm_iterations,
+            extra_sweeps=extra_sweeps, settings_overrides=settings_overrides, on_point=_tick,
+        )  # fmt: skip
+        scores = [aggregated_nllh(pt.model, pt.codes, data, held) for pt in points]
+        units.add(scores)
+        per_fold[fi] = [sc.score for sc in scores]
+    frame = units.frame(ms, data.layout)
     for fi in range(len(folds)):
         frame[f"score_fold{fi}"] = per_fold[fi]
     frame.attrs["folds"] = [
@@ -436,44 +513,130 @@ def leave_tables_out(
     return frame
 
 
+def _entropy(rate: float) -> float:
+    if not 0 < rate < 1:
+        raise AggMRFError(f"the base rate must be in (0, 1); got {rate!r}.")
+    return -(rate * np.log(rate) + (1.0 - rate) * np.log1p(-rate))
+
+
+def _release_rate(data: AggregatedData) -> float:
+    d = np.maximum(data.d, 0.0)
+    return float(np.clip(data.c, 0.0, d).sum() / max(d.sum(), 1e-300))
+
+
+def cross_fit_losses(model: MRFModel, reference: MRFModel, codes: np.ndarray) -> np.ndarray:
+    """Per-sample log loss of ``model`` against the soft labels q = σ(z_ref) of ``reference``.
+
+    ``codes``: the reference's Gibbs samples.  ℓ_i = −q_i log p_i − (1 − q_i) log(1 − p_i),
+    p = σ(z_model); shape (len(codes),).
+    """
+    z = model.decision_function(codes)
+    q = sigmoid(reference.decision_function(codes))
+    return q * np.logaddexp(0.0, -z) + (1.0 - q) * np.logaddexp(0.0, z)
+
+
+def cross_fit_nllh(
+    model: MRFModel, reference: MRFModel, codes: np.ndarray, base_rate: float
+) -> float:
+    """Records-free estimate of ``model``'s record-level NLLH (see the module docstring).
+
+    1 − mean(:func:`cross_fit_losses`) / h(base_rate): the reference, fitted on independent
+    tables, stands in for the unknown P(Y=1 | x), its samples for the records.
+    """
+    return 1.0 - float(cross_fit_losses(model, reference, codes).mean()) / _entropy(base_rate)
+
+
 def split_cv(
     data: AggregatedData,
     multipliers: Sequence[float] = DEFAULT_MULTIPLIERS,
     *,
     seed: int = 0,
     iterations: int = 300,
-    warm_iterations: int = 100,
+    warm_iterations: int = 60,
     extra_sweeps: int = EXTRA_SWEEPS,
     settings_overrides: dict | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> pd.DataFrame:
-    """Two-fold CV on a thinned release (:func:`split_release`): train on one half along the
-    warm-started grid, score every table of the other half; pooled over both directions."""
+    """Two-fold CV on a thinned release (:func:`split_release`); one row per multiplier.
+
+    Each half (n/2 records) is fitted along the warm-started grid, its point m with
+    λθ = ½ · m · T/2 (the penalty keeps the same weight against the log-likelihood as m · T/2
+    on the whole release), from independent chains (seeds ``seed`` and ``seed`` + 1).
+
+    Columns: multiplier, lambda_theta (for the full release); ``score``: the cross-fit
+    record-level NLLH, each half's fit at m scored (:func:`cross_fit_nllh`) against the other
+    half's least-regularised fit (the last grid point) on that fit's samples, pooled over both
+    directions; ``se``: its paired standard error against the best point (the samples taken as
+    independent, so it is optimistic); ``cell_score``: aggregated NLLH of every table of the
+    other half (the cell-level metric), pooled; ``cell_se``; score_fold0/1: the two
+    directions' cross-fit NLLH.
+    """
     ms = _check_multipliers(multipliers)
     A, B = split_release(data, 0.5, seed)
-    ll = np.zeros(len(ms))
-    base = np.zeros(len(ms))
-    per_fold = np.zeros((2, len(ms)))
+    units = _Units(len(ms))
+    paths = []
     done = 0
     for fi, (train, test) in enumerate(((A, B), (B, A))):
+        over = dict(settings_overrides or {})
+        over["seed"] = int(over.get("seed", 0)) + fi  # independent chains for the two halves
         points = fit_path(
             train, ms, iterations=iterations, warm_iterations=warm_iterations,
-            extra_sweeps=extra_sweeps, settings_overrides=settings_overrides,
+            extra_sweeps=extra_sweeps, settings_overrides=over, lambda_scale=0.5,
         )  # fmt: skip
-        for j, pt in enumerate(points):
-            sc = aggregated_nllh(pt.model, pt.codes, test)
-            ll[j] += sc.loglik
-            base[j] += sc.base_loglik
-            per_fold[fi, j] = sc.score
+        scores = []
+        for pt in points:
+            scores.append(aggregated_nllh(pt.model, pt.codes, test))
             done += 1
             if progress is not None:
                 progress(done, 2 * len(ms))
+        units.add(scores)
+        paths.append(points)
+    cells = units.frame(ms, data.layout)
+    h0 = _entropy(min(max(_release_rate(data), 1e-6), 1.0 - 1e-6))
+    losses = []  # [direction][point] → per-sample losses
+    for own, other in ((paths[0], paths[1]), (paths[1], paths[0])):
+        ref = other[-1]
+        losses.append([cross_fit_losses(pt.model, ref.model, ref.codes) for pt in own])
+    per_dir = np.array([[1.0 - lo.mean() / h0 for lo in d] for d in losses])
+    flat = [np.concatenate([losses[0][j], losses[1][j]]) for j in range(len(ms))]
+    score = np.array([1.0 - f.mean() / h0 for f in flat])  # pooled over both directions
+    best = int(np.argmax(score))
+    se = np.array([np.std(f - flat[best], ddof=1) / np.sqrt(f.size) / h0 for f in flat])
     frame = pd.DataFrame(
-        {"multiplier": ms, "lambda_theta": lambda_grid(data.layout, ms), "score": 1.0 - ll / base}
+        {
+            "multiplier": ms,
+            "lambda_theta": lambda_grid(data.layout, ms),
+            "score": score,
+            "se": se,
+            "cell_score": cells["score"].to_numpy(),
+            "cell_se": cells["se"].to_numpy(),
+        }
     )
     for fi in range(2):
-        frame[f"score_fold{fi}"] = per_fold[fi]
+        frame[f"score_fold{fi}"] = per_dir[fi]
     return frame
+
+
+@dataclass
+class LambdaChoice:
+    """Result of :func:`choose_lambda_theta`."""
+
+    lambda_theta: float  # for the full release: multiplier · T/2
+    multiplier: float
+    method: str  # "split", "leave-tables-out" or "second release"
+    table: pd.DataFrame  # one row per grid value: multiplier, lambda_theta, score, se, ...
+    seconds: float
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "lambda_theta": self.lambda_theta,
+            "multiplier": self.multiplier,
+            "method": self.method,
+            "seconds": self.seconds,
+            "grid": self.table.to_dict(orient="records"),
+            **self.details,
+        }
 
 
 def choose_lambda_theta(
@@ -481,7 +644,8 @@ def choose_lambda_theta(
     multipliers: Sequence[float] = DEFAULT_MULTIPLIERS,
     *,
     validation: AggregatedData | None = None,
-    method: str = "leave-tables-out",
+    method: str = "split",
+    rule: str = "max",
     iterations: int = 600,
     n_folds: int = 2,
     holdout: float = 0.25,
@@ -493,54 +657,88 @@ def choose_lambda_theta(
     """Choose λθ from aggregated data only (see the module docstring for the procedure).
 
     ``iterations``: the iterations of one full training run; the path uses
-    ``iterations // 2`` for its first fit and ``iterations // 6`` per further grid value.
+    ``iterations // 2`` for its first fit and ``iterations // 10`` per further grid value.
+    ``method``: "split" (default) or "leave-tables-out", used without ``validation``;
+    ``rule``: "max" (default) or "one-se" (see :func:`pick`).
     Returns a :class:`LambdaChoice` whose ``lambda_theta`` applies to ``data``'s layout.
     """
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     if not isinstance(data, AggregatedData):
         raise AggMRFError("choose_lambda_theta needs an AggregatedData (a release).")
+    if method not in METHODS:
+        raise AggMRFError(f"method must be one of {METHODS}; got {method!r}.")
+    if rule not in RULES:
+        raise AggMRFError(f"rule must be one of {RULES}; got {rule!r}.")
     ms = _check_multipliers(multipliers)
     first = max(1, int(iterations) // 2)
-    warm = max(1, int(iterations) // 6)
+    warm = max(1, int(iterations) // 10)
     over = dict(settings_overrides or {})
     over.setdefault("seed", seed)
+    details: dict = {}
     if validation is not None:
         _check_same_features(data.layout, validation.layout)
-        scores = []
-        total = len(ms)
+        # the reference: the least-regularised grid point fitted on the second release alone
+        # (its λθ scaled to its size), for the cross-fit score
+        lam_ref = lambda_grid(data.layout, ms[-1:])[0] * validation.n / max(data.n, 1)
+        ref_over = {**over, "lambda_theta": lam_ref, "seed": int(over["seed"]) + 1}
+        ref_over["noise_aware"] = bool(over.get("noise_aware")) and validation.noise is not None
+        rst = default_settings(validation.layout, validation.n, **ref_over)
+        ref_tr = PCDTrainer(validation, rst)
+        ref_tr.step(first)
+        ref, ref_codes = ref_tr.model, sample_codes(ref_tr, extra_sweeps)
+        rate = min(max(_release_rate(validation), 1e-6), 1.0 - 1e-6)
+        units = _Units(len(ms))
+        scores: list[AggregatedScore] = []
+        xfit: list[float] = []
 
         def _score(pt):
-            scores.append(aggregated_nllh(pt.model, pt.codes, validation).score)
+            scores.append(aggregated_nllh(pt.model, pt.codes, validation))
+            xfit.append(cross_fit_nllh(pt.model, ref, ref_codes, rate))
             if progress is not None:
-                progress(len(scores), total)
+                progress(len(scores), len(ms))
 
         fit_path(
             data, ms, iterations=first, warm_iterations=warm, extra_sweeps=extra_sweeps,
             settings_overrides=over, on_point=_score,
         )  # fmt: skip
+        units.add(scores)
+        cells = units.frame(ms, data.layout)
         table = pd.DataFrame(
-            {"multiplier": ms, "lambda_theta": lambda_grid(data.layout, ms), "score": scores}
+            {
+                "multiplier": ms,
+                "lambda_theta": lambda_grid(data.layout, ms),
+                "score": xfit,
+                "cell_score": cells["score"].to_numpy(),
+                "cell_se": cells["se"].to_numpy(),
+            }
         )
         method = "second release"
-        details: dict = {}
+        iters = 2 * first + warm * (len(ms) - 1)
     elif method == "split":
         table = split_cv(
             data, ms, seed=seed, iterations=first, warm_iterations=warm,
             extra_sweeps=extra_sweeps, settings_overrides=over, progress=progress,
         )  # fmt: skip
-        details = {}
-    elif method == "leave-tables-out":
+        iters = 2 * (first + warm * (len(ms) - 1))
+    else:
         table = leave_tables_out(
             data, ms, n_folds=n_folds, holdout=holdout, seed=seed, iterations=first,
             warm_iterations=warm, extra_sweeps=extra_sweeps, settings_overrides=over,
             progress=progress,
         )  # fmt: skip
         details = {"folds": table.attrs.get("folds"), "n_folds": n_folds, "holdout": holdout}
-    else:
-        raise AggMRFError(f"method must be 'leave-tables-out' or 'split'; got {method!r}.")
-    best = int(np.argmax(table["score"].to_numpy()))
-    m = float(table["multiplier"].iloc[best])
+        iters = n_folds * (first + warm * (len(ms) - 1))
+    j = pick(table, rule)
+    m = float(table["multiplier"].iloc[j])
     lam = lambda_grid(data.layout, [m])[0]
+    details.update(
+        rule=rule,
+        best_score_multiplier=float(table["multiplier"].iloc[pick(table, "max")]),
+        cpu_seconds=time.process_time() - cpu0,
+        path_iterations=iters,
+        cost_in_iterations=iters / float(iterations),
+    )
     return LambdaChoice(lam, m, method, table, time.perf_counter() - t0, details)
 
 

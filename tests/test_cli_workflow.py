@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from aggmrf_explore.cli import main
+from aggmrf_explore.validation import DEFAULT_MULTIPLIERS
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +75,7 @@ def test_second_release_and_auto(csvs, capsys):
                                     "--json", *FAST]))  # fmt: skip
     assert out["noise"]["mechanism"] == "gaussian"
     auto = out["lambda_theta_auto"]
-    assert auto["method"] == "second release" and len(auto["grid"]) == 6
+    assert auto["method"] == "second release" and len(auto["grid"]) == len(DEFAULT_MULTIPLIERS)
     assert out["settings"]["lambda_theta"] == auto["lambda_theta"]
     assert np.isfinite(out["models"]["mrf"]["aggregated_nllh"])
 

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from aggmrf_explore import AggMRFError, aggregate
 from aggmrf_explore.experiment import prepare
-from aggmrf_explore.mrf import MRFModel, PCDTrainer, default_settings
+from aggmrf_explore.mrf import MRFModel, PCDTrainer, default_settings, sigmoid
 from aggmrf_explore.validation import (
     aggregated_nllh,
     choose_lambda_theta,
+    cross_fit_losses,
+    cross_fit_nllh,
+    fit_path,
     lambda_grid,
+    pick,
     sample_codes,
     split_release,
     sub_release,
@@ -91,4 +96,109 @@ def test_singles_only_needs_second_release():
     lay = p.layout
     singles = sub_release(p.aggregated, [ti for ti, t in enumerate(lay.tables) if len(t) == 1])
     with pytest.raises(AggMRFError, match="second release"):
-        choose_lambda_theta(singles, [1.0, 0.5], iterations=6)
+        choose_lambda_theta(singles, [1.0, 0.5], method="leave-tables-out", iterations=6)
+
+
+def test_pick_one_standard_error_rule():
+    table = pd.DataFrame(
+        {
+            "multiplier": [4.0, 2.0, 1.0, 0.5],
+            "lambda_theta": [20.0, 10.0, 5.0, 2.5],
+            "score": [0.100, 0.118, 0.120, 0.121],
+            "se": [0.004, 0.002, 0.0015, 0.0],
+        }
+    )
+    assert pick(table, "max") == 3
+    # the largest λθ within its se of the best: 2.0 is not (0.118 < 0.121 - 0.002), 1.0 is
+    assert pick(table, "one-se") == 2
+    table.loc[1, "se"] = 0.0035
+    assert pick(table, "one-se") == 1
+    with pytest.raises(AggMRFError, match="rule"):
+        pick(table, "median")
+
+
+def test_paired_standard_error_of_the_grid(problem, trained):
+    """score and se of the grid table follow from the per-table log-likelihoods."""
+    from aggmrf_explore.validation import _Units
+
+    enc = problem.encoded
+    second = aggregate(enc.X_test, enc.y_test, problem.layout)
+    codes = sample_codes(trained, extra_sweeps=1)
+    flat = MRFModel(
+        problem.layout, trained.mu, np.where(np.arange(problem.layout.K) == 0, trained.theta, 0)
+    )
+    scores = [aggregated_nllh(mdl, codes, second) for mdl in (flat, trained.model)]
+    units = _Units(2)
+    units.add(scores)
+    frame = units.frame([2.0, 1.0], problem.layout)
+    np.testing.assert_allclose(frame["score"], [sc.score for sc in scores], rtol=1e-12)
+    ll = np.column_stack([sc.per_table["loglik"] for sc in scores])
+    base = scores[0].per_table["base_loglik"].sum()
+    diff = ll[:, 0] - ll[:, 1]
+    se = np.sqrt(len(diff)) * diff.std(ddof=1) / abs(base)
+    np.testing.assert_allclose(frame["se"], [se, 0.0], atol=1e-15)
+    assert frame["se"].iloc[0] > 0
+
+
+def test_fit_path_lambda_scale_and_warm_start(problem):
+    data = problem.aggregated
+    pts = fit_path(
+        data, [1.0, 2.0], iterations=5, warm_iterations=3, lambda_scale=0.5,
+        settings_overrides={"n_gibbs": 500},
+    )  # fmt: skip
+    T = problem.layout.n_released_tables
+    assert [p.multiplier for p in pts] == [2.0, 1.0]  # largest λθ first
+    assert [p.lambda_theta for p in pts] == [0.5 * 2.0 * T / 2, 0.5 * 1.0 * T / 2]
+    assert [p.iterations for p in pts] == [5, 8]  # the second point continues the first
+    with pytest.raises(AggMRFError, match="lambda_scale"):
+        fit_path(data, [1.0], iterations=1, lambda_scale=0.0)
+
+
+def test_choose_reports_cost_and_rule(problem):
+    ch = choose_lambda_theta(
+        problem.aggregated, [2.0, 1.0, 0.5], iterations=20, rule="max",
+        settings_overrides={"n_gibbs": 500},
+    )  # fmt: skip
+    assert ch.method == "split" and ch.details["rule"] == "max"
+    assert {"score", "se", "cell_score", "cell_se"} <= set(ch.table.columns)
+    assert ch.details["path_iterations"] == 2 * (10 + 2 * 2)
+    assert ch.details["cost_in_iterations"] == pytest.approx(28 / 20)
+    best = ch.table["multiplier"].iloc[int(np.argmax(ch.table["score"]))]
+    assert ch.multiplier == best and (ch.table["se"] >= 0).all()
+    with pytest.raises(AggMRFError, match="method"):
+        choose_lambda_theta(problem.aggregated, [1.0], method="bootstrap")
+
+
+def test_cross_fit_nllh_exact(problem, trained):
+    """The cross-fit score: entropy of the reference against itself, 0 for the base rate,
+    and no model beats the reference it is scored against (Gibbs' inequality)."""
+    codes = sample_codes(trained, extra_sweeps=0)
+    ref = trained.model
+    q = sigmoid(ref.decision_function(codes))
+    h = -(q * np.log(q) + (1 - q) * np.log1p(-q))
+    np.testing.assert_allclose(cross_fit_losses(ref, ref, codes), h, rtol=1e-9)
+    rate = float(q.mean())
+    K = problem.layout.K
+    theta0 = np.zeros(K)
+    theta0[0] = np.log(rate / (1 - rate))
+    base = MRFModel(problem.layout, trained.mu, theta0)
+    assert cross_fit_nllh(base, ref, codes, rate) == pytest.approx(0.0, abs=1e-12)
+    own = cross_fit_nllh(ref, ref, codes, rate)
+    assert own == pytest.approx(
+        1 - h.mean() / (-(rate * np.log(rate) + (1 - rate) * np.log1p(-rate)))
+    )
+    shrunk = MRFModel(problem.layout, trained.mu, np.where(np.arange(K) == 0, 1.0, 0.5) * ref.theta)
+    assert own > cross_fit_nllh(shrunk, ref, codes, rate) > 0
+
+
+def test_choose_with_second_release_uses_cross_fit(problem):
+    enc = problem.encoded
+    second = aggregate(enc.X_test, enc.y_test, problem.layout)
+    ch = choose_lambda_theta(
+        problem.aggregated, [2.0, 0.5], validation=second, iterations=20,
+        settings_overrides={"n_gibbs": 500},
+    )  # fmt: skip
+    assert ch.method == "second release"
+    assert ch.multiplier == ch.table["multiplier"].iloc[int(np.argmax(ch.table["score"]))]
+    assert ch.details["path_iterations"] == 2 * 10 + 2
+    assert ch.table["cell_score"].between(-1, 1).all() and ch.table["score"].between(0, 1).all()
