@@ -7,9 +7,10 @@ Prints, one per line:
 - first-Play latency (click → status says training with iteration > 0);
 - Adult with n' = 10 000: iterations/s measured from the status line over ``--adult-seconds``,
   and how long a λ_θ slider moved during training takes to update its value display;
-- three concurrent sessions (XOR, toy, synthetic) for ``--seconds``: iterations of each
-  at the start and the end, and the server's resident memory (RSS) before, during and
-  after they close.
+- three concurrent sessions (XOR, toy, synthetic) for ``--seconds``, ``--rounds`` times:
+  iterations of each at the start and the end, and the server's resident memory (RSS)
+  before, during and after they close (read ``--settle`` s after the server has destroyed
+  them, which its log reports).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from test_browser import (  # noqa: E402
     CHROMIUM_ARGS,
     Page,
     free_port,
+    server_log,
     start_server,
     stop_server,
 )
@@ -43,6 +45,23 @@ def rss_mb(pid: int) -> float:
         except OSError:
             pass
     return total / 1024
+
+
+def wait_closed(proc, closed_before: int, n: int, timeout: float) -> tuple[int, float]:
+    """Wait until the server has destroyed ``n`` more sessions (its log says "session closed").
+
+    Bokeh destroys a session whose browser left once it has been unused for
+    ``--unused-session-lifetime`` (15 s), checked every 17 s: up to ~35 s after closing.
+    Returns (sessions closed so far, seconds waited).
+    """
+    t0 = time.perf_counter()
+    count = closed_before
+    while time.perf_counter() - t0 < timeout:
+        count = server_log(proc).count("session closed (")
+        if count >= closed_before + n:
+            break
+        time.sleep(0.5)
+    return count, time.perf_counter() - t0
 
 
 def children(pid: int) -> list[int]:
@@ -61,9 +80,10 @@ def main() -> None:
     ap.add_argument(
         "--settle",
         type=float,
-        default=40.0,
-        help="seconds to wait after closing before reading RSS (Bokeh drops an unused session"
-        " after --unused-session-lifetime 15 s, checked every 17 s)",
+        default=10.0,
+        help="seconds to wait, once the server has destroyed the closed sessions (Bokeh drops"
+        " an unused session after --unused-session-lifetime 15 s, checked every 17 s), before"
+        " reading RSS (the explorer releases their memory 5 s after they are destroyed)",
     )
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
@@ -94,8 +114,12 @@ def main() -> None:
                 print(f"adult: slider display {before!r} → {after!r} {slider:.2f} s after the key")
                 p.close()
 
+            opened = 1 if args.skip_adult else 2  # sessions opened so far (one per Page)
+            closed, waited = wait_closed(proc, 0, opened, timeout=120)
+            time.sleep(args.settle)
             base = rss_mb(proc.pid)
-            print(f"server RSS before sessions: {base:.0f} MB")
+            print(f"server RSS before the 3-session rounds (the {closed} earlier sessions "
+                  f"destroyed after {waited:.0f} s, + {args.settle:.0f} s): {base:.0f} MB")  # fmt: skip
             queries = (
                 ("?dataset=xor", "XOR"),
                 ("?dataset=toy&n_gibbs=2000", "toy (Table 1)"),
@@ -122,9 +146,11 @@ def main() -> None:
                 print(f"round {rnd + 1}: console errors: {len(errors)}")
                 for pg in pages:
                     pg.close()
+                closed, waited = wait_closed(proc, closed, len(pages), timeout=120)
                 time.sleep(args.settle)
-                print(f"round {rnd + 1}: server RSS {args.settle:.0f} s after closing: "
-                      f"{rss_mb(proc.pid):.0f} MB")  # fmt: skip
+                print(f"round {rnd + 1}: sessions destroyed by the server {waited:.0f} s after "
+                      f"closing ({closed} in all); server RSS {args.settle:.0f} s later: "
+                      f"{rss_mb(proc.pid):.0f} MB; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
             browser.close()
     finally:
         stop_server(proc)

@@ -19,7 +19,11 @@ thread started when the app module is first imported.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import gc
+import hashlib
 import io
+import json
 import os
 import sys
 import threading
@@ -27,10 +31,12 @@ import time
 import warnings
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import holoviews as hv
 import numpy as np
 import panel as pn
+from bokeh.util.serialization import make_id
 
 from . import plots
 from .state import (
@@ -39,8 +45,11 @@ from .state import (
     SLOW_BASELINES,
     URL_KEYS,
     ExplorerSession,
+    _cache_dir,
     _message,
     get_baselines,
+    peek_baselines,
+    peek_problem,
     register_upload,
     upload_columns,
 )
@@ -52,6 +61,8 @@ TICK_BUDGET = 0.08  # seconds of training per tick (80 % of the period)
 FAST_REFRESH = 0.5
 HEAVY_REFRESH = 2.0
 SMALL_DATASETS = ("toy", "xor", "synthetic")  # all baselines fitted with the data (< 3 s)
+BASELINE_GROUPS = (CHEAP_BASELINES, SLOW_BASELINES)
+WARM_WAIT = 10.0  # seconds the server's first page waits for the kernels and default data
 
 _EXECUTOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aggmrf-data")
 _SLOW_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aggmrf-baselines")
@@ -59,6 +70,9 @@ _WARM = threading.Event()
 _WARM_LOCK = threading.Lock()
 _WARM_THREAD: threading.Thread | None = None
 _RUNNING: weakref.WeakSet = weakref.WeakSet()  # explorers training now (share the loop)
+_SESSIONS: weakref.WeakSet = weakref.WeakSet()  # explorers of open server sessions
+_RELEASE_DELAY = 5.0  # seconds after a session closes: Bokeh has dropped its document by then
+_release_pending = False
 
 DATASET_LABELS = {
     "Toy — the paper's Table 1": "toy",
@@ -158,6 +172,35 @@ def warm_up_in_background(prefetch: bool = True) -> None:
         _WARM_THREAD.start()
 
 
+def _release_memory_soon() -> None:
+    """Once the closed sessions' documents are gone, collect them and hand freed memory back.
+
+    A session's objects form reference cycles (widgets ↔ callbacks), freed by the cycle
+    collector; glibc then keeps the freed arenas unless asked (``malloc_trim``), so the
+    server's resident memory would stay at its peak after the sessions close.
+    """
+    global _release_pending
+    if _release_pending:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    _release_pending = True
+
+    def release() -> None:
+        global _release_pending
+        _release_pending = False
+        gc.collect()
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass  # not glibc
+        _log(f"memory released after closed sessions ({len(_SESSIONS)} open)")
+
+    loop.call_later(_RELEASE_DELAY, release)
+
+
 def _lower_priority() -> None:
     """Nice the calling worker thread (Linux threads are tasks): baselines yield to ticks."""
     try:
@@ -169,6 +212,79 @@ def _lower_priority() -> None:
 def _slow_baselines(bundle):
     _lower_priority()
     return get_baselines(bundle, SLOW_BASELINES)
+
+
+_FIGURES: dict = {}  # (plot, layer key, height) → serialized Bokeh figure, shared read-only
+_PLOTS_DIGEST: str | None = None
+
+
+def _fresh_ids(rep, ids: dict):
+    """A copy of a serialized Bokeh model graph with every model id replaced by a new one."""
+    if isinstance(rep, dict):
+        return {
+            k: ids.setdefault(v, make_id()) if k == "id" else _fresh_ids(v, ids)
+            for k, v in rep.items()
+        }
+    if isinstance(rep, list):
+        return [_fresh_ids(v, ids) for v in rep]
+    return rep
+
+
+def _figure(name: str, key, height: int, render):
+    """A new Bokeh figure for plot ``name`` with layer structure ``key``.
+
+    HoloViews draws a structure once per process (``render()``, ~0.4 s); later figures
+    of the same structure are copies of its serialized form under new model ids (~0.08 s),
+    whose data, ranges and title the caller then sets in place.  Returns (figure, copied).
+    """
+    from bokeh.core.serialization import Deserializer, Serialized, Serializer
+
+    cache_key = (name, key, height)
+    content = _FIGURES.get(cache_key)
+    path = _figure_path(cache_key)
+    if content is None:
+        try:
+            content = _FIGURES[cache_key] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass
+    if content is None:
+        fig = render()
+        fig.sizing_mode = "stretch_width"
+        fig.height = height
+        # HoloViews asks for WebGL; headless / software-GL browsers then paint no glyphs
+        fig.output_backend = "canvas"
+        rep = Serializer(deferred=False).serialize(fig)
+        if not rep.buffers:
+            _FIGURES[cache_key] = rep.content
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(rep.content))
+                tmp.replace(path)
+            except (OSError, TypeError, ValueError):
+                pass
+        return fig, False
+    return Deserializer().deserialize(Serialized(_fresh_ids(content, {}), [])), True
+
+
+def _figure_path(cache_key: tuple) -> Path:
+    """Where a figure structure is cached on disk: keyed by the versions and plots.py itself."""
+    global _PLOTS_DIGEST
+    if _PLOTS_DIGEST is None:
+        import bokeh
+
+        from .. import __version__
+
+        src = Path(plots.__file__).read_bytes()
+        versions = repr((__version__, bokeh.__version__, hv.__version__)).encode()
+        _PLOTS_DIGEST = hashlib.sha256(versions + src).hexdigest()[:16]
+    digest = hashlib.sha256(repr((_PLOTS_DIGEST, cache_key)).encode()).hexdigest()[:24]
+    return _cache_dir().parent / "figures" / f"{digest}.json"
+
+
+def _column(spec) -> str:
+    """The data column of a glyph property (a name, or a ``field(name)`` in a copied figure)."""
+    return spec if isinstance(spec, str) else spec.field
 
 
 class _LivePlot:
@@ -193,14 +309,17 @@ class _LivePlot:
     def _draw(self, kwargs: dict, key) -> None:
         from bokeh.models import GlyphRenderer
 
-        fig = hv.render(self.build(**kwargs), backend="bokeh")
-        fig.sizing_mode = "stretch_width"
-        fig.height = self.height
-        # HoloViews asks for WebGL; headless / software-GL browsers then paint no glyphs
-        fig.output_backend = "canvas"
+        fig, copied = _figure(
+            self.build.__name__,
+            key,
+            self.height,
+            lambda: hv.render(self.build(**kwargs), backend="bokeh"),
+        )
         self.fig = fig
         self.renderers = [r for r in fig.renderers if isinstance(r, GlyphRenderer)]
         self.key = key
+        if copied:
+            self.update(kwargs, key)  # a copy holds the data it was drawn with: set ours
         self.pane.object = fig
 
     def update(self, kwargs: dict, key=None) -> None:
@@ -217,7 +336,7 @@ class _LivePlot:
                     r.data_source.data = {**r.data_source.data, "image": [img]}
                 continue
             x, y = next(layers)
-            r.data_source.data = {glyph.x: x, glyph.y: y}
+            r.data_source.data = {_column(glyph.x): x, _column(glyph.y): y}
         self.fig.x_range.update(start=d.xlim[0], end=d.xlim[1])
         self.fig.y_range.update(start=d.ylim[0], end=d.ylim[1])
         if self.fig.title.text != d.title:
@@ -238,7 +357,7 @@ class _XorPlot(_LivePlot):
         lookup = {(a, b): p for a, b, p in values[["state", "model", "p"]].itertuples(index=False)}
         r = self.renderers[0]
         src = r.data_source
-        field = r.glyph.top
+        field = _column(r.glyph.top)
         src.data = {
             **src.data,
             field: np.asarray([lookup.get(tuple(k), 0.0) for k in src.data["xoffsets"]], float),
@@ -252,7 +371,13 @@ class Explorer(pn.viewable.Viewer):
     ``sync_url`` mirrors the settings in the page URL (served apps only).
     """
 
-    def __init__(self, session: ExplorerSession | None = None, sync_url: bool = True, **settings):
+    def __init__(
+        self,
+        session: ExplorerSession | None = None,
+        sync_url: bool = True,
+        load_now: bool = False,
+        **settings,
+    ):
         super().__init__()
         self.session = session or ExplorerSession(lazy=True, **settings)
         self.session._loader = self._schedule_load
@@ -267,10 +392,12 @@ class Explorer(pn.viewable.Viewer):
         self._build_layout()
         if sync_url:
             self._sync_url()
-        pn.state.onload(self._on_load)
+        if not (load_now and self._load_now()):
+            pn.state.onload(self._on_load)
         doc = pn.state.curdoc
         if doc is not None and doc.session_context is not None:
             doc.on_session_destroyed(self._on_destroyed)
+            _SESSIONS.add(self)
 
     def _on_destroyed(self, session_context) -> None:
         """The browser tab closed: stop training and drop the per-session trainer."""
@@ -288,6 +415,11 @@ class Explorer(pn.viewable.Viewer):
         finally:
             s._reverting = False
         s.trainer = None
+        s.bundle = s.data = s.mechanism_obj = None
+        s._history_cache = (None, None)
+        _SESSIONS.discard(self)
+        _log(f"session closed ({len(_SESSIONS)} open)")
+        _release_memory_soon()
 
     # ------------------------------------------------------------------ widgets
     def _bind(self, name: str, widget, to_w=None, from_w=None, prop: str = "value"):
@@ -741,6 +873,29 @@ class Explorer(pn.viewable.Viewer):
         self.sigma.object = "  \n".join(lines)
 
     # ------------------------------------------------------------------ loading
+    def _load_now(self) -> bool:
+        """Load and draw now if the kernels are ready and the data and every baseline cached.
+
+        Then the first page already shows the plots and "iteration 0": no second round of
+        drawing after the page has rendered.  Otherwise (returns False) the data load
+        asynchronously once the page is shown, behind the busy indicator.
+        """
+        s = self.session
+        if not _WARM.is_set() or s.bundle is not None:
+            return False
+        bundle = peek_problem(**s.data_key())
+        if bundle is None or any(peek_baselines(bundle, w) is None for w in BASELINE_GROUPS):
+            return False
+        try:
+            s.load(bundle)
+        except Exception:  # noqa: BLE001 - the asynchronous load reports it on the page
+            return False
+        self._good_data = {k: getattr(s, k) for k in DATA_KEYS}
+        self._loaded = True
+        self._after_new_data()
+        _log(f"{s.dataset} loaded from the caches and drawn with the page")
+        return True
+
     def _on_load(self) -> None:
         """First render: wait for the kernels (warm-up thread), then load the data (async)."""
         self.session.busy = True
@@ -1025,6 +1180,10 @@ def build_app() -> pn.viewable.Viewable:
     pn.extension("tabulator", notifications=False)
     hv.extension("bokeh", logo=False)
     warm_up_in_background()
-    page = Explorer().template()
+    if _WARM_THREAD is not None and _WARM_THREAD.is_alive():
+        # the server's first page: nothing can train before the kernels are loaded, so
+        # wait (briefly) for them and the default data, and send the page drawn
+        _WARM_THREAD.join(timeout=WARM_WAIT)
+    page = Explorer(load_now=True).template()
     _log(f"session page built in {time.perf_counter() - t0:.2f} s")
     return page

@@ -211,6 +211,15 @@ def _load_dataset(dataset: str, n: int | None, seed: int, features, label: str, 
     return datasets.load_dataset(dataset, **kwargs)
 
 
+def _problem_key(dataset, n, seed, features, singles, pairs, label="", upload="") -> tuple:
+    return (dataset, n, seed, tuple(features) if features else None, singles, pairs, label, upload)
+
+
+def peek_problem(**data_key) -> ProblemBundle | None:
+    """The prepared problem if it is cached already (``ExplorerSession.data_key()``), else None."""
+    return _PROBLEMS.peek(_problem_key(**data_key))
+
+
 def get_problem(
     dataset: str,
     n: int | None,
@@ -222,7 +231,7 @@ def get_problem(
     upload: str = "",
 ) -> ProblemBundle:
     """The prepared problem (encoded, layout, exact aggregates), cached across sessions."""
-    key = (dataset, n, seed, tuple(features) if features else None, singles, pairs, label, upload)
+    key = _problem_key(dataset, n, seed, features, singles, pairs, label, upload)
 
     def compute() -> ProblemBundle:
         from .. import experiment
