@@ -1,6 +1,7 @@
 """Benchmark the served explorer in a real browser (Debian chromium through playwright).
 
-    python benchmarks/explorer_sessions.py [--seconds 60] [--adult-seconds 20]
+    python benchmarks/explorer_sessions.py [--seconds 60] [--adult-seconds 20] [--rounds 3]
+    python benchmarks/explorer_sessions.py --skip-adult --rounds 0   # start-up and first Play only
 
 Prints, one per line:
 - time from ``panel serve`` to HTTP 200, and to a usable page (status line shows iteration 0);
@@ -114,6 +115,9 @@ def main() -> None:
                 print(f"adult: slider display {before!r} → {after!r} {slider:.2f} s after the key")
                 p.close()
 
+            if args.rounds < 1:
+                browser.close()
+                return
             opened = 1 if args.skip_adult else 2  # sessions opened so far (one per Page)
             closed, waited = wait_closed(proc, 0, opened, timeout=120)
             time.sleep(args.settle)

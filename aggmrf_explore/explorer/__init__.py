@@ -6,11 +6,11 @@ Importing this package starts nothing (no training, no data loading).
 
 from .state import ExplorerSession
 
-__all__ = ["ExplorerSession", "Explorer", "build_app"]
+__all__ = ["ExplorerSession", "Explorer", "build_app", "frozen_document"]
 
 
 def __getattr__(name):  # lazy: importing the state must not import Panel
-    if name in ("Explorer", "build_app"):
+    if name in ("Explorer", "build_app", "frozen_document"):
         from . import app
 
         return getattr(app, name)

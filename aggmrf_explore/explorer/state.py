@@ -294,9 +294,21 @@ def _cache_dir() -> Path:
     return Path(base) / "baselines"
 
 
+@dataclass(frozen=True)
+class StoredBaseline:
+    """A baseline read back from the disk cache: the fields of ``baselines.BaselineResult``
+    the explorer shows (reading them needs no scikit-learn import, ~1 s)."""
+
+    name: str
+    proba_test: np.ndarray
+    nllh_test: float
+    seconds: float
+
+
 def get_baselines(bundle: ProblemBundle, which: tuple[str, ...]) -> dict:
-    """Baselines of a problem ({name: BaselineResult}), cached in memory and on disk."""
-    from .. import __version__, baselines
+    """Baselines of a problem ({name: BaselineResult or StoredBaseline}), cached in memory
+    and on disk."""
+    from .. import __version__
 
     key = (bundle.key, tuple(which))
 
@@ -308,13 +320,15 @@ def get_baselines(bundle: ProblemBundle, which: tuple[str, ...]) -> dict:
             try:
                 raw = json.loads(path.read_text())
                 return {
-                    k: baselines.BaselineResult(
+                    k: StoredBaseline(
                         k, np.asarray(v["proba_test"], float), float(v["nllh_test"]), v["seconds"]
                     )
                     for k, v in raw.items()
                 }
             except (OSError, ValueError, KeyError, TypeError):
                 pass
+        from .. import baselines
+
         out = baselines.fit_baselines(bundle.problem, which=which)
         if path is not None:
             try:
