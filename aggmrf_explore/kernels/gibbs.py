@@ -460,7 +460,7 @@ def fetch_add(typingctx, arr, val):
 
 
 # ---------------------------------------------------------------------------- build
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat, ent_table,
                  ent_blk, ent_g1, ent_g2, n_modalities, n_mod_pad, tab_feat, tab_stride,
                  offsets):  # fmt: skip
@@ -476,7 +476,7 @@ def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat
         theta_f[fold_parent[k]] += theta[fold_sub[k]]
     half = W.shape[0] // 2
     D = n_modalities.shape[0]
-    for e in prange(ent_feat.shape[0]):  # entries fill disjoint blocks of W and E
+    for e in range(ent_feat.shape[0]):  # (serial: ~0.2 ms, a parallel region cost as much)
         f = ent_feat[e]
         t = ent_table[e]
         g1 = ent_g1[e]
