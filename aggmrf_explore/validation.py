@@ -86,8 +86,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+from numba import njit, prange
 
 from .errors import AggMRFError
+from .kernels.gibbs import sample_logits
 from .mrf import MRFModel, PCDTrainer, default_settings, sigmoid
 from .tables import AggregatedData, TableLayout
 
@@ -150,6 +152,50 @@ def _check_same_features(a: TableLayout, b: TableLayout) -> None:
         )
 
 
+@njit(cache=True, parallel=True)
+def _rows_kernel(codes, feat, stride, offsets):  # pragma: no cover - numba
+    n = codes.shape[0]
+    T, W = feat.shape
+    out = np.empty((n, T), dtype=np.int32)
+    for i in prange(n):
+        for t in range(T):
+            r = offsets[t]
+            for j in range(W):
+                f = feat[t, j]
+                if f >= 0:
+                    r += codes[i, f] * stride[t, j]
+            out[i, t] = r
+    return out
+
+
+def _table_rows(layout: TableLayout, codes: np.ndarray) -> np.ndarray:
+    """int32 (n, n_tables): global row of each sample in each table (= layout.rows, faster)."""
+    X = np.ascontiguousarray(layout.check_codes(codes), dtype=np.int64)
+    W = max(1, max(len(t) for t in layout.tables))
+    feat = np.full((layout.n_tables, W), -1, dtype=np.int64)
+    stride = np.zeros((layout.n_tables, W), dtype=np.int64)
+    for ti, t in enumerate(layout.tables):
+        for j, f in enumerate(t):
+            feat[ti, j] = f
+            stride[ti, j] = layout.strides[ti][f]
+    return _rows_kernel(X, feat, stride, np.asarray(layout.offsets[:-1], dtype=np.int64))
+
+
+def _same_tables(a: TableLayout, b: TableLayout) -> bool:
+    return a is b or (
+        a.tables == b.tables
+        and a.intercept == b.intercept
+        and np.array_equal(a.n_modalities, b.n_modalities)
+    )
+
+
+def _logits(model: MRFModel, codes: np.ndarray, layout: TableLayout, rows: np.ndarray):
+    """φ(x)·θ of ``model`` on ``codes``, reusing ``rows`` (= layout.rows(codes)) if it fits."""
+    if _same_tables(model.layout, layout):
+        return sample_logits(rows, model.theta)
+    return model.decision_function(codes)
+
+
 def predicted_rates(
     model: MRFModel,
     codes: np.ndarray,
@@ -162,16 +208,16 @@ def predicted_rates(
     ``codes``: Gibbs samples of the model (n', D); returns {t: (rates (size_t,), samples (size_t,))}.
     """
     _check_same_features(model.layout, layout)
-    p = sigmoid(model.decision_function(codes))
+    R = _table_rows(layout, codes)  # (n, n_tables) global rows of every table, one pass
+    p = sigmoid(_logits(model, codes, layout, R))
     mean = float(p.mean()) if p.size else 0.5
-    X = layout.check_codes(codes).astype(np.int64)
+    T = R.shape[1]
+    cnt_all = np.bincount(R.ravel(), minlength=layout.K).astype(np.float64)
+    sum_all = np.bincount(R.ravel(), weights=np.repeat(p, T), minlength=layout.K)
     out = {}
     for ti in tables:
-        t = layout.tables[ti]
-        local = X[:, list(t)] @ layout.strides[ti][list(t)] if t else np.zeros(len(X), np.int64)
-        size = int(layout.table_sizes[ti])
-        cnt = np.bincount(local, minlength=size).astype(np.float64)
-        s = np.bincount(local, weights=p, minlength=size)
+        sl = slice(layout.offsets[ti], layout.offsets[ti + 1])
+        cnt, s = cnt_all[sl], sum_all[sl]
         out[ti] = ((s + prior_samples * mean) / (cnt + prior_samples), cnt)
     return out
 
@@ -530,8 +576,12 @@ def cross_fit_losses(model: MRFModel, reference: MRFModel, codes: np.ndarray) ->
     ``codes``: the reference's Gibbs samples.  ℓ_i = −q_i log p_i − (1 − q_i) log(1 − p_i),
     p = σ(z_model); shape (len(codes),).
     """
-    z = model.decision_function(codes)
-    q = sigmoid(reference.decision_function(codes))
+    return _soft_log_loss(
+        sigmoid(reference.decision_function(codes)), model.decision_function(codes)
+    )
+
+
+def _soft_log_loss(q: np.ndarray, z: np.ndarray) -> np.ndarray:
     return q * np.logaddexp(0.0, -z) + (1.0 - q) * np.logaddexp(0.0, z)
 
 
@@ -596,7 +646,9 @@ def split_cv(
     losses = []  # [direction][point] → per-sample losses
     for own, other in ((paths[0], paths[1]), (paths[1], paths[0])):
         ref = other[-1]
-        losses.append([cross_fit_losses(pt.model, ref.model, ref.codes) for pt in own])
+        rows = _table_rows(data.layout, ref.codes)  # once per reference
+        q = sigmoid(sample_logits(rows, ref.model.theta))
+        losses.append([_soft_log_loss(q, sample_logits(rows, pt.model.theta)) for pt in own])
     per_dir = np.array([[1.0 - lo.mean() / h0 for lo in d] for d in losses])
     flat = [np.concatenate([losses[0][j], losses[1][j]]) for j in range(len(ms))]
     score = np.array([1.0 - f.mean() / h0 for f in flat])  # pooled over both directions
