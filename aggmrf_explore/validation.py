@@ -70,8 +70,8 @@ small that both rules agree).
 
 Cost (measured in ``benchmarks/lambda_auto.py``): two paths of iterations/2 + 7·iterations/10
 = 1.2 runs each, on half-size releases with the same n' = 10 000 samples, so 2.4 training runs
-by PCD iterations and about 3 runs by CPU time (scoring and the samples' extra sweeps
-included); then the final run on the whole release with the chosen λθ (identical to
+by PCD iterations and 2.6 (Adult) to 2.7 (Bank) runs by CPU time (scoring and the samples'
+extra sweeps included); then the final run on the whole release with the chosen λθ (identical to
 ``run --lambda-theta <value>``).  Results (600 iterations, seed 0): Adult chooses λθ = 52.5
 (m = 1), the best of the grid on test, Bank λθ = 26.25 (m = 1/4), also the best; see
 docs/lambda_auto.md for the tables.
