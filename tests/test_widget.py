@@ -122,3 +122,41 @@ def test_url_restore_shows_every_setting_in_its_control():
     assert ex.c_delta.visible and ex.c_cal.visible  # the Gaussian controls are shown
     assert "Gaussian σ" in ex.sigma.object
     assert not ex.message.visible, ex.message.object
+
+
+def test_copied_figures_show_their_own_session_data():
+    """A second session's figures are copies of the first one's structure with its own data."""
+    from bokeh.models import GlyphRenderer
+
+    from aggmrf_explore.explorer import app
+
+    first = notebook_explorer(dataset="toy", n_gibbs=200)
+    first.session.step(3)
+    first._refresh_all()
+    second = notebook_explorer(dataset="toy", n_gibbs=300)
+    second.session.step(5)
+    second._refresh_all()
+    for name in ("p_nllh", "p_conv", "p_pred", "p_dhat"):
+        a, b = getattr(first, name), getattr(second, name)
+        assert not {m.id for m in a.fig.references()} & {m.id for m in b.fig.references()}
+        # drawn afresh by HoloViews from the second session's state: the same arrays
+        b.key = object()
+        app._FIGURES.clear()
+        kwargs = {
+            "p_nllh": {
+                "history": second.session.history(),
+                "references": second.session.references(),
+            },
+            "p_conv": {"history": second.session.history(), "floor": second.session.floor},
+        }
+        if name in kwargs:
+            fresh = app.hv.render(b.build(**kwargs[name]), backend="bokeh")
+            glyphs = [r for r in fresh.renderers if isinstance(r, GlyphRenderer)]
+            for r_fresh, r_copy in zip(glyphs, b.renderers, strict=True):
+                for col, values in r_fresh.data_source.data.items():
+                    if col in r_copy.data_source.data:
+                        np.testing.assert_allclose(
+                            np.asarray(r_copy.data_source.data[col], float),
+                            np.asarray(values, float),
+                        )
+    assert second.p_nllh.renderers[0].data_source.data["iteration"][-1] == 5

@@ -882,6 +882,10 @@ class Explorer(pn.viewable.Viewer):
         asynchronously once the page is shown, behind the busy indicator.
         """
         s = self.session
+        if _WARM_THREAD is not None and _WARM_THREAD.is_alive():
+            # the server's first page: nothing can train before the kernels are loaded,
+            # so wait (briefly) for them and the default data, and send the page drawn
+            _WARM_THREAD.join(timeout=WARM_WAIT)
         if not _WARM.is_set() or s.bundle is not None:
             return False
         bundle = peek_problem(**s.data_key())
@@ -1191,13 +1195,9 @@ def frozen_document():
 def build_app() -> pn.viewable.Viewable:
     """The served explorer page (one Explorer per browser session)."""
     t0 = time.perf_counter()
+    warm_up_in_background()  # first page: loads the kernels while the page is being built
     pn.extension("tabulator", notifications=False)
     hv.extension("bokeh", logo=False)
-    warm_up_in_background()
-    if _WARM_THREAD is not None and _WARM_THREAD.is_alive():
-        # the server's first page: nothing can train before the kernels are loaded, so
-        # wait (briefly) for them and the default data, and send the page drawn
-        _WARM_THREAD.join(timeout=WARM_WAIT)
     page = Explorer(load_now=True).template()
     _log(f"session page built in {time.perf_counter() - t0:.2f} s")
     return page
