@@ -110,6 +110,8 @@ __all__ = [
     "fit_path",
     "leave_tables_out",
     "choose_lambda_theta",
+    "Reference",
+    "fit_reference",
 ]
 
 DEFAULT_MULTIPLIERS = (8.0, 4.0, 2.0, 1.0, 0.5, 0.25, 0.125, 0.0625)
@@ -169,7 +171,9 @@ def _rows_kernel(codes, feat, stride, offsets):  # pragma: no cover - numba
 
 
 def _table_rows(layout: TableLayout, codes: np.ndarray) -> np.ndarray:
-    """int32 (n, n_tables): global row of each sample in each table (= layout.rows, faster)."""
+    """(n, n_tables): global row of each sample in each table (= layout.rows, faster)."""
+    if layout.hashed:
+        return layout.rows(codes)
     X = np.ascontiguousarray(layout.check_codes(codes), dtype=np.int64)
     W = max(1, max(len(t) for t in layout.tables))
     feat = np.full((layout.n_tables, W), -1, dtype=np.int64)
@@ -307,13 +311,7 @@ def sub_release(agg: AggregatedData, keep: Sequence[int]) -> AggregatedData:
     keep = sorted({int(t) for t in keep if lay.tables[int(t)]})
     if not keep:
         raise AggMRFError("a sub-release needs at least one released table.")
-    sub = TableLayout(
-        lay.n_modalities,
-        [lay.tables[t] for t in keep],
-        lay.feature_names,
-        intercept=lay.intercept,
-        modality_labels=lay.modality_labels,
-    )
+    sub = lay.with_tables([lay.tables[t] for t in keep])  # keeps hash sizes
     parts = ([np.arange(1)] if lay.intercept else []) + [
         np.arange(lay.offsets[t], lay.offsets[t + 1]) for t in keep
     ]
@@ -596,6 +594,43 @@ def cross_fit_nllh(
     return 1.0 - float(cross_fit_losses(model, reference, codes).mean()) / _entropy(base_rate)
 
 
+@dataclass
+class Reference:
+    """A model fitted on independent tables, its Gibbs samples and its release's base rate:
+    what :func:`cross_fit_nllh` scores other models against."""
+
+    model: MRFModel
+    codes: np.ndarray
+    base_rate: float
+
+    def score(self, model: MRFModel) -> float:
+        """Cross-fit NLLH of ``model`` against this reference."""
+        return cross_fit_nllh(model, self.model, self.codes, self.base_rate)
+
+
+def fit_reference(
+    validation: AggregatedData,
+    training: AggregatedData,
+    multiplier: float = DEFAULT_MULTIPLIERS[-1],
+    *,
+    iterations: int = 300,
+    extra_sweeps: int = EXTRA_SWEEPS,
+    settings_overrides: dict | None = None,
+) -> Reference:
+    """The cross-fit reference of a second release: fitted on ``validation`` alone with the
+    least regularisation of the grid, λθ = multiplier·T/2 scaled by n_validation / n_training
+    (the same balance against the log-likelihood as on the training release)."""
+    _check_same_features(training.layout, validation.layout)
+    over = dict(settings_overrides or {})
+    lam = lambda_grid(training.layout, [multiplier])[0] * validation.n / max(training.n, 1)
+    over.update(lambda_theta=lam, seed=int(over.get("seed", 0)) + 1)
+    over["noise_aware"] = bool(over.get("noise_aware")) and validation.noise is not None
+    trainer = PCDTrainer(validation, default_settings(validation.layout, validation.n, **over))
+    trainer.step(int(iterations))
+    rate = min(max(_release_rate(validation), 1e-6), 1.0 - 1e-6)
+    return Reference(trainer.model, sample_codes(trainer, extra_sweeps), rate)
+
+
 def split_cv(
     data: AggregatedData,
     multipliers: Sequence[float] = DEFAULT_MULTIPLIERS,
@@ -729,24 +764,17 @@ def choose_lambda_theta(
     over.setdefault("seed", seed)
     details: dict = {}
     if validation is not None:
-        _check_same_features(data.layout, validation.layout)
-        # the reference: the least-regularised grid point fitted on the second release alone
-        # (its λθ scaled to its size), for the cross-fit score
-        lam_ref = lambda_grid(data.layout, ms[-1:])[0] * validation.n / max(data.n, 1)
-        ref_over = {**over, "lambda_theta": lam_ref, "seed": int(over["seed"]) + 1}
-        ref_over["noise_aware"] = bool(over.get("noise_aware")) and validation.noise is not None
-        rst = default_settings(validation.layout, validation.n, **ref_over)
-        ref_tr = PCDTrainer(validation, rst)
-        ref_tr.step(first)
-        ref, ref_codes = ref_tr.model, sample_codes(ref_tr, extra_sweeps)
-        rate = min(max(_release_rate(validation), 1e-6), 1.0 - 1e-6)
+        ref = fit_reference(
+            validation, data, ms[-1], iterations=first, extra_sweeps=extra_sweeps,
+            settings_overrides=over,
+        )  # fmt: skip
         units = _Units(len(ms))
         scores: list[AggregatedScore] = []
         xfit: list[float] = []
 
         def _score(pt):
             scores.append(aggregated_nllh(pt.model, pt.codes, validation))
-            xfit.append(cross_fit_nllh(pt.model, ref, ref_codes, rate))
+            xfit.append(ref.score(pt.model))
             if progress is not None:
                 progress(len(scores), len(ms))
 

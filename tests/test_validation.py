@@ -202,3 +202,21 @@ def test_choose_with_second_release_uses_cross_fit(problem):
     assert ch.multiplier == ch.table["multiplier"].iloc[int(np.argmax(ch.table["score"]))]
     assert ch.details["path_iterations"] == 2 * 10 + 2
     assert ch.table["cell_score"].between(-1, 1).all() and ch.table["score"].between(0, 1).all()
+
+
+def test_hashed_tables_keep_their_buckets():
+    """Sub-releases keep a table's hash size, and the rows used for per-row rates are the
+    hashed buckets (layout.rows), not Σ code·stride."""
+    from aggmrf_explore.tables import TableLayout, aggregate
+    from aggmrf_explore.validation import _table_rows
+
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 40, size=(500, 3)).astype(np.int32)
+    y = (rng.random(500) < 0.4).astype(np.int8)
+    lay = TableLayout([40, 40, 40], [(0,), (1,), (2,), (0, 1), (1, 2)], ["a", "b", "c"],
+                      hash_sizes={(0, 1): 16})  # fmt: skip
+    np.testing.assert_array_equal(_table_rows(lay, X), lay.rows(X))
+    agg = aggregate(X, y, lay)
+    sub = sub_release(agg, [lay.table_index([0, 1]), lay.table_index([0])])
+    assert sub.layout.hash_sizes.tolist() == [0, 0, 16]
+    np.testing.assert_array_equal(sub.d, aggregate(X, y, sub.layout).d)
