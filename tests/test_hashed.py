@@ -282,3 +282,9 @@ def test_local_rows_and_with_tables_keep_hashing():
     a, b = lay.table_index((0, 1)), sub.table_index((0, 1))
     np.testing.assert_array_equal(sub.local_rows(X, b), lay.local_rows(X, a))
     assert not lay.with_tables([(0, 2)]).hashed
+
+
+def test_the_dense_chain_refuses_hashed_layouts():
+    lay = TableLayout([30, 30], [(0,), (1,), (0, 1)], ["a", "b"], hash_sizes={(0, 1): 64})
+    with pytest.raises(ValueError, match="make_chain"):
+        GibbsChain(lay, 16, [np.ones(30), np.ones(30)], seed=0)

@@ -899,6 +899,11 @@ class GibbsChain:
             raise ValueError(f"n_samples must be a positive integer; got {n_samples}.")
         if layout.K >= 2**31:
             raise ValueError("more than 2^31 table rows; use feature hashing to reduce K")
+        if getattr(layout, "hashed", False):
+            raise ValueError(
+                "this layout has hashed tables, which GibbsChain does not sample; use "
+                "kernels.make_chain (it picks HashedGibbsChain)."
+            )
         m = np.asarray(layout.n_modalities, dtype=np.int64)
         D = m.size
         if len(marginals) != D:
