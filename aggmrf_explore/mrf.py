@@ -415,6 +415,6 @@ def expected_floor(data: AggregatedData, n_gibbs: int) -> float:
     d = np.maximum(data.d[data.layout.released], 0.0)
     s = data.n / n_gibbs
     # d̂_k = s·Binomial(n', d_k/n): E|d̂_k − d_k| ≈ √(2/π)·s·√(n' p_k (1 − p_k))
-    p = d / data.n
+    p = np.clip(d / data.n, 0.0, 1.0)  # a noisy count may exceed n
     mad = np.sqrt(2.0 / np.pi) * s * np.sqrt(n_gibbs * p * (1.0 - p))
     return float(mad.sum() / max(d.sum(), 1e-300))
