@@ -53,7 +53,7 @@ import pandas as pd
 
 from .datasets import Dataset
 from .errors import AggMRFError
-from .tables import TableLayout
+from .tables import _GOLDEN, _M1, _M2, TableLayout, _mix64
 
 __all__ = [
     "TargetEncoder",
@@ -66,17 +66,6 @@ __all__ = [
     "hashed_compare",
     "exact_memory",
 ]
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
-
-def _mix64(z: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
 
 
 # ====================================================================== target encoding

@@ -907,6 +907,23 @@ def _zeros_aligned(n: int) -> np.ndarray:
     return buf[start : start + n]
 
 
+def marginal_cdfs(n_modalities: np.ndarray, marginals: list[np.ndarray]) -> list[np.ndarray]:
+    """Checked CDFs of the per-feature initial marginals: one float64 (M_f,) array per feature."""
+    D = len(n_modalities)
+    if len(marginals) != D:
+        raise ValueError(f"{len(marginals)} marginals for {D} features; give one per feature.")
+    cdfs = []
+    for f, p in enumerate(marginals):
+        p = np.asarray(p, dtype=np.float64)
+        m_f = int(n_modalities[f])
+        if p.shape != (m_f,) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
+            raise ValueError(
+                f"marginal of feature {f} must be {m_f} finite non-negative weights, not all 0."
+            )
+        cdfs.append(np.cumsum(p / p.sum()))
+    return cdfs
+
+
 class GibbsChain:
     """The persistent Gibbs samples (x̃_i, ỹ_i) of a PCD trainer.
 
@@ -931,17 +948,8 @@ class GibbsChain:
                 "kernels.make_chain (it picks HashedGibbsChain)."
             )
         m = np.asarray(layout.n_modalities, dtype=np.int64)
+        cdfs = marginal_cdfs(m, marginals)
         D = m.size
-        if len(marginals) != D:
-            raise ValueError(f"{len(marginals)} marginals for {D} features; give one per feature.")
-        cdfs = []
-        for f, p in enumerate(marginals):
-            p = np.asarray(p, dtype=np.float64)
-            if p.shape != (m[f],) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
-                raise ValueError(
-                    f"marginal of feature {f} must be {m[f]} finite non-negative weights, not all 0."
-                )
-            cdfs.append(np.cumsum(p / p.sum()))
         self.K = int(layout.K)
         self.seed = int(seed)
         self.sweeps = 0
@@ -1015,7 +1023,14 @@ class GibbsChain:
         self._tab_feat, self._tab_stride = tab_feat, tab_stride
         self._stat_tables = np.asarray(stat, dtype=np.int64)
         ent_feat, ent_table, ent_table2, ent_blk, ent_g1, ent_g2, ent_s1, ptr = (
-            [], [], [], [], [], [], [], [0]
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [0],
         )
         size = 0
         for f in range(D):

@@ -37,6 +37,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .gibbs import marginal_cdfs
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -223,17 +225,8 @@ class HashedGibbsChain:
         if n_samples <= 0:
             raise ValueError(f"n_samples must be a positive integer; got {n_samples}.")
         m = np.asarray(layout.n_modalities, dtype=np.int64)
+        cdfs = marginal_cdfs(m, marginals)
         D = m.size
-        if len(marginals) != D:
-            raise ValueError(f"{len(marginals)} marginals for {D} features; give one per feature.")
-        cdfs = []
-        for f, p in enumerate(marginals):
-            p = np.asarray(p, dtype=np.float64)
-            if p.shape != (m[f],) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
-                raise ValueError(
-                    f"marginal of feature {f} must be {m[f]} finite non-negative weights, not all 0."
-                )
-            cdfs.append(np.cumsum(p / p.sum()))
         self.K = int(layout.K)
         self.seed = int(seed)
         self.sweeps = 0
