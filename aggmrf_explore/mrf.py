@@ -238,7 +238,9 @@ class PCDTrainer:
         lay, d = self.layout, self._projected.d
         out = []
         for f in range(lay.n_features):
-            ti = next((i for i, t in enumerate(lay.tables) if f in t and not lay.is_hashed(i)), None)
+            ti = next(
+                (i for i, t in enumerate(lay.tables) if f in t and not lay.is_hashed(i)), None
+            )
             if ti is None:  # f is only in hashed tables: start from uniform codes
                 out.append(np.full(lay.n_modalities[f], 1.0 / lay.n_modalities[f]))
                 continue
