@@ -37,24 +37,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .gibbs import marginal_cdfs
+from .gibbs import _GOLDEN, _mix, _py_stream_seed, marginal_cdfs
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 BLOCK = 64  # samples per parallel work item
 
 __all__ = ["HashedGibbsChain", "bucket_of"]
 
 
 # ---------------------------------------------------------------------------- hashing, RNG
-@njit(inline="always")
-def _mix(z):
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
-
-
 @njit(inline="always")
 def _bucket(key, salt, H):
     """Bucket of a non-negative int64 key: ((mix((key ^ salt) + golden) >> 32) · H) >> 32."""
@@ -69,14 +59,6 @@ def bucket_of(keys, salt, H):
     for i in range(keys.shape[0]):
         out[i] = _bucket(keys[i], salt, H)
     return out
-
-
-@njit(cache=True)
-def stream_key(seed, it, stream):
-    """The 64-bit key of random stream ``stream`` at sweep ``it`` (all uint64)."""
-    s = _mix(seed + _GOLDEN)
-    s = _mix(s ^ (it * _M1 + _GOLDEN))
-    return _mix(s ^ (stream * _M2 + _GOLDEN))
 
 
 @njit(inline="always")
@@ -299,9 +281,8 @@ class HashedGibbsChain:
         return a
 
     def _key(self, stream: int) -> np.uint64:
-        return np.uint64(
-            stream_key(np.uint64(self.seed), np.uint64(self.sweeps), np.uint64(stream))
-        )
+        """The key of random stream ``stream`` at this sweep (the dense chain's formula)."""
+        return np.uint64(_py_stream_seed(self.seed, self.sweeps, stream))
 
     # ------------------------------------------------------------------ kernels
     def sweep(self, mu: np.ndarray, theta: np.ndarray, statistics: bool = True) -> None:
