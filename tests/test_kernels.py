@@ -21,6 +21,7 @@ import pytest
 from aggmrf_explore import TableLayout
 from aggmrf_explore.exact import expected_statistics
 from aggmrf_explore.kernels import GibbsChain, warm_up
+from aggmrf_explore.kernels.gibbs import feature_order
 
 MASK = (1 << 64) - 1
 GOLDEN, M1, M2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
@@ -62,7 +63,7 @@ def reference_sweep(codes, y, layout, mu, theta, seed, it):
         z = theta[layout.rows(codes)].sum(axis=1)
         y = np.array([_bernoulli(z[i], _uniform(key0, i, D, D + 1)) for i in range(len(z))])
     key = _stream(seed, it, 0)
-    order = np.random.default_rng([seed, it]).permutation(D)
+    order = feature_order(np.uint64(key), D)  # the sweep's order, drawn from its key
     for i in range(codes.shape[0]):
         x = codes[i]
         for f in order:
@@ -78,6 +79,15 @@ def reference_sweep(codes, y, layout, mu, theta, seed, it):
             x[f] = int(np.sum(np.cumsum(w)[: M - 1] <= target))
         y[i] = _bernoulli(theta[layout.rows(x[None, :])[0]].sum(), _uniform(key, i, D, D + 1))
     return codes, y
+
+
+def test_feature_order_is_a_uniform_permutation():
+    orders = [tuple(feature_order(np.uint64(_stream(5, it, 0)), 3)) for it in range(30_000)]
+    assert all(sorted(o) == [0, 1, 2] for o in orders)
+    counts = np.unique(orders, axis=0, return_counts=True)[1]
+    # 6 orders, 5 000 expected each, sd ≈ 65: allow ~5 sd
+    assert counts.size == 6 and np.abs(counts - 5_000).max() < 330
+    assert len({tuple(feature_order(np.uint64(_stream(5, it, 0)), 14)) for it in range(50)}) == 50
 
 
 def _random_model(layout, seed, scale=1.0):

@@ -91,6 +91,7 @@ BLOCK = 256  # samples per work item (E of one feature is reused from L1 by 256 
 LANES = 8  # candidate vectors are padded to a multiple of this (float32: one AVX2 register)
 BIG = np.float32(1e30)  # padding: exp(-BIG - max) = 0
 MERGE = 64  # two pair entries of a feature share one E block if m_a m_b ≤ MERGE
+TASK = 2048  # floats of W per task of the parallel parameter build
 
 
 # ---------------------------------------------------------------------------- RNG
@@ -138,6 +139,19 @@ def _py_stream_seed(seed: int, it: int, i: int) -> int:
     s = _py_mix((seed + g) & _MASK)
     s = _py_mix(s ^ ((it * int(_M1) + g) & _MASK))
     return _py_mix(s ^ ((i * int(_M2) + g) & _MASK))
+
+
+@njit(cache=True)
+def feature_order(key, n_features):
+    """The feature order of a sweep, int64 (n_features,): a Fisher–Yates shuffle driven
+    by splitmix64 from the sweep's key (drawn inside the kernels: no serial Python)."""
+    order = np.arange(n_features)
+    state = _mix(key ^ _M2)
+    for k in range(n_features - 1, 0, -1):
+        state = state + _GOLDEN
+        j = np.int64(_mix(state) % np.uint64(k + 1))
+        order[k], order[j] = order[j], order[k]
+    return order
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -464,14 +478,16 @@ def fetch_add(typingctx, arr, val):
 
 
 # ---------------------------------------------------------------------------- build
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat, ent_table,
                  ent_table2, ent_blk, ent_g1, ent_g2, n_modalities, n_mod_pad, tab_feat,
-                 tab_stride, offsets):  # fmt: skip
+                 tab_stride, offsets, task_ent, task_o0, task_o1, n_workers, counter):  # fmt: skip
     """Fold μ, θ (float64 (K,)) into μ', θ', fill W (float32, 2 halves) and E: see the module doc.
 
     E = exp(W − max of W's row), row by row (one row: the M_f candidates of one context),
     so every factor of the sweep's products is ≤ 1 and the largest of each row is 1.
+    The blocks are filled by n_workers workers taking tasks (contexts task_o0 … task_o1
+    of entry task_ent, about TASK floats each) from an atomic counter (counter[0]).
     """
     mu_f[:] = mu
     theta_f[:] = theta
@@ -480,43 +496,47 @@ def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat
         theta_f[fold_parent[k]] += theta[fold_sub[k]]
     half = W.shape[0] // 2
     D = n_modalities.shape[0]
-    for e in range(ent_feat.shape[0]):  # (serial: ~0.2 ms, a parallel region cost as much)
-        f = ent_feat[e]
-        t = ent_table[e]
-        g1 = ent_g1[e]
-        g2 = ent_g2[e]
-        M = n_modalities[f]
-        Mp = n_mod_pad[f]
-        m1 = n_modalities[g1] if g1 < D else 1
-        m2 = n_modalities[g2] if g2 < D else 1
-        t2 = ent_table2[e]  # a merged entry: pair t = (f, g1) and pair t2 = (f, g2)
-        sf = s1 = s2 = 0
-        for j in range(3):
-            if tab_feat[t, j] == f:
-                sf = tab_stride[t, j]
-            elif tab_feat[t, j] == g1:
-                s1 = tab_stride[t, j]
-            elif tab_feat[t, j] == g2:
-                s2 = tab_stride[t, j]
-        sf2 = s22 = 0
-        if t2 >= 0:
+    counter[0] = 0
+    for _w in prange(n_workers):
+        while True:
+            task = fetch_add(counter, 1)
+            if task >= task_ent.shape[0]:
+                break
+            e = task_ent[task]
+            f = ent_feat[e]
+            t = ent_table[e]
+            g1 = ent_g1[e]
+            g2 = ent_g2[e]
+            M = n_modalities[f]
+            Mp = n_mod_pad[f]
+            m2 = n_modalities[g2] if g2 < D else 1
+            t2 = ent_table2[e]  # a merged entry: pair t = (f, g1) and pair t2 = (f, g2)
+            sf = s1 = s2 = 0
             for j in range(3):
-                if tab_feat[t2, j] == f:
-                    sf2 = tab_stride[t2, j]
-                elif tab_feat[t2, j] == g2:
-                    s22 = tab_stride[t2, j]
-        for o in range(m1 * m2):
-            x1 = o // m2
-            x2 = o - x1 * m2
-            row = offsets[t] + x1 * s1 + x2 * s2
-            row2 = offsets[t2] + x2 * s22 if t2 >= 0 else 0
-            dst = ent_blk[e] + o * Mp
-            top0 = top1 = -BIG
-            for v in range(Mp):
-                if v < M:
+                if tab_feat[t, j] == f:
+                    sf = tab_stride[t, j]
+                elif tab_feat[t, j] == g1:
+                    s1 = tab_stride[t, j]
+                elif tab_feat[t, j] == g2:
+                    s2 = tab_stride[t, j]
+            sf2 = s22 = 0
+            if t2 >= 0:
+                for j in range(3):
+                    if tab_feat[t2, j] == f:
+                        sf2 = tab_stride[t2, j]
+                    elif tab_feat[t2, j] == g2:
+                        s22 = tab_stride[t2, j]
+            for o in range(task_o0[task], task_o1[task]):
+                x1 = o // m2
+                x2 = o - x1 * m2
+                row = offsets[t] + x1 * s1 + x2 * s2
+                row2 = offsets[t2] + x2 * s22 if t2 >= 0 else 0
+                dst = ent_blk[e] + o * Mp
+                top0 = top1 = -BIG
+                for v in range(M):
                     r = row + v * sf
                     a0 = mu_f[r]
-                    a1 = mu_f[r] + theta_f[r]
+                    a1 = a0 + theta_f[r]
                     if t2 >= 0:
                         r2 = row2 + v * sf2
                         a0 += mu_f[r2]
@@ -525,17 +545,18 @@ def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat
                     w1 = np.float32(a1)
                     top0 = max(top0, w0)
                     top1 = max(top1, w1)
-                else:
-                    w0 = w1 = -BIG
-                W[dst + v] = w0
-                W[half + dst + v] = w1
-            top0v = vsplat(top0)
-            top1v = vsplat(top1)
-            for c in range(0, Mp, LANES):
-                k = _u(dst + c)
-                vstore(E, k, vexp_shifted_accurate(vload(W, k), top0v))
-                k = _u(half + dst + c)
-                vstore(E, k, vexp_shifted_accurate(vload(W, k), top1v))
+                    W[dst + v] = w0
+                    W[half + dst + v] = w1
+                for v in range(M, Mp):
+                    W[dst + v] = -BIG
+                    W[half + dst + v] = -BIG
+                top0v = vsplat(top0)
+                top1v = vsplat(top1)
+                for c in range(0, Mp, LANES):
+                    k = _u(dst + c)
+                    vstore(E, k, vexp_shifted_accurate(vload(W, k), top0v))
+                    k = _u(half + dst + c)
+                    vstore(E, k, vexp_shifted_accurate(vload(W, k), top1v))
 
 
 # ---------------------------------------------------------------------------- sweep
@@ -690,7 +711,7 @@ def _block_accumulate(n_blk, n_stat, rbuf, qbuf, acc):
 
 
 @njit(cache=True, parallel=True)
-def gibbs_sweep(x, y, W, E, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, ent_s1,
+def gibbs_sweep(x, y, W, E, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, ent_s1,
                 ent_g2, key, theta, stat_tables, tab_feat, tab_stride, offsets, z, accumulate,
                 acc, fixed_q, one_a, counter):  # fmt: skip
     """One sweep of every sample (x (D + 1, n') with x[D] ≡ 0, y (n',)), in place.
@@ -707,6 +728,7 @@ def gibbs_sweep(x, y, W, E, order, n_modalities, n_mod_pad, feat_ptr, ent_blk, e
     """
     D1, n = x.shape
     half = W.shape[0] // 2
+    order = feature_order(key, D1 - 1)
     mp = 1
     ne = 1
     for f in range(D1 - 1):
@@ -1076,6 +1098,13 @@ class GibbsChain:
         )
         self._ent_g1, self._ent_g2, self._ent_s1 = as64(ent_g1), as64(ent_g2), as64(ent_s1)
         self._feat_ptr = as64(ptr)
+        # build_params' tasks: runs of contexts of one entry, about TASK floats each
+        tasks = []
+        for e, (f, g1, g2) in enumerate(zip(ent_feat, ent_g1, ent_g2)):
+            n_ctx = (int(m[g1]) if g1 < D else 1) * (int(m[g2]) if g2 < D else 1)
+            step = max(1, TASK // int(self._n_mod_pad[f]))
+            tasks += [(e, o, min(n_ctx, o + step)) for o in range(0, n_ctx, step)]
+        self._task_ent, self._task_o0, self._task_o1 = (as64(c) for c in (list(zip(*tasks)) or [(), (), ()]))
         self._half = _round_up(size, 16)
         if 2 * self._half >= 2**32:
             raise ValueError("parameter blocks exceed 2^32 floats; use feature hashing to reduce K")
@@ -1135,15 +1164,15 @@ class GibbsChain:
             self._E, self._ent_feat, self._ent_table, self._ent_table2, self._ent_blk, self._ent_g1,
             self._ent_g2,
             self._n_modalities, self._n_mod_pad, self._tab_feat, self._tab_stride, self._offsets,
+            self._task_ent, self._task_o0, self._task_o1, self._acc.shape[0], self._counter,
         )  # fmt: skip
         if not self._y_drawn:  # first sweep: ỹ ~ σ(φ(x̃)·θ) before the features
             sample_statistics(self._x, self._theta_f, *self._table_args(), self._z, False,
                               self._acc, *self._fixed, self._counter)  # fmt: skip
             draw_labels(self._z, self._y, self._key(1), self._x.shape[0])
             self._y_drawn = True
-        order = np.random.default_rng([self.seed, self.sweeps]).permutation(self._x.shape[0] - 1)
         gibbs_sweep(
-            self._x, self._y, self._W, self._E, order.astype(np.int64), self._n_modalities,
+            self._x, self._y, self._W, self._E, self._n_modalities,
             self._n_mod_pad, self._feat_ptr, self._ent_blk, self._ent_g1, self._ent_s1,
             self._ent_g2, self._key(0), self._theta_f, *self._table_args(), self._z,
             bool(statistics), self._acc, *self._fixed, self._counter,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .gibbs import _GOLDEN, _mix, _py_stream_seed, marginal_cdfs
+from .gibbs import _GOLDEN, _mix, _py_stream_seed, feature_order, marginal_cdfs
 
 BLOCK = 64  # samples per parallel work item
 
@@ -100,16 +100,17 @@ def _logit(x, i, theta, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows):
 
 # ---------------------------------------------------------------------------- kernels
 @njit(cache=True, parallel=True)
-def hashed_sweep(x, y, W, theta, order, n_modalities, feat_ptr, feat_tab, feat_stride,
+def hashed_sweep(x, y, W, theta, n_modalities, feat_ptr, feat_tab, feat_stride,
                  tab_feat, tab_stride, tab_off, tab_H, tab_salt, key, first_key, first,
                  z, rows):  # fmt: skip
     """One sweep of every sample (see the module doc); fills z[i] = φ(x̃_i)·θ and rows.
 
     x int32 (n', D) codes; y uint8 (n',); W float64 (2K,) = [μ, μ + θ]; θ float64 (K,);
-    order int64 (D,) the feature order; z float64 (n',); rows int64 (n', T).
+    z float64 (n',); rows int64 (n', T).  The feature order is drawn from key.
     """
     n, D = x.shape
     K = theta.shape[0]
+    order = feature_order(key, D)
     max_m = 1
     for f in range(D):
         max_m = max(max_m, n_modalities[f])
@@ -295,9 +296,8 @@ class HashedGibbsChain:
         theta = self._check(theta, "theta")
         self._W[: self.K] = mu
         self._W[self.K :] = mu + theta
-        order = np.random.default_rng([self.seed, self.sweeps]).permutation(self._m.size)
         hashed_sweep(
-            self._x, self._y, self._W, theta, order.astype(np.int64), self._m,
+            self._x, self._y, self._W, theta, self._m,
             self._feat_ptr, self._feat_tab, self._feat_stride, *self._tab_args(),
             self._key(0), self._key(1), not self._y_drawn, self._z, self._rows,
         )  # fmt: skip
