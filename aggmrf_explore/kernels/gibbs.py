@@ -1099,12 +1099,15 @@ class GibbsChain:
         self._ent_g1, self._ent_g2, self._ent_s1 = as64(ent_g1), as64(ent_g2), as64(ent_s1)
         self._feat_ptr = as64(ptr)
         # build_params' tasks: runs of contexts of one entry, about TASK floats each
-        tasks = []
-        for e, (f, g1, g2) in enumerate(zip(ent_feat, ent_g1, ent_g2)):
+        task_ent, task_o0, task_o1 = [], [], []
+        for e, (f, g1, g2) in enumerate(zip(ent_feat, ent_g1, ent_g2, strict=True)):
             n_ctx = (int(m[g1]) if g1 < D else 1) * (int(m[g2]) if g2 < D else 1)
             step = max(1, TASK // int(self._n_mod_pad[f]))
-            tasks += [(e, o, min(n_ctx, o + step)) for o in range(0, n_ctx, step)]
-        self._task_ent, self._task_o0, self._task_o1 = (as64(c) for c in (list(zip(*tasks)) or [(), (), ()]))
+            for o in range(0, n_ctx, step):
+                task_ent.append(e)
+                task_o0.append(o)
+                task_o1.append(min(n_ctx, o + step))
+        self._task_ent, self._task_o0, self._task_o1 = as64(task_ent), as64(task_o0), as64(task_o1)
         self._half = _round_up(size, 16)
         if 2 * self._half >= 2**32:
             raise ValueError("parameter blocks exceed 2^32 floats; use feature hashing to reduce K")
