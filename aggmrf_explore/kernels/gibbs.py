@@ -88,6 +88,8 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 BLOCK = 256  # samples per work item (E of one feature is reused from L1 by 256 samples)
+TAIL_BLOCK = 64  # the last 2-3 BLOCKs of samples are handed out in smaller items, so that
+# workers finish together (a worker idles at most ~ one small item at the end)
 LANES = 8  # candidate vectors are padded to a multiple of this (float32: one AVX2 register)
 BIG = np.float32(1e30)  # padding: exp(-BIG - max) = 0
 MERGE = 64  # two pair entries of a feature share one E block if m_a m_b ≤ MERGE
@@ -655,6 +657,23 @@ def _draw8(W, bases, npb, j0, M, Mp, ST, ubuf, cbuf):
 
 
 @njit(inline="always")
+def _n_blocks(n):
+    """Work items of a pass over n samples: BLOCKs, then TAIL_BLOCKs for the last ≥ 2 BLOCKs."""
+    head = max(0, n - 2 * BLOCK) // BLOCK * BLOCK
+    return head // BLOCK + (n - head + TAIL_BLOCK - 1) // TAIL_BLOCK
+
+
+@njit(inline="always")
+def _block_bounds(b, n):
+    """Samples i0 … i1 - 1 of work item b (see _n_blocks)."""
+    head = max(0, n - 2 * BLOCK) // BLOCK * BLOCK
+    if b < head // BLOCK:
+        return b * BLOCK, (b + 1) * BLOCK
+    i0 = head + (b - head // BLOCK) * TAIL_BLOCK
+    return i0, min(n, i0 + TAIL_BLOCK)
+
+
+@njit(inline="always")
 def _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf):
     """z[i] = φ(x_i)·θ for the block's samples (θ folded onto the maximal tables).
 
@@ -735,7 +754,7 @@ def gibbs_sweep(x, y, W, E, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, 
         mp = max(mp, n_mod_pad[f])
         ne = max(ne, feat_ptr[f + 1] - feat_ptr[f])
     n_stat = stat_tables.shape[0]
-    n_blocks = (n + BLOCK - 1) // BLOCK
+    n_blocks = _n_blocks(n)
     counter[0] = 0
     for w in prange(acc.shape[0]):
         ST = np.empty(mp * LANES, dtype=np.float32)
@@ -751,8 +770,7 @@ def gibbs_sweep(x, y, W, E, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, 
             b = fetch_add(counter, 1)
             if b >= n_blocks:
                 break
-            i0 = b * BLOCK
-            i1 = min(n, i0 + BLOCK)
+            i0, i1 = _block_bounds(b, n)
             n_blk = i1 - i0
             n8 = (n_blk + LANES - 1) // LANES * LANES
             for k in range(order.shape[0]):
@@ -818,7 +836,7 @@ def sample_statistics(x, theta, stat_tables, tab_feat, tab_stride, offsets, z, a
     """z[i] = φ(x_i)·θ (θ folded) and, with ``accumulate``, the statistics (see gibbs_sweep)."""
     n = x.shape[1]
     n_stat = stat_tables.shape[0]
-    n_blocks = (n + BLOCK - 1) // BLOCK
+    n_blocks = _n_blocks(n)
     counter[0] = 0
     for w in prange(acc.shape[0]):
         rbuf = np.empty((n_stat, BLOCK), dtype=np.uint32)
@@ -830,8 +848,7 @@ def sample_statistics(x, theta, stat_tables, tab_feat, tab_stride, offsets, z, a
             b = fetch_add(counter, 1)
             if b >= n_blocks:
                 break
-            i0 = b * BLOCK
-            i1 = min(n, i0 + BLOCK)
+            i0, i1 = _block_bounds(b, n)
             _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
             if accumulate:
                 for i in range(i0, i1):
