@@ -535,23 +535,30 @@ def build_params(mu, theta, fold_parent, fold_sub, mu_f, theta_f, W, E, ent_feat
                 row2 = offsets[t2] + x2 * s22 if t2 >= 0 else 0
                 dst = ent_blk[e] + o * Mp
                 top0 = top1 = -BIG
-                for v in range(M):
-                    r = row + v * sf
-                    a0 = mu_f[r]
-                    a1 = a0 + theta_f[r]
-                    if t2 >= 0:
-                        r2 = row2 + v * sf2
-                        a0 += mu_f[r2]
-                        a1 += mu_f[r2] + theta_f[r2]
-                    w0 = np.float32(a0)
-                    w1 = np.float32(a1)
-                    top0 = max(top0, w0)
-                    top1 = max(top1, w1)
-                    W[dst + v] = w0
-                    W[half + dst + v] = w1
+                if t2 >= 0:
+                    for v in range(M):
+                        r = _u(row + v * sf)
+                        r2 = _u(row2 + v * sf2)
+                        a0 = mu_f[r] + mu_f[r2]
+                        w0 = np.float32(a0)
+                        w1 = np.float32(a0 + theta_f[r] + theta_f[r2])
+                        top0 = max(top0, w0)
+                        top1 = max(top1, w1)
+                        W[_u(dst + v)] = w0
+                        W[_u(half + dst + v)] = w1
+                else:
+                    for v in range(M):
+                        r = _u(row + v * sf)
+                        a0 = mu_f[r]
+                        w0 = np.float32(a0)
+                        w1 = np.float32(a0 + theta_f[r])
+                        top0 = max(top0, w0)
+                        top1 = max(top1, w1)
+                        W[_u(dst + v)] = w0
+                        W[_u(half + dst + v)] = w1
                 for v in range(M, Mp):
-                    W[dst + v] = -BIG
-                    W[half + dst + v] = -BIG
+                    W[_u(dst + v)] = -BIG
+                    W[_u(half + dst + v)] = -BIG
                 top0v = vsplat(top0)
                 top1v = vsplat(top1)
                 for c in range(0, Mp, LANES):
