@@ -40,8 +40,14 @@ def _stream(seed, it, i):
 
 
 def _uniform(key, i, j, D1):
-    """The kernel's 24-bit uniform of site j of sample i."""
-    return (_mix((key + (int(i) * D1 + int(j) + 1) * GOLDEN) & MASK) >> 40) / 16777216.0
+    """The kernel's 24-bit uniform of site j of sample i (lowbias32 of counter and key)."""
+    x = ((int(i) * D1 + int(j) + 1) * 0x9E3779B9 + ((key & 0xFFFFFFFF) ^ (key >> 32))) & 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    x ^= x >> 16
+    return (x >> 8) / 16777216.0
 
 
 def _bernoulli(z, u):
@@ -175,6 +181,9 @@ def test_chain_validates_input():
         GibbsChain(lay, 10, [np.ones(2), np.ones(2)], seed=0)
     with pytest.raises(ValueError, match="positive"):
         GibbsChain(lay, 0, [np.ones(2), np.ones(3)], seed=0)
+    wide = TableLayout([2] * 40, [(f,) for f in range(40)])  # site counters past 2^32
+    with pytest.raises(ValueError, match="below 2\\^32"):
+        GibbsChain(wide, 110_000_000, [np.ones(2)] * 40, seed=0)
     warm_up()
 
 
