@@ -17,14 +17,15 @@ also weight the statistics ĉ: one pass instead of two.  The chain's very first 
 draws ỹ at its start.)  Samples are independent given (μ, θ), so the loops run block of
 BLOCK samples by block (one worker per thread, ``prange``; workers take the next block
 from an atomic counter, so a worker slowed down by another process does not hold the
-others up), and inside a block feature by feature.
+others up; the last blocks are cut into TAIL_BLOCK samples so that workers finish
+together), and inside a block feature by feature.
 
 Randomness is counter based: the uniform of site (i, f) at sweep ``it`` is a 32-bit hash
 of the site counter i (D + 1) + f + 1 and the sweep's key, a splitmix64 hash of
 (seed, it) (:func:`_uniform`, 24 bits, exact in float32), and ỹ_i uses f = D.  Nothing depends on the number of threads nor on how blocks are scheduled.
 
-Parameter layout (rebuilt once per sweep by :func:`build_params`, O(K) work)
------------------------------------------------------------------------------
+Parameter layout (rebuilt once per sweep by :func:`build_params`, O(K) work, in parallel)
+--------------------------------------------------------------------------------------
 Tables that are sub-projections of another table (single tables inside a pair, the
 intercept, pairs inside a triple) are *folded* into a containing "maximal" table: its
 parameters are added to the maximal table's rows (``fold_parent`` / ``fold_sub`` list
