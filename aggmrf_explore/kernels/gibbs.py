@@ -969,6 +969,15 @@ def sample_logits(rows, theta):
     return out
 
 
+@njit(inline="always")
+def inverse_cdf(u, cdfs, lo, hi):
+    """The code v with cdfs[lo + v - 1] ≤ u < cdfs[lo + v] (the last code if none)."""
+    for k in range(lo, hi):
+        if u < cdfs[k]:
+            return k - lo
+    return hi - lo - 1
+
+
 @njit(cache=True)
 def init_samples(marginal_cdfs, cdf_ptr, n, seed):
     """Draw n samples with independent features from per-feature CDFs, int32 (n, D)."""
@@ -978,14 +987,7 @@ def init_samples(marginal_cdfs, cdf_ptr, n, seed):
         state = _stream_seed(seed, 0xFFFFFFFF, i)
         for f in range(D):
             state, u = _next(state)
-            lo = cdf_ptr[f]
-            hi = cdf_ptr[f + 1]
-            v = hi - lo - 1
-            for k in range(lo, hi):
-                if u < marginal_cdfs[k]:
-                    v = k - lo
-                    break
-            codes[i, f] = v
+            codes[i, f] = inverse_cdf(u, marginal_cdfs, cdf_ptr[f], cdf_ptr[f + 1])
     return codes
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .gibbs import _GOLDEN, _mix, _py_stream_seed, feature_order, marginal_cdfs
+from .gibbs import _GOLDEN, _mix, _py_stream_seed, feature_order, inverse_cdf, marginal_cdfs
 
 BLOCK = 64  # samples per parallel work item
 
@@ -180,15 +180,7 @@ def _init_samples(cdfs, cdf_ptr, n, seed):
     key = _mix(np.uint64(seed) + _GOLDEN)
     for i in range(n):
         for f in range(D):
-            u = _uniform(key, i, f, D + 1)
-            lo = cdf_ptr[f]
-            hi = cdf_ptr[f + 1]
-            v = hi - lo - 1
-            for k in range(lo, hi):
-                if u < cdfs[k]:
-                    v = k - lo
-                    break
-            codes[i, f] = v
+            codes[i, f] = inverse_cdf(_uniform(key, i, f, D + 1), cdfs, cdf_ptr[f], cdf_ptr[f + 1])
     return codes
 
 
