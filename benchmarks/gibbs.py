@@ -136,6 +136,10 @@ def numba_rates(chain, mu, theta, repeats):
     for _ in range(repeats):
         for label, threads in runs:
             numba.set_num_threads(threads)
+            # one untimed sweep after the switch: OpenMP's idle workers spin for a while
+            # after a parallel region (they would share a core with the 1-thread run) and
+            # sleeping workers take a while to wake up (the first 2-thread sweep)
+            chain.sweep(mu, theta)
             clock = time.thread_time if threads == 1 else _process_cpu
             for stats in (True, False):
                 with _gc_off():

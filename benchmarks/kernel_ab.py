@@ -49,6 +49,7 @@ def main(argv=None) -> int:
     for _ in range(args.repeats):
         for t in threads:
             numba.set_num_threads(t)
+            chains[0].sweep(mu, theta)  # untimed: let OpenMP's workers settle (gibbs.py)
             for name, chain in zip(args.modules, chains, strict=True):
                 t0 = time.perf_counter()
                 chain.sweep(mu, theta)
