@@ -26,6 +26,9 @@ run with Python's garbage collector off (as ``timeit`` does).  On ``large`` the 
 reference runs on 5 000 samples (its rate per site update does not depend on n', and
 200 000 samples would take hours).  Each problem runs in its
 own subprocess so that ``peak_rss_mb`` (ru_maxrss) is the peak memory of that problem.
+``machine_ceiling_all_vs_1_thread`` is what a perfectly parallel chain of multiply-adds
+gains from all threads in the same run (timed between the sweeps): the machine's own
+limit, below the thread count when the cores are shared or a lone core runs faster.
 """
 
 from __future__ import annotations
@@ -118,6 +121,33 @@ def _process_cpu() -> float:
 
 
 # ---------------------------------------------------------------------- numba
+_ceiling_loop = None
+
+
+def _arithmetic_seconds(threads: int, n: int = 2_000_000) -> float:
+    """Wall time of ``threads`` workers each running the same chain of n dependent
+    multiply-adds (no memory traffic): the machine's own multi-thread ceiling."""
+    global _ceiling_loop
+    import numba
+
+    if _ceiling_loop is None:
+
+        @numba.njit(parallel=True)
+        def loop(n, workers):
+            out = np.zeros(workers)
+            for w in numba.prange(workers):
+                x = 1.0 + w
+                for _ in range(n):
+                    x = x * 0.999999 + 1e-6
+                out[w] = x
+            return out
+
+        _ceiling_loop = loop
+    t0 = time.perf_counter()
+    _ceiling_loop(n, threads)
+    return time.perf_counter() - t0
+
+
 def numba_rates(chain, mu, theta, repeats):
     """Rates of GibbsChain.sweep (+ statistics) on 1 thread and on all threads.
 
@@ -132,6 +162,7 @@ def numba_rates(chain, mu, theta, repeats):
     for _label, threads in runs:  # warm (compile, caches) on both thread counts
         numba.set_num_threads(threads)
         chain.sweep(mu, theta)
+        _arithmetic_seconds(threads)
     # the thread counts alternate, repeat by repeat, so that both see the same machine load
     for _ in range(repeats):
         for label, threads in runs:
@@ -141,6 +172,10 @@ def numba_rates(chain, mu, theta, repeats):
             # sleeping workers take a while to wake up (the first 2-thread sweep)
             chain.sweep(mu, theta)
             clock = time.thread_time if threads == 1 else _process_cpu
+            with _gc_off():
+                dt = _arithmetic_seconds(threads)
+            b = best.setdefault(f"arithmetic_{label}", [np.inf, np.inf])
+            b[0] = b[1] = min(b[0], dt)
             for stats in (True, False):
                 with _gc_off():
                     t0, c0 = time.perf_counter(), clock()
@@ -152,11 +187,15 @@ def numba_rates(chain, mu, theta, repeats):
                 b = best.setdefault(key, [np.inf, np.inf])
                 b[0], b[1] = min(b[0], wall), min(b[1], cpu)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    arithmetic = [best.pop(f"arithmetic_{label}")[0] for label, _ in runs]
     out = {}
     for key, (wall, cpu) in best.items():
         out[key] = sites / wall
         out[key + "_cpu"] = sites / cpu
     out["threads"] = numba.config.NUMBA_NUM_THREADS
+    # what a perfectly parallel, compute-bound loop gains from all threads in this run: below
+    # the thread count when one core is boosted higher alone or the cores are shared
+    out["machine_ceiling_all_vs_1_thread"] = out["threads"] * arithmetic[0] / arithmetic[1]
     out["speedup_all_vs_1_thread_sweep_only"] = (
         out["numba_all_threads_sweep_only"] / out["numba_1_thread_sweep_only"]
     )
