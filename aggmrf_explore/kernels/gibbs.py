@@ -16,9 +16,10 @@ drawn at the *end* of the sweep, under the sweep's θ, because the same logits �
 also weight the statistics ĉ: one pass instead of two.  The chain's very first sweep also
 draws ỹ at its start.)  Samples are independent given (μ, θ), so the loops run block of
 BLOCK samples by block (one worker per thread, ``prange``; workers take the next block
-from an atomic counter, so a worker slowed down by another process does not hold the
-others up; the last blocks are cut into TAIL_BLOCK samples so that workers finish
-together), and inside a block feature by feature.
+with atomic counters, their own range of blocks first so that samples stay on one core,
+then the others', so a worker slowed down by another process does not hold the others
+up; the last blocks are cut into TAIL_BLOCK samples so that workers finish together),
+and inside a block feature by feature.
 
 Randomness is counter based: the uniform of site (i, f) at sweep ``it`` is a 32-bit hash
 of the site counter i (D + 1) + f + 1 and the sweep's key, a splitmix64 hash of
@@ -715,6 +716,33 @@ def _block_bounds(b, n):
     return i0, min(n, i0 + TAIL_BLOCK)
 
 
+PAD = 8  # int64s between two work counters (one cache line each)
+
+
+@njit(inline="always")
+def _claim(counters, w, n):
+    """Next work item of worker w in a pass over n samples (see _block_bounds), or -1.
+
+    The BLOCKs are split into one contiguous range per worker; counters[r PAD] counts the
+    items of range r handed out.  A worker takes its own range first, so that it sweeps
+    the same samples as in the previous pass and their state stays in its core's caches
+    (on a shared host, moving it between cores cost ≈ 5 % on two threads), then helps the
+    others with theirs, then takes the TAIL_BLOCK items (counters[P PAD]).
+    """
+    P = counters.shape[0] // PAD - 1
+    n_head = max(0, n - 2 * BLOCK) // BLOCK
+    for k in range(P):
+        r = (w + k) % P
+        lo = r * n_head // P
+        size = (r + 1) * n_head // P - lo
+        if counters[r * PAD] < size:  # (a plain read: skips exhausted ranges cheaply)
+            c = fetch_add(counters[r * PAD :], 1)
+            if c < size:
+                return lo + c
+    c = fetch_add(counters[P * PAD :], 1)
+    return n_head + c if c < _n_blocks(n) - n_head else -1
+
+
 @njit(inline="always")
 def _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf):
     """z[i] = φ(x_i)·θ for the block's samples (θ folded onto the maximal tables).
@@ -796,7 +824,7 @@ def gibbs_sweep(x, y, W, E, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, 
     (θ folded) and ỹ_i is drawn; with ``accumulate``, worker w adds its samples to acc[w]
     (zeroed here): 2^A + round(σ(z_i) fixed_q) per sample and maximal-table row, one_a = 2^A.
 
-    acc.shape[0] workers take blocks of BLOCK samples from an atomic counter (counter[0]):
+    acc.shape[0] workers take blocks of BLOCK samples with atomic counters (:func:`_claim`):
     a worker that is delayed (a shared machine) does not hold the others up, and no result
     depends on which worker takes which block.
     """
@@ -809,8 +837,7 @@ def gibbs_sweep(x, y, W, E, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, 
         mp = max(mp, n_mod_pad[f])
         ne = max(ne, feat_ptr[f + 1] - feat_ptr[f])
     n_stat = stat_tables.shape[0]
-    n_blocks = _n_blocks(n)
-    counter[0] = 0
+    counter[:] = 0
     for w in prange(acc.shape[0]):
         ST = np.empty(mp * LANES, dtype=np.float32)
         ubuf = np.zeros(BLOCK, dtype=np.float32)
@@ -822,8 +849,8 @@ def gibbs_sweep(x, y, W, E, n_modalities, n_mod_pad, feat_ptr, ent_blk, ent_g1, 
         if accumulate:
             aw[:] = 0
         while True:
-            b = fetch_add(counter, 1)
-            if b >= n_blocks:
+            b = _claim(counter, w, n)
+            if b < 0:
                 break
             i0, i1 = _block_bounds(b, n)
             n_blk = i1 - i0
@@ -891,8 +918,7 @@ def sample_statistics(x, theta, stat_tables, tab_feat, tab_stride, offsets, z, a
     """z[i] = φ(x_i)·θ (θ folded) and, with ``accumulate``, the statistics (see gibbs_sweep)."""
     n = x.shape[1]
     n_stat = stat_tables.shape[0]
-    n_blocks = _n_blocks(n)
-    counter[0] = 0
+    counter[:] = 0
     for w in prange(acc.shape[0]):
         rbuf = np.empty((n_stat, BLOCK), dtype=np.uint32)
         qbuf = np.empty(BLOCK, dtype=np.int64)
@@ -900,8 +926,8 @@ def sample_statistics(x, theta, stat_tables, tab_feat, tab_stride, offsets, z, a
         if accumulate:
             aw[:] = 0
         while True:
-            b = fetch_add(counter, 1)
-            if b >= n_blocks:
+            b = _claim(counter, w, n)
+            if b < 0:
                 break
             i0, i1 = _block_bounds(b, n)
             _block_statistics(x, i0, i1, theta, stat_tables, tab_feat, tab_stride, offsets, z, rbuf)
@@ -1077,7 +1103,7 @@ class GibbsChain:
         self._fixed = (float(2**self._q_bits), np.int64(1) << np.int64(self._a_bits))
         P = int(numba.config.NUMBA_NUM_THREADS)
         self._acc = np.zeros((P, self.K), dtype=np.int64)
-        self._counter = np.zeros(1, dtype=np.int64)  # blocks handed out to the workers
+        self._counter = np.zeros((P + 1) * PAD, dtype=np.int64)  # work handed out (_claim)
         self._mu_f = np.zeros(self.K)
         self._theta_f = np.zeros(self.K)
         self._W = _zeros_aligned(2 * self._half)  # 64-byte aligned: no vector load of 8
