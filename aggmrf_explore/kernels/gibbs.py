@@ -23,7 +23,8 @@ and inside a block feature by feature.
 
 Randomness is counter based: the uniform of site (i, f) at sweep ``it`` is a 32-bit hash
 of the site counter i (D + 1) + f + 1 and the sweep's key, a splitmix64 hash of
-(seed, it) (:func:`_uniform`, 24 bits, exact in float32), and ỹ_i uses f = D.  Nothing depends on the number of threads nor on how blocks are scheduled.
+(seed, it) (:func:`_uniform`, 24 bits, exact in float32), and ỹ_i uses f = D.  Nothing
+depends on the number of threads nor on how blocks are scheduled.
 
 Parameter layout (rebuilt once per sweep by :func:`build_params`, O(K) work, in parallel)
 --------------------------------------------------------------------------------------
@@ -700,19 +701,25 @@ def _draw8(W, bases, npb, j0, M, Mp, ST, ubuf, cbuf):
 
 
 @njit(inline="always")
+def _n_head(n):
+    """Full BLOCKs of a pass over n samples; the last ≥ 2 BLOCKs of samples are TAIL_BLOCKs."""
+    return max(0, n - 2 * BLOCK) // BLOCK
+
+
+@njit(inline="always")
 def _n_blocks(n):
-    """Work items of a pass over n samples: BLOCKs, then TAIL_BLOCKs for the last ≥ 2 BLOCKs."""
-    head = max(0, n - 2 * BLOCK) // BLOCK * BLOCK
-    return head // BLOCK + (n - head + TAIL_BLOCK - 1) // TAIL_BLOCK
+    """Work items of a pass over n samples: _n_head(n) BLOCKs, then the TAIL_BLOCKs."""
+    head = _n_head(n) * BLOCK
+    return _n_head(n) + (n - head + TAIL_BLOCK - 1) // TAIL_BLOCK
 
 
 @njit(inline="always")
 def _block_bounds(b, n):
     """Samples i0 … i1 - 1 of work item b (see _n_blocks)."""
-    head = max(0, n - 2 * BLOCK) // BLOCK * BLOCK
-    if b < head // BLOCK:
+    n_head = _n_head(n)
+    if b < n_head:
         return b * BLOCK, (b + 1) * BLOCK
-    i0 = head + (b - head // BLOCK) * TAIL_BLOCK
+    i0 = n_head * BLOCK + (b - n_head) * TAIL_BLOCK
     return i0, min(n, i0 + TAIL_BLOCK)
 
 
@@ -730,7 +737,7 @@ def _claim(counters, w, n):
     others with theirs, then takes the TAIL_BLOCK items (counters[P PAD]).
     """
     P = counters.shape[0] // PAD - 1
-    n_head = max(0, n - 2 * BLOCK) // BLOCK
+    n_head = _n_head(n)
     for k in range(P):
         r = (w + k) % P
         lo = r * n_head // P
