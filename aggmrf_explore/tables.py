@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -429,6 +429,15 @@ class AggregatedData:
     @property
     def is_noisy(self) -> bool:
         return self.noise is not None
+
+    def projected(self) -> AggregatedData:
+        """The plain MRF's targets: d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺) (shape (K,) each).
+
+        Exact aggregates are returned unchanged in value; noisy ones lose their negative
+        counts and impossible label sums.  A new AggregatedData; ``self`` is not modified.
+        """
+        d_plus = np.maximum(self.d, 0.0)
+        return replace(self, d=d_plus, c=np.clip(self.c, 0.0, d_plus), meta=dict(self.meta))
 
     def table_frame(
         self, t: int | Sequence[int | str], extra: dict[str, np.ndarray] | None = None
