@@ -31,6 +31,8 @@ __all__ = [
     "BaselineResult",
     "LAMBDA_GRID",
     "fit_logistic",
+    "fit_l2_logistic",
+    "validation_split",
     "logistic_pairs",
     "logistic_onehot",
     "naive_bayes",
@@ -54,7 +56,9 @@ class BaselineResult:
     info: dict = field(default_factory=dict)
 
 
-def _split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def validation_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded random split of n records: (fit_idx, validation_idx), int64, validation
+    size max(1, round(fraction · n)) (the validation split every baseline uses for λ)."""
     rng = np.random.default_rng(seed)
     perm = rng.permutation(n)
     n_val = max(1, int(round(fraction * n)))
@@ -71,8 +75,12 @@ def _check_xy(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _fit_lr(Phi, y, lam: float, max_iter: int) -> LogisticRegression:
-    """L-BFGS (the paper: 200 iterations), convergence warnings silenced (they are expected
+def fit_l2_logistic(
+    Phi: np.ndarray, y: np.ndarray, lam: float, max_iter: int
+) -> LogisticRegression:
+    """L2 logistic regression of y (n,) on the features Phi (n, K), penalty λ·|w|² (C = 1/(2λ)).
+
+    L-BFGS (the paper: 200 iterations), convergence warnings silenced (they are expected
     at the tolerance we use and say nothing the validation score does not)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -95,16 +103,16 @@ def fit_logistic(
     X, y = _check_xy(X, y)
     lay = layout.with_tables([t for t in layout.tables if t], intercept=False)  # keeps hashing
     Phi = lay.phi(X)
-    tr, va = _split(X.shape[0], validation_fraction, seed)
+    tr, va = validation_split(X.shape[0], validation_fraction, seed)
     scores = {}
     if len(lambdas) > 1 and len(np.unique(y[va])) == 2:
         for lam in lambdas:
-            m = _fit_lr(Phi[tr], y[tr], lam, max_iter)
+            m = fit_l2_logistic(Phi[tr], y[tr], lam, max_iter)
             scores[lam] = nllh(y[va], m.predict_proba(Phi[va])[:, 1])
         best = max(scores, key=scores.get)
     else:
         best = lambdas[0]
-    model = _fit_lr(Phi, y, best, max_iter)
+    model = fit_l2_logistic(Phi, y, best, max_iter)
     model.layout_ = lay
     return model, best, scores
 
@@ -165,7 +173,7 @@ def naive_bayes(
     """
     t0 = time.perf_counter()
     X, y = _check_xy(X, y)
-    tr, va = _split(X.shape[0], validation_fraction, seed)
+    tr, va = validation_split(X.shape[0], validation_fraction, seed)
 
     def fit_intercept(s, yy, w):
         # one-dimensional: b such that mean σ(b + w s) = mean y
@@ -214,7 +222,7 @@ def best_pair(
     if not pairs:
         raise AggMRFError("best_pair needs at least two features.")
     M = layout.n_modalities
-    tr, va = _split(X.shape[0], validation_fraction, seed)
+    tr, va = validation_split(X.shape[0], validation_fraction, seed)
     prior = y[tr].mean()
     scores = {}
     for f, g in pairs:

@@ -1,4 +1,11 @@
-"""Schema: turn a DataFrame of raw records into integer codes, one categorical feature per column.
+"""Records → codes: the :class:`Encoder` (fit on records) and its public form, the :class:`Schema`.
+
+One categorical feature per column.  ``Encoder.fit`` learns a :class:`Schema`; the schema
+alone maps records to codes (:meth:`Schema.transform`, the only implementation: the
+encoder delegates to it), and it is what releases and model files store, so prediction
+from a file gives exactly the codes of training.  ``Encoder.to_schema()`` /
+``Schema.from_encoder(encoder)`` export it, ``Encoder.from_schema(schema)`` rebuilds a
+fitted encoder from it.
 
 Policies (all decided at ``fit`` time, on the training data only):
 
@@ -14,7 +21,9 @@ Policies (all decided at ``fit`` time, on the training data only):
   edges are merged, so a column that is mostly 0 (Adult's capital-gain) gets few bins,
   and a mass point at the minimum or the maximum keeps a bin of its own.  Values outside
   the training range fall in the first / last bin (that is not "unseen").  Labels read
-  ``"[25, 33)"``; the first and last bin show the training min / max.
+  ``"[25, 33)"``; the first and last bin show the training min / max.  Numbers are shown
+  with 6 significant digits, or in full when 6 digits would give two modalities the
+  same label.
 * **Unseen categories** (a categorical value not seen at fit time):
   ``unseen="error"`` (default) raises :class:`AggMRFError` naming the column, the values
   and the number of rows; ``unseen="other"`` reserves one extra modality ``"(other)"``
@@ -32,18 +41,34 @@ Labels: :func:`encode_label` maps a two-valued column to 0/1 (rule in its docstr
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from .errors import AggMRFError
+from .kernels.rng import GOLDEN, M1, M2, mix64
+from .tables import TableLayout
 
-__all__ = ["Encoder", "encode_label", "OTHER", "check_no_missing"]
+__all__ = [
+    "Encoder",
+    "Schema",
+    "encode_label",
+    "label_strings",
+    "OTHER",
+    "check_no_missing",
+    "to_float",
+    "TargetEncoder",
+    "HashedCross",
+]
 
 OTHER = "(other)"
 _UNSEEN_POLICIES = ("error", "other")
+_MAX_SHOWN = 10  # unseen values listed in an error message
+_MAX_MODALITIES_SHOWN = 20
 
 
 def _natural_key(s: str) -> tuple:
@@ -53,10 +78,19 @@ def _natural_key(s: str) -> tuple:
 
 
 def _fmt_number(v: float) -> str:
+    """A number as a modality label: integers without ".0", else 6 significant digits."""
     v = float(v)
     if v.is_integer() and abs(v) < 1e15:
         return str(int(v))
     return f"{v:.6g}"
+
+
+def _fmt_number_full(v: float) -> str:
+    """A number as a label without rounding (shortest repr that reads back exactly)."""
+    v = float(v)
+    if v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return repr(v)
 
 
 def _factorize_str(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -122,6 +156,319 @@ def to_float(name: str, s: pd.Series) -> np.ndarray:
     return x
 
 
+def _unseen_error(name: str, bad: np.ndarray, modalities: list[str]) -> AggMRFError:
+    """The one message for values a categorical feature did not see at fit time.
+
+    ``bad``: the unseen raw values of the rows (as label strings), shape (k,).
+    """
+    vals, cnt = np.unique(bad.astype(str), return_counts=True)
+    order = np.argsort(-cnt, kind="stable")
+    shown = ", ".join(f"{str(vals[i])!r} ({int(cnt[i])} rows)" for i in order[:_MAX_SHOWN])
+    more = f" and {len(vals) - _MAX_SHOWN} more" if len(vals) > _MAX_SHOWN else ""
+    mods = modalities[:_MAX_MODALITIES_SHOWN]
+    mods_more = " …" if len(modalities) > _MAX_MODALITIES_SHOWN else ""
+    return AggMRFError(
+        f"column {name!r} has {len(bad)} row(s) with value(s) not seen at fit time: "
+        f"{shown}{more}; its modalities are {mods}{mods_more}. Pass unseen='other' "
+        f"(command line: --unseen other) when encoding to map them to an extra '{OTHER}' "
+        "modality, or fit on data that contains them."
+    )
+
+
+# ====================================================================== schema
+@dataclass
+class Schema:
+    """Features and their modalities (ordered labels), plus what maps raw records to codes.
+
+    The fitted state of an :class:`Encoder` in public, serialisable form (``to_dict`` /
+    ``from_dict``, as stored in ``release.json`` and model files).  D features:
+
+    ``feature_names`` (D str); ``modality_labels`` (D lists of str, code k of feature f is
+    ``modality_labels[f][k]``); ``kinds[f]``: "numeric" (``edges[f]``: lower edges of bins
+    1..M-1, increasing floats) or "categorical" (``known[f]`` the raw values seen at fit
+    time and ``codes[f]`` the code of each; ``values[f]`` "number" or "string", how a raw
+    cell is compared with ``known``; ``unseen[f]`` "error" or "other").  ``label`` /
+    ``positive_label`` / ``classes`` describe the label column (None when unknown).
+    """
+
+    feature_names: list[str]
+    modality_labels: list[list[str]]
+    kinds: list[str] = field(default_factory=list)
+    edges: list[list[float] | None] = field(default_factory=list)
+    known: list[list | None] = field(default_factory=list)
+    codes: list[list[int] | None] = field(default_factory=list)
+    values: list[str] = field(default_factory=list)
+    unseen: list[str] = field(default_factory=list)
+    label: str | None = None
+    positive_label: str | None = None
+    classes: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        D = len(self.feature_names)
+        if len(self.modality_labels) != D:
+            raise AggMRFError(f"{len(self.modality_labels)} modality lists for {D} features.")
+        if len(set(self.feature_names)) != D:
+            raise AggMRFError(f"duplicate feature names in the schema: {self.feature_names}.")
+        self.modality_labels = [[str(v) for v in m] for m in self.modality_labels]
+        for name, mods in zip(self.feature_names, self.modality_labels, strict=True):
+            if not mods:
+                raise AggMRFError(f"feature {name!r} has no modality.")
+            if len(set(mods)) != len(mods):
+                dup = sorted({m for m in mods if mods.count(m) > 1})
+                raise AggMRFError(f"feature {name!r} lists the modalities {dup} twice.")
+        self.kinds = list(self.kinds) or ["categorical"] * D
+        self.edges = list(self.edges) or [None] * D
+        self.values = list(self.values) or ["string"] * D
+        self.unseen = list(self.unseen) or ["error"] * D
+        self.known = list(self.known) or [None] * D
+        self.codes = list(self.codes) or [None] * D
+        for f in range(D):
+            name, M = self.feature_names[f], len(self.modality_labels[f])
+            if self.kinds[f] not in ("numeric", "categorical"):
+                raise AggMRFError(
+                    f"feature {name!r}: kind must be 'numeric' or 'categorical'; got {self.kinds[f]!r}."
+                )
+            if self.kinds[f] == "numeric":
+                e = self.edges[f]
+                if e is None or len(e) != M - 1:
+                    raise AggMRFError(
+                        f"numeric feature {name!r} needs {M - 1} bin edges for its {M} modalities; "
+                        f"got {None if e is None else len(e)}."
+                    )
+                e = np.asarray(e, dtype=np.float64)
+                if not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+                    raise AggMRFError(f"bin edges of {name!r} must be finite and increasing.")
+                self.edges[f] = [float(v) for v in e]
+            elif self.known[f] is None:
+                self.known[f] = list(self.modality_labels[f])
+                self.codes[f] = list(range(M))
+            else:
+                if self.codes[f] is None or len(self.codes[f]) != len(self.known[f]):
+                    raise AggMRFError(f"feature {name!r}: 'known' and 'codes' differ in length.")
+                if any(not 0 <= int(c) < M for c in self.codes[f]):
+                    raise AggMRFError(f"feature {name!r}: a code is outside 0..{M - 1}.")
+                self.codes[f] = [int(c) for c in self.codes[f]]
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_encoder(
+        cls,
+        encoder: Encoder | Schema,
+        label: str | None = None,
+        positive_label: str | None = None,
+        classes: Sequence[str] | None = None,
+    ) -> Schema:
+        """The schema of a fitted :class:`Encoder` (= ``encoder.to_schema(...)``).
+
+        A Schema passed here is returned as it is (its label fields untouched).
+        """
+        if isinstance(encoder, Schema):
+            return encoder
+        if not isinstance(encoder, Encoder):
+            raise AggMRFError(
+                f"expected a fitted Encoder or a Schema; got {type(encoder).__name__}."
+            )
+        return encoder.to_schema(label, positive_label, classes)
+
+    @classmethod
+    def from_layout(cls, layout: TableLayout, **kw) -> Schema:
+        """A label-only schema (records must hold the modality labels themselves)."""
+        return cls(list(layout.feature_names), [list(m) for m in layout.modality_labels], **kw)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Schema:
+        """Inverse of :meth:`to_dict` (the ``features`` / label part of release.json)."""
+        feats = d.get("features")
+        if not isinstance(feats, list) or not feats:
+            raise AggMRFError("the schema needs a non-empty 'features' list.")
+        cols: dict[str, list] = {k: [] for k in ("names", "mods", "kinds", "edges", "known")}
+        codes, values, unseen = [], [], []
+        for i, f in enumerate(feats):
+            if not isinstance(f, dict) or "name" not in f or "modalities" not in f:
+                raise AggMRFError(
+                    f"feature #{i + 1} of the schema needs a 'name' and a 'modalities' list."
+                )
+            cols["names"].append(str(f["name"]))
+            cols["mods"].append([str(m) for m in f["modalities"]])
+            cols["kinds"].append(f.get("kind", "categorical"))
+            cols["edges"].append(f.get("edges"))
+            cols["known"].append(f.get("known"))
+            codes.append(f.get("codes"))
+            values.append(f.get("values", "number" if f.get("kind") == "numeric" else "string"))
+            unseen.append(f.get("unseen", "error"))
+        return cls(
+            cols["names"],
+            cols["mods"],
+            cols["kinds"],
+            cols["edges"],
+            cols["known"],
+            codes,
+            values,
+            unseen,
+            label=d.get("label"),
+            positive_label=d.get("positive_label"),
+            classes=d.get("classes"),
+        )
+
+    def to_dict(self) -> dict:
+        """The JSON-able form: ``{"label", "positive_label", "classes", "features": [...]}``."""
+        feats = []
+        for f, name in enumerate(self.feature_names):
+            item: dict = {
+                "name": name,
+                "kind": self.kinds[f],
+                "modalities": list(self.modality_labels[f]),
+            }
+            if self.kinds[f] == "numeric":
+                item["edges"] = list(self.edges[f])
+            else:
+                item.update(
+                    values=self.values[f],
+                    known=list(self.known[f]),
+                    codes=list(self.codes[f]),
+                    unseen=self.unseen[f],
+                )
+            feats.append(item)
+        return {
+            "label": self.label,
+            "positive_label": self.positive_label,
+            "classes": self.classes,
+            "features": feats,
+        }
+
+    # ------------------------------------------------------------------ use
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    @property
+    def n_modalities(self) -> np.ndarray:
+        """Modalities per feature, int64 (D,)."""
+        return np.asarray([len(m) for m in self.modality_labels], dtype=np.int64)
+
+    def other_code(self, f: int) -> int | None:
+        """The code unseen values of feature f map to: "(other)" under unseen="other", else None."""
+        mods = self.modality_labels[f]
+        if self.kinds[f] == "categorical" and self.unseen[f] == "other" and OTHER in mods:
+            return mods.index(OTHER)
+        return None
+
+    def check_layout(self, layout: TableLayout) -> None:
+        """Raise unless the layout has exactly these features and modalities."""
+        if (
+            list(layout.feature_names) != list(self.feature_names)
+            or [list(m) for m in layout.modality_labels] != self.modality_labels
+        ):
+            raise AggMRFError(
+                "the model's layout and the schema disagree on the features or their modalities; "
+                "export the model with the schema (encoder) it was trained with."
+            )
+
+    def transform(self, df: pd.DataFrame) -> np.ndarray:
+        """Raw records → int32 codes of shape (n, D), feature f in 0..M_f-1.
+
+        The one records → codes path (``Encoder.transform`` calls it).  ``df`` must hold
+        the feature columns (extra columns are ignored).  Numeric features: the bin of each
+        value (out-of-range values fall in the first / last bin); categorical features: the
+        code of each known value, unseen values to "(other)" or an error (``unseen``).
+        Missing cells, non-numeric cells in numeric features and unseen values raise
+        :class:`AggMRFError` naming the column.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise AggMRFError(f"transform expects a pandas DataFrame; got {type(df).__name__}.")
+        cols = {str(c): c for c in df.columns}
+        missing = [f for f in self.feature_names if f not in cols]
+        if missing:
+            raise AggMRFError(
+                f"columns {missing} were present at fit time but are missing here; "
+                f"available columns: {list(cols)}."
+            )
+        sub = df[[cols[f] for f in self.feature_names]]
+        check_no_missing(sub)
+        X = np.empty((len(df), self.n_features), dtype=np.int32)
+        for j, name in enumerate(self.feature_names):
+            s = sub.iloc[:, j]
+            if self.kinds[j] == "numeric":
+                X[:, j] = self._bins(j, name, s)
+            else:
+                X[:, j] = self._categories(j, name, s)
+        return X
+
+    def _bins(self, j: int, name: str, s: pd.Series) -> np.ndarray:
+        """Bin codes (n,) int32 of numeric feature j: values below edge k+1 and ≥ edge k get k+1."""
+        edges = np.asarray(self.edges[j], dtype=np.float64)
+        return np.searchsorted(edges, to_float(name, s), side="right").astype(np.int32)
+
+    def _categories(self, j: int, name: str, s: pd.Series) -> np.ndarray:
+        """Codes (n,) int32 of categorical feature j; unseen values → "(other)" or an error."""
+        if self.values[j] == "number":
+            x = to_float(name, s)
+            idx = pd.Index(np.asarray(self.known[j], dtype=np.float64)).get_indexer(x)
+            raw = x
+        else:
+            fcodes, uniq = _factorize_str(s)
+            idx = pd.Index(self.known[j], dtype=object).get_indexer(uniq)[fcodes]
+            raw = uniq[fcodes]
+        unseen = idx < 0
+        code_of = np.asarray(self.codes[j], dtype=np.int32)
+        if len(code_of):
+            codes = code_of[np.where(unseen, 0, idx)]
+        else:
+            codes = np.zeros(len(idx), dtype=np.int32)
+        if unseen.any():
+            other = self.other_code(j)
+            if other is None:
+                bad = np.asarray(raw)[unseen]
+                if self.values[j] == "number":
+                    bad = np.asarray([_fmt_number(v) for v in bad], dtype=object)
+                raise _unseen_error(name, bad, self.modality_labels[j])
+            codes = np.where(unseen, other, codes)
+        return codes.astype(np.int32)
+
+    def encode_label(self, series: pd.Series, label: str | None = None) -> np.ndarray:
+        """0/1 labels (int8, (n,)) of a record column with the schema's positive class."""
+        y, _ = encode_label(series, positive=self.positive_label, classes=self.classes)
+        return y
+
+    def layout(self, tables: Sequence[Sequence[int]], intercept: bool = True) -> TableLayout:
+        """A :class:`TableLayout` over these features and modalities."""
+        return TableLayout(
+            self.n_modalities, tables, self.feature_names, intercept, self.modality_labels
+        )
+
+
+# ====================================================================== encoder
+@dataclass
+class _Fitted:
+    """What fitting one column gives (one feature of the schema)."""
+
+    kind: str
+    labels: list[str]
+    edges: list[float] | None = None
+    known: list | None = None
+    codes: list[int] | None = None
+    values: str = "string"
+
+
+def _labels_of_bins(bounds: list[float], fmt) -> list[str]:
+    """Labels "[a, b)" of the bins between consecutive ``bounds`` (the last one closed)."""
+    labels = []
+    for i in range(len(bounds) - 1):
+        a, b = fmt(bounds[i]), fmt(bounds[i + 1])
+        last = i == len(bounds) - 2
+        if last and a == b:
+            labels.append(a)  # a mass point at the maximum
+        else:
+            labels.append(f"[{a}, {b}]" if last else f"[{a}, {b})")
+    return labels
+
+
+def _distinct(make) -> list[str]:
+    """``make(_fmt_number)``, or ``make(_fmt_number_full)`` when 6 digits give duplicate labels."""
+    labels = make(_fmt_number)
+    return labels if len(set(labels)) == len(labels) else make(_fmt_number_full)
+
+
 class Encoder:
     """Fit a schema on records and encode them as integer codes (scikit-learn style).
 
@@ -134,10 +481,10 @@ class Encoder:
     max_categorical_numeric : a numeric column with at most this many distinct values is
         treated as categorical.
 
-    Fitted attributes: ``feature_names`` (list, D), ``n_modalities`` (int64, shape (D,)),
-    ``modality_labels`` (= ``inverse_labels``, D lists of str), ``kinds`` ("numeric" or
-    "categorical" per feature), ``edges`` (per numeric feature: the lower edges of bins
-    1..M-1, float64; None for categorical features).
+    Fitted state: ``schema_`` (:class:`Schema`), read through ``feature_names`` (list, D),
+    ``n_modalities`` (int64, shape (D,)), ``modality_labels`` (= ``inverse_labels``, D lists
+    of str), ``kinds`` ("numeric" or "categorical" per feature), ``edges`` (per numeric
+    feature: the lower edges of bins 1..M-1, float64; None for categorical features).
     """
 
     def __init__(
@@ -168,7 +515,72 @@ class Encoder:
         self.max_modalities = None if max_modalities is None else int(max_modalities)
         self.min_count = int(min_count)
         self.max_categorical_numeric = int(max_categorical_numeric)
-        self._fitted = False
+        self.schema_: Schema | None = None
+
+    # ------------------------------------------------------------------ schema
+    @classmethod
+    def from_schema(cls, schema: Schema) -> Encoder:
+        """A fitted encoder whose ``transform`` is ``schema.transform`` (e.g. read from a file).
+
+        The fit parameters (``n_bins``, ``min_count`` …) keep their defaults, except
+        ``unseen``: "other" when every categorical feature maps unseen values to "(other)".
+        """
+        if not isinstance(schema, Schema):
+            raise AggMRFError(f"Encoder.from_schema needs a Schema; got {type(schema).__name__}.")
+        cats = [f for f in range(schema.n_features) if schema.kinds[f] == "categorical"]
+        other = bool(cats) and all(schema.other_code(f) is not None for f in cats)
+        enc = cls(unseen="other" if other else "error")
+        enc.schema_ = copy.deepcopy(schema)
+        enc.schema_.label = enc.schema_.positive_label = enc.schema_.classes = None
+        return enc
+
+    def to_schema(
+        self,
+        label: str | None = None,
+        positive_label: str | None = None,
+        classes: Sequence[str] | None = None,
+    ) -> Schema:
+        """A copy of the fitted schema, with the label column's description added."""
+        self._check_fitted()
+        schema = copy.deepcopy(self.schema_)
+        schema.label = label
+        schema.positive_label = None if positive_label is None else str(positive_label)
+        schema.classes = None if classes is None else [str(c) for c in classes]
+        return schema
+
+    def _check_fitted(self) -> None:
+        if self.schema_ is None:
+            raise AggMRFError("this Encoder is not fitted yet; call .fit(train_df) first.")
+
+    @property
+    def feature_names(self) -> list[str]:
+        """Feature (column) names, D."""
+        self._check_fitted()
+        return self.schema_.feature_names
+
+    @property
+    def kinds(self) -> list[str]:
+        """Kind of each feature, "numeric" or "categorical", D."""
+        self._check_fitted()
+        return self.schema_.kinds
+
+    @property
+    def modality_labels(self) -> list[list[str]]:
+        """Label of each code, D lists of str."""
+        self._check_fitted()
+        return self.schema_.modality_labels
+
+    @property
+    def n_modalities(self) -> np.ndarray:
+        """Modalities per feature, int64 (D,)."""
+        self._check_fitted()
+        return self.schema_.n_modalities
+
+    @property
+    def edges(self) -> list[np.ndarray | None]:
+        """Per numeric feature the lower edges of bins 1..M-1 (float64); None if categorical."""
+        self._check_fitted()
+        return [None if e is None else np.asarray(e, dtype=np.float64) for e in self.schema_.edges]
 
     # ------------------------------------------------------------------ fit
     def fit(self, df: pd.DataFrame) -> Encoder:
@@ -188,40 +600,37 @@ class Encoder:
             dup = sorted({c for c in names if names.count(c) > 1})
             raise AggMRFError(f"duplicate column names {dup}; rename them before encoding.")
         check_no_missing(df)
-        self.feature_names = names
-        self.kinds: list[str] = []
-        self.edges: list[np.ndarray | None] = []
-        self.modality_labels: list[list[str]] = []
-        self._cat_values: list[pd.Index | None] = []  # known values per categorical feature
-        self._cat_codes: list[np.ndarray | None] = []  # code of each known value
-        self._other_code: list[int | None] = []
-        self._numeric_values: list[bool] = []
-        for col in df.columns:
-            s = df[col]
-            is_num = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(
-                s.dtype
-            )
-            if isinstance(s.dtype, pd.CategoricalDtype):
-                is_num = False
-            if is_num:
-                x = s.to_numpy(dtype=np.float64)
-                if not np.all(np.isfinite(x)):
-                    raise AggMRFError(
-                        f"column {col!r} has {int((~np.isfinite(x)).sum())} infinite value(s); "
-                        "replace or drop them before encoding."
-                    )
-                uniq = np.unique(x)
-                if uniq.size > self.max_categorical_numeric:
-                    self._fit_numeric(x, uniq)
-                    continue
-                self._fit_categorical(col, s, values=uniq, numeric=True)
-            else:
-                self._fit_categorical(col, s, values=None, numeric=False)
-        self.n_modalities = np.asarray([len(lab) for lab in self.modality_labels], dtype=np.int64)
-        self._fitted = True
+        fitted = [self._fit_column(col, df[col]) for col in df.columns]
+        self.schema_ = Schema(
+            feature_names=names,
+            modality_labels=[f.labels for f in fitted],
+            kinds=[f.kind for f in fitted],
+            edges=[f.edges for f in fitted],
+            known=[f.known for f in fitted],
+            codes=[f.codes for f in fitted],
+            values=[f.values for f in fitted],
+            unseen=[self.unseen if f.kind == "categorical" else "error" for f in fitted],
+        )
         return self
 
-    def _fit_numeric(self, x: np.ndarray, uniq: np.ndarray) -> None:
+    def _fit_column(self, col, s: pd.Series) -> _Fitted:
+        is_num = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            is_num = False
+        if not is_num:
+            return self._fit_categorical(col, s, values=None, numeric=False)
+        x = s.to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(x)):
+            raise AggMRFError(
+                f"column {col!r} has {int((~np.isfinite(x)).sum())} infinite value(s); "
+                "replace or drop them before encoding."
+            )
+        uniq = np.unique(x)
+        if uniq.size > self.max_categorical_numeric:
+            return self._fit_numeric(x, uniq)
+        return self._fit_categorical(col, s, values=uniq, numeric=True)
+
+    def _fit_numeric(self, x: np.ndarray, uniq: np.ndarray) -> _Fitted:
         lo, hi = uniq[0], uniq[-1]
         q = np.quantile(x, np.arange(1, self.n_bins) / self.n_bins)
         # right-closed cut points c: x <= c goes below.  A cut at the max would leave an
@@ -232,26 +641,13 @@ class Encoder:
         edges = np.unique(uniq[np.searchsorted(uniq, cuts, side="right")])
         edges = edges[(edges > lo) & (edges <= hi)]
         bounds = [lo, *edges.tolist(), hi]
-        labels = []
-        for i in range(len(bounds) - 1):
-            a, b = _fmt_number(bounds[i]), _fmt_number(bounds[i + 1])
-            last = i == len(bounds) - 2
-            if last and a == b:
-                labels.append(a)  # a mass point at the maximum
-            else:
-                labels.append(f"[{a}, {b}]" if last else f"[{a}, {b})")
-        self.kinds.append("numeric")
-        self.edges.append(edges.astype(np.float64))
-        self.modality_labels.append(labels)
-        self._cat_values.append(None)
-        self._cat_codes.append(None)
-        self._other_code.append(None)
-        self._numeric_values.append(True)
+        labels = _distinct(lambda fmt: _labels_of_bins(bounds, fmt))
+        return _Fitted("numeric", labels, edges=[float(v) for v in edges], values="number")
 
-    def _fit_categorical(self, col, s: pd.Series, values, numeric: bool) -> None:
+    def _fit_categorical(self, col, s: pd.Series, values, numeric: bool) -> _Fitted:
         if numeric:
             known = pd.Index(values)
-            labels = [_fmt_number(v) for v in values]
+            labels = _distinct(lambda fmt: [fmt(v) for v in values])
             counts = pd.Series(s.to_numpy(dtype=np.float64)).value_counts()
             cnt = counts.reindex(known, fill_value=0).to_numpy()
         else:
@@ -289,85 +685,26 @@ class Encoder:
             )
         new_labels = [lab for lab, k in zip(labels, keep, strict=True) if k]
         codes = np.cumsum(keep) - 1
-        other = None
         if need_other:
-            other = len(new_labels)
+            codes = np.where(keep, codes, len(new_labels))
             new_labels.append(OTHER)
-            codes = np.where(keep, codes, other)
-        self.kinds.append("categorical")
-        self.edges.append(None)
-        self.modality_labels.append(new_labels)
-        self._cat_values.append(known)
-        self._cat_codes.append(codes.astype(np.int32))
-        self._other_code.append(other)
-        self._numeric_values.append(numeric)
+        return _Fitted(
+            "categorical",
+            new_labels,
+            known=[float(v) for v in known] if numeric else [str(v) for v in known],
+            codes=[int(c) for c in codes],
+            values="number" if numeric else "string",
+        )
 
     # ------------------------------------------------------------------ transform
-    def _check_fitted(self) -> None:
-        if not getattr(self, "_fitted", False):
-            raise AggMRFError("this Encoder is not fitted yet; call .fit(train_df) first.")
-
     def transform(self, df: pd.DataFrame) -> np.ndarray:
-        """Encode records: returns int32 codes of shape (n, D), feature f in 0..M_f-1.
+        """Encode records: int32 codes of shape (n, D), feature f in 0..M_f-1.
 
-        ``df`` must hold the fitted feature columns (extra columns are ignored).
+        ``df`` must hold the fitted feature columns (extra columns are ignored); this is
+        ``schema_.transform(df)``, the one records → codes path.
         """
         self._check_fitted()
-        if not isinstance(df, pd.DataFrame):
-            raise AggMRFError(
-                f"Encoder.transform expects a pandas DataFrame; got {type(df).__name__}."
-            )
-        cols = {str(c): c for c in df.columns}
-        missing = [f for f in self.feature_names if f not in cols]
-        if missing:
-            raise AggMRFError(
-                f"columns {missing} were present at fit time but are missing here; "
-                f"available columns: {list(cols)}."
-            )
-        sub = df[[cols[f] for f in self.feature_names]]
-        check_no_missing(sub)
-        X = np.empty((len(df), len(self.feature_names)), dtype=np.int32)
-        for j, name in enumerate(self.feature_names):
-            s = sub.iloc[:, j]
-            if self.kinds[j] == "numeric":
-                X[:, j] = self._transform_numeric(name, s, self.edges[j])
-            else:
-                X[:, j] = self._transform_categorical(j, name, s)
-        return X
-
-    def _transform_numeric(self, name: str, s: pd.Series, edges: np.ndarray) -> np.ndarray:
-        x = to_float(name, s)
-        return np.searchsorted(edges, x, side="right").astype(np.int32)
-
-    def _transform_categorical(self, j: int, name: str, s: pd.Series) -> np.ndarray:
-        known = self._cat_values[j]
-        if self._numeric_values[j]:
-            x = to_float(name, s)
-            idx = known.get_indexer(x)
-            raw = x
-        else:
-            fcodes, uniq = _factorize_str(s)
-            idx = known.get_indexer(uniq)[fcodes]
-            raw = uniq[fcodes]
-        unseen = idx < 0
-        codes = self._cat_codes[j][np.where(unseen, 0, idx)]
-        if unseen.any():
-            other = self._other_code[j]
-            if self.unseen == "error":
-                bad = np.asarray(raw)[unseen]
-                if self._numeric_values[j]:
-                    bad = np.asarray([_fmt_number(v) for v in bad], dtype=object)
-                vals, cnt = np.unique(bad.astype(str), return_counts=True)
-                order = np.argsort(-cnt, kind="stable")
-                shown = ", ".join(f"{str(vals[i])!r} ({int(cnt[i])} rows)" for i in order[:10])
-                more = f" and {len(vals) - 10} more" if len(vals) > 10 else ""
-                raise AggMRFError(
-                    f"column {name!r} has {int(unseen.sum())} row(s) with value(s) not seen at fit "
-                    f"time: {shown}{more}. Pass unseen='other' (command line: --unseen other) to map them to an extra "
-                    f"'{OTHER}' modality, or fit on data that contains them."
-                )
-            codes = np.where(unseen, other, codes)
-        return codes.astype(np.int32)
+        return self.schema_.transform(df)
 
     def fit_transform(self, df: pd.DataFrame) -> np.ndarray:
         """``fit(df).transform(df)``: int32 codes of shape (n, D)."""
@@ -392,7 +729,6 @@ class Encoder:
     @property
     def inverse_labels(self) -> list[list[str]]:
         """Alias of ``modality_labels``: label of each code, D lists of str."""
-        self._check_fitted()
         return self.modality_labels
 
     def describe(self) -> pd.DataFrame:
@@ -408,7 +744,7 @@ class Encoder:
         )
 
     def __repr__(self) -> str:
-        state = f", D={len(self.feature_names)}" if getattr(self, "_fitted", False) else ""
+        state = f", D={len(self.feature_names)}" if self.schema_ is not None else ""
         return f"Encoder(n_bins={self.n_bins}, unseen={self.unseen!r}{state})"
 
 
@@ -423,7 +759,9 @@ _KNOWN_PAIRS = {
 }
 
 
-def _label_strings(series: pd.Series) -> np.ndarray:
+def label_strings(series: pd.Series) -> np.ndarray:
+    """The label values as strings, object (n,): numbers as ``encode_label`` writes them
+    ("1" not "1.0"), booleans as "True"/"False", missing as "nan"."""
     if pd.api.types.is_bool_dtype(series.dtype):
         return np.where(series.to_numpy(dtype=bool), "True", "False").astype(object)
     if pd.api.types.is_numeric_dtype(series.dtype):
@@ -458,10 +796,10 @@ def encode_label(
             f"label column{name} has {int(miss.sum())} missing (NaN or empty) value(s) out of {len(s)} "
             "rows; drop those rows (df.dropna(subset=[label])) before encoding."
         )
-    vals = _label_strings(s)
+    vals = label_strings(s)
     uniq, cnt = np.unique(vals.astype(str), return_counts=True)
     if classes is not None:
-        cls = [str(c) for c in _label_strings(pd.Series(list(classes)))]
+        cls = [str(c) for c in label_strings(pd.Series(list(classes)))]
         if len(set(cls)) != 2:
             raise AggMRFError(f"classes must be two distinct values; got {list(classes)}.")
         extra = [str(u) for u in uniq if str(u) not in cls]
@@ -486,7 +824,7 @@ def encode_label(
             )
         pair = sorted(str(u) for u in uniq)
     if positive is not None:
-        pos = str(_label_strings(pd.Series([positive]))[0])
+        pos = str(label_strings(pd.Series([positive]))[0])
         if pos not in pair:
             low = {p.lower(): p for p in pair}
             if pos.lower() in low:
@@ -502,3 +840,107 @@ def encode_label(
             pos = max(pair)
     y = (vals.astype(str) == pos).astype(np.int8)
     return y, pos
+
+
+# ====================================================================== high cardinality
+# (section added by issue 12: the encoders of the former highcard.py)
+# Encoders for features with 10^4 .. 10^5 raw values (the paper's section 4.3), whose pair
+# tables (M² rows) would not fit: target encoding maps the raw values to few buckets (fit on
+# held-out records: ``aggmrf_explore.datasets.target_encode`` applies it to a Dataset);
+# a hashed cross maps a pair of codes to one of H buckets.  (To hash a table *inside* the
+# model, exactly, use ``TableLayout(..., hash_sizes={(a, b): H})`` instead.)
+
+
+class TargetEncoder:
+    """Map the raw modalities of one feature to ``n_buckets`` buckets from held-out records.
+
+    Each raw modality seen in the held-out records gets a count bin (quantiles of log
+    count, per record) and a rate bin (quantiles of its smoothed positive rate
+    (pos + s·p̄)/(count + s), per record); bucket = count_bin · n_rate_bins + rate_bin.
+    Modalities never seen in the held-out part go to the last bucket, ``"unseen"``.
+    """
+
+    def __init__(self, n_count_bins: int = 4, n_rate_bins: int = 8, smoothing: float = 20.0):
+        for name, v in (("n_count_bins", n_count_bins), ("n_rate_bins", n_rate_bins)):
+            if not isinstance(v, int | np.integer) or v < 1:
+                raise AggMRFError(f"{name} must be an integer ≥ 1; got {v!r}.")
+        if not np.isfinite(smoothing) or smoothing < 0:
+            raise AggMRFError(f"smoothing must be a finite number ≥ 0; got {smoothing!r}.")
+        self.n_count_bins = int(n_count_bins)
+        self.n_rate_bins = int(n_rate_bins)
+        self.smoothing = float(smoothing)
+        self.mapping_: pd.Series | None = None
+
+    @property
+    def n_buckets(self) -> int:
+        return self.n_count_bins * self.n_rate_bins + 1
+
+    @property
+    def labels(self) -> list[str]:
+        return [f"n{i}/r{j}" for i in range(self.n_count_bins) for j in range(self.n_rate_bins)] + [
+            "unseen"
+        ]
+
+    def fit(self, values: Sequence | np.ndarray, y: Sequence | np.ndarray) -> TargetEncoder:
+        """Fit on held-out records: raw values (n,) and labels in {0, 1} (n,)."""
+        values = pd.Series(np.asarray(values, dtype=object))
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape != (len(values),):
+            raise AggMRFError(f"y must have one label per value; got {y.shape} for {len(values)}.")
+        if len(values) == 0:
+            raise AggMRFError("cannot fit a target encoder on zero held-out records.")
+        if not np.all((y == 0) | (y == 1)):
+            raise AggMRFError("labels must be 0 or 1.")
+        stats = (
+            pd.DataFrame({"v": values, "y": y}).groupby("v", sort=True)["y"].agg(["size", "sum"])
+        )
+        count = stats["size"].to_numpy(np.float64)
+        prior = float(y.mean())
+        rate = (stats["sum"].to_numpy() + self.smoothing * prior) / (count + self.smoothing)
+        logc = np.log(count)
+        # edges from per-record quantiles (each modality weighted by its count)
+        q_c = np.linspace(0, 1, self.n_count_bins + 1)[1:-1]
+        q_r = np.linspace(0, 1, self.n_rate_bins + 1)[1:-1]
+        c_edges = np.unique(np.quantile(np.repeat(logc, count.astype(np.int64)), q_c))
+        r_edges = np.unique(np.quantile(np.repeat(rate, count.astype(np.int64)), q_r))
+        cb = np.searchsorted(c_edges, logc, side="right")
+        rb = np.searchsorted(r_edges, rate, side="right")
+        self.mapping_ = pd.Series((cb * self.n_rate_bins + rb).astype(np.int32), index=stats.index)
+        return self
+
+    def transform(self, values: Sequence | np.ndarray) -> np.ndarray:
+        """Bucket codes, int32 (n,) in 0 .. n_buckets - 1 (unseen → n_buckets - 1)."""
+        if self.mapping_ is None:
+            raise AggMRFError("fit the TargetEncoder on held-out records before transform.")
+        idx = self.mapping_.index.get_indexer(pd.Index(np.asarray(values, dtype=object)))
+        codes = np.full(len(idx), self.n_buckets - 1, dtype=np.int32)
+        seen = idx >= 0
+        codes[seen] = self.mapping_.to_numpy()[idx[seen]]
+        return codes
+
+
+class HashedCross:
+    """Feature hashing of a crossed feature: (a, b) → one of H buckets (seeded splitmix64).
+
+    The *derived-feature* variant: the cross becomes a new feature h, which a Gibbs chain
+    then treats as a free variable instead of the function hash(a, b) (an approximation,
+    kept for comparison).  To hash a table inside the model, exactly, use
+    ``TableLayout(..., hash_sizes={(a, b): H})``.
+    """
+
+    def __init__(self, H: int, seed: int = 0) -> None:
+        if not isinstance(H, int | np.integer) or H < 1:
+            raise AggMRFError(f"hash size H must be an integer ≥ 1; got {H!r}.")
+        self.H = int(H)
+        self.seed = int(seed)
+
+    def transform(self, a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> np.ndarray:
+        """Bucket of every pair of non-negative integer codes, int32 (n,) in 0 .. H - 1."""
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        if a.shape != b.shape or np.any(a < 0) or np.any(b < 0):
+            raise AggMRFError("a and b must be non-negative integer codes of the same shape.")
+        with np.errstate(over="ignore"):
+            z = mix64(a.astype(np.uint64) * M1 + np.uint64(self.seed) + GOLDEN)
+            z = mix64(z ^ (b.astype(np.uint64) * M2 + GOLDEN))
+        return (z % np.uint64(self.H)).astype(np.int32)

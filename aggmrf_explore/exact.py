@@ -79,8 +79,8 @@ def fit_exact(
     rows = _rows(lay)
     K = lay.K
     n = float(data.n) if data.meta.get("n_exact") is None else float(data.meta["n_exact"])
-    d = np.maximum(data.d, 0.0)
-    c = np.clip(data.c, 0.0, d)
+    projected = data.projected()  # noisy aggregates: d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺)
+    d, c = projected.d, projected.c
     reg_mu = np.full(K, lambda_mu)
     reg_theta = np.full(K, lambda_theta)
     if lay.intercept:

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .callbacks import Progress
 from .errors import AggMRFError
 from .metrics import nllh
 from .mrf import IterationStats, PCDTrainer, TrainerSettings, default_settings
 from .tables import AggregatedData, TableLayout, aggregate
 
-__all__ = ["Problem", "prepare", "DEFAULT_ITERATIONS", "MRFRun", "train_mrf", "run_iterations"]
+__all__ = ["Problem", "prepare", "DEFAULT_ITERATIONS", "MRFRun", "train_mrf"]
 
 DEFAULT_ITERATIONS = 600
 
@@ -101,8 +102,6 @@ def train_mrf(
     if settings is None:
         settings = default_settings(problem.layout, data.n)
     if eval_every is not None:
-        from dataclasses import replace
-
         settings = replace(settings, eval_every=eval_every)
     t0 = time.perf_counter()
     evaluate = settings.eval_every <= iterations
@@ -112,21 +111,6 @@ def train_mrf(
         enc.X_test if evaluate else None,
         enc.y_test if evaluate else None,
     )
-    run_iterations(trainer, iterations, progress)
+    trainer.fit(iterations, [Progress(progress, iterations)] if progress else ())
     p = trainer.predict_proba(enc.X_test)[:, 1]
     return MRFRun(trainer, nllh(enc.y_test, p), time.perf_counter() - t0, trainer.history)
-
-
-def run_iterations(
-    trainer: PCDTrainer, iterations: int, progress: Callable[[int, int], None] | None = None
-) -> PCDTrainer:
-    """Run ``iterations`` PCD iterations in about 50 chunks, reporting ``progress(done, total)``."""
-    chunk = max(1, iterations // 50)
-    done = 0
-    while done < iterations:
-        k = min(chunk, iterations - done)
-        trainer.step(k)
-        done += k
-        if progress is not None:
-            progress(done, iterations)
-    return trainer

@@ -11,6 +11,11 @@ One iteration of :class:`PCDTrainer` (n' persistent Gibbs samples, s = n / n'):
 4. preconditioned directions g_μ / (d̂ + 2λ_μ) and g_θ / ((d / d̂)·ĉ + 2λ_θ), clipped to ±clip;
 5. μ −= α_μ dir_μ;  θ −= α_θ dir_θ.
 
+Steps 3–5 are the pure function :func:`pcd_update` (no state, no checks; its intermediate
+quantities are returned for tests and plots).  :meth:`PCDTrainer.step` / :meth:`PCDTrainer.fit`
+are the one training loop: sweep, statistics, ``pcd_update``, divergence checks, then the
+callbacks ``cb(trainer, stats)`` (:mod:`.callbacks`: progress, held-out NLLH, history).
+
 Edge cases, all tested: where d̂ = 0 the ratio d / d̂ is undefined and the θ-gradient falls
 back to the true gradient (ĉ = 0 there); preconditioners are floored at s (the weight of
 one Gibbs sample) so nothing is divided by zero even with λ = 0; noisy targets are first
@@ -22,15 +27,17 @@ its μ (which cancels in Z) is never moved.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from .callbacks import Callback, HeldOutNLLH, History, StopTraining
 from .errors import AggMRFError, DivergenceError
-from .kernels import make_chain
-from .kernels.gibbs import sample_logits
-from .metrics import nllh, relative_l1
+from .kernels import make_chain, sample_logits
+from .metrics import relative_l1
 from .tables import AggregatedData, TableLayout
 
 __all__ = [
@@ -39,11 +46,18 @@ __all__ = [
     "MRFModel",
     "IterationStats",
     "PCDTrainer",
+    "Params",
+    "Targets",
+    "Penalty",
+    "Update",
+    "pcd_update",
+    "StopTraining",
     "sigmoid",
     "expected_floor",
 ]
 
-GRADIENTS = ("rescaled", "true")
+GRADIENTS = ("rescaled", "rescaled-paper", "rescaled-unbiased", "true")
+TARGETS = ("projected", "raw")
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -64,6 +78,14 @@ class TrainerSettings:
     noise_refresh: MRF-N recomputes its targets E[A | A + L = b] every this many iterations
     (they follow the slowly moving model; 1 = every iteration, 3 keeps the noise-aware
     iteration under 1.5× a plain one on Adult).
+    targets: what the plain MRF fits on a noisy release: "projected" (default; d⁺ = max(d̃, 0),
+    c⁺ = clip(c̃, 0, d⁺)) or "raw" (d̃, c̃ as released, the AdKDD'21 paper's MRF baseline;
+    a negative d̃ only enters differences and the rescaling ratio's numerator, never a
+    denominator: the ratio divides by d̂ ≥ 0 and the preconditioners are floored at s).
+    Initial values always come from the projection; MRF-N ignores this setting.
+    noise_prior_floor: MRF-N's binomial priors use max(d̂, s), max(ĉ, s) (s = n/n', one Gibbs
+    sample's weight), so a cell the chain has not visited can still be pulled up by a large
+    released value (no absorption at zero; ``privacy.noise_aware_targets``).
     """
 
     n_gibbs: int = 10_000
@@ -78,6 +100,8 @@ class TrainerSettings:
     seed: int = 0
     eval_every: int = 1
     noise_refresh: int = 3
+    targets: str = "projected"
+    noise_prior_floor: bool = False
 
     def validate(self) -> TrainerSettings:
         """Raise AggMRFError naming the first bad value; returns self."""
@@ -99,6 +123,8 @@ class TrainerSettings:
             raise AggMRFError(f"eval_every must be an integer ≥ 1; got {self.eval_every}.")
         if not isinstance(self.noise_refresh, int | np.integer) or self.noise_refresh < 1:
             raise AggMRFError(f"noise_refresh must be an integer ≥ 1; got {self.noise_refresh}.")
+        if self.targets not in TARGETS:
+            raise AggMRFError(f"targets must be one of {TARGETS}; got {self.targets!r}.")
         if not isinstance(self.seed, int | np.integer) or self.seed < 0:
             raise AggMRFError(f"seed must be a non-negative integer; got {self.seed}.")
         return self
@@ -149,6 +175,11 @@ class MRFModel:
         p1 = sigmoid(self.decision_function(X))
         return np.column_stack([1.0 - p1, p1])
 
+    def proba_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """P(Y=1 | x) = σ(φ(x)·θ) for records given by their table rows (n, n_tables), int32;
+        shape (n,).  ``rows = layout.rows(X).astype(np.int32)``, computed once for repeated use."""
+        return sigmoid(sample_logits(rows, self.theta))
+
 
 @dataclass
 class IterationStats:
@@ -158,7 +189,7 @@ class IterationStats:
     d_error: float  # ‖d̂ − d‖₁ / ‖d‖₁ over released rows
     c_error: float  # ‖ĉ − c‖₁ / ‖c‖₁ over released rows
     nllh_eval: float | None  # held-out NLLH; None on iterations where it was not computed
-    seconds: float  # wall time of this iteration
+    seconds: float  # wall time of this iteration, its callbacks included
     theta_norm: float
     step_mu: float
     step_theta: float
@@ -166,12 +197,117 @@ class IterationStats:
     lambda_theta: float
 
 
-@dataclass
-class _Targets:
+# ---------------------------------------------------------------------- the pure update
+class Params(NamedTuple):
+    """The MRF's parameters: μ and θ, float64 arrays of shape (K,)."""
+
+    mu: np.ndarray
+    theta: np.ndarray
+
+
+class Targets(NamedTuple):
+    """What the chain statistics are matched to: counts d and label sums c, shape (K,)."""
+
     d: np.ndarray
     c: np.ndarray
 
 
+class Penalty(NamedTuple):
+    """The fixed parts of the update that come from the layout and the sample size.
+
+    reg_mu, reg_theta: (K,) masks, 1 where λ_μ / λ_θ apply, 0 on the intercept row;
+    intercept: whether row 0 is the intercept (its μ never moves);
+    s: n / n', the weight of one Gibbs sample (the preconditioners' floor);
+    h_plain: n·n_tables / K, the common preconditioner when ``precondition=False``.
+    """
+
+    reg_mu: np.ndarray
+    reg_theta: np.ndarray
+    intercept: bool
+    s: float
+    h_plain: float
+
+
+class Update(NamedTuple):
+    """One PCD update: the new parameters and every intermediate quantity (each (K,)).
+
+    g_mu, g_theta: gradients;  ratio: d / d̂ (1 where d̂ = 0);  c_model: the model's label
+    sums in g_θ (ratio·ĉ for the rescaled gradient, ĉ for the true one);  h_mu, h_theta:
+    preconditioners (floored at s; a scalar without preconditioning);  dir_mu, dir_theta:
+    the clipped directions (dir_mu = 0 on the intercept).
+    """
+
+    params: Params
+    g_mu: np.ndarray
+    g_theta: np.ndarray
+    ratio: np.ndarray
+    c_model: np.ndarray
+    h_mu: np.ndarray | float
+    h_theta: np.ndarray | float
+    dir_mu: np.ndarray
+    dir_theta: np.ndarray
+
+
+def rescaling_ratio(
+    d_hat: np.ndarray, d: np.ndarray, pen_mu: np.ndarray, gradient: str
+) -> np.ndarray:
+    """The coordinate-wise ratio r of the rescaled θ-gradient r·ĉ − c + 2λ_θ θ; shape (K,).
+
+    d_hat: d̂; d: the count targets; pen_mu: 2λ_μ μ (0 on the intercept), each (K,).
+
+    - ``"rescaled-unbiased"``: r = (d − 2λ_μ μ) / d̂, the μ-update's own target over d̂.  It
+      is exactly 1 at the fixed point of μ (where d̂ = d − 2λ_μ μ), so the fixed point of θ
+      is the exact regularised optimum E[C] = c − 2λ_θ θ.  Fallback: r = 1 (the true
+      gradient, which has the same fixed point) wherever d̂ = 0 or d − 2λ_μ μ ≤ 0.
+    - ``"rescaled"`` / ``"rescaled-paper"`` (the paper's eq. 6): r = d / d̂, and r = 1 where
+      d̂ = 0.  At μ's fixed point r = d / (d − 2λ_μ μ) ≠ 1 when λ_μ > 0: its θ-optimum is
+      biased by O(λ_μ / n).
+    - ``"true"``: the ratio is not used (returned as for the paper's, for plots).
+    """
+    if gradient == "rescaled-unbiased":
+        num = d - pen_mu
+        ok = (d_hat > 0) & (num > 0)
+        return np.divide(num, d_hat, out=np.ones_like(d_hat), where=ok)
+    return np.divide(d, d_hat, out=np.ones_like(d_hat), where=d_hat > 0)
+
+
+def pcd_update(
+    params: Params,
+    d_hat: np.ndarray,
+    c_hat: np.ndarray,
+    targets: Targets,
+    settings: TrainerSettings,
+    penalty: Penalty,
+) -> Update:
+    """Steps 3–5 of the module docstring: the new (μ, θ) from the scaled chain statistics.
+
+    d_hat, c_hat: d̂ = s Σ φ(x̃), ĉ = s Σ σ(φ(x̃)·θ) φ(x̃), shape (K,);  targets: (d, c).
+    Pure: reads its arguments, writes nothing; the result may be non-finite (the caller
+    checks).
+    """
+    st, mu, theta = settings, params.mu, params.theta
+    s = penalty.s
+    pen_mu = 2.0 * st.lambda_mu * penalty.reg_mu * mu
+    g_mu = d_hat - targets.d + pen_mu
+    ratio = rescaling_ratio(d_hat, targets.d, pen_mu, st.gradient)
+    c_model = c_hat if st.gradient == "true" else ratio * c_hat
+    lam_theta = 2.0 * st.lambda_theta * penalty.reg_theta
+    g_theta = c_model - targets.c + lam_theta * theta
+
+    if st.precondition:
+        h_mu = np.maximum(d_hat + 2.0 * st.lambda_mu * penalty.reg_mu, s)
+        h_theta = np.maximum(c_model + lam_theta, s)
+    else:
+        h_mu = h_theta = max(penalty.h_plain, s)
+    dir_mu = np.clip(g_mu / h_mu, -st.clip, st.clip)
+    dir_theta = np.clip(g_theta / h_theta, -st.clip, st.clip)
+    if penalty.intercept:
+        dir_mu[0] = 0.0
+    new = Params(mu - st.step_mu * dir_mu, theta - st.step_theta * dir_theta)
+    return Update(new, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta)
+
+
+# ---------------------------------------------------------------------- the trainer
 class PCDTrainer:
     """Incremental PCD training of the max-entropy MRF on aggregated data.
 
@@ -179,10 +315,13 @@ class PCDTrainer:
     ----------
     data : AggregatedData (possibly a noisy release)
     settings : TrainerSettings; None → default_settings(layout, n)
-    X_eval, y_eval : optional held-out coded records (n_eval, D) and labels, for NLLH.
+    X_eval, y_eval : optional held-out coded records (n_eval, D) and labels; they install a
+        :class:`callbacks.HeldOutNLLH` (every ``settings.eval_every`` iterations).
 
-    Use ``step(k)`` to run k iterations (returns their IterationStats) and
-    ``update(...)`` to change step sizes or λ between steps; ``model`` is the current fit.
+    ``fit(n_iter, callbacks)`` / ``step(k, callbacks)`` run iterations (the one training
+    loop; each callback is ``cb(trainer, stats)``, see :mod:`.callbacks`); ``update(...)``
+    changes step sizes or λ between them; ``model`` is the current fit; ``history`` the
+    statistics of every iteration so far.
     """
 
     def __init__(
@@ -204,35 +343,34 @@ class PCDTrainer:
         self.n = data.n
         self.scale = self.n / self.settings.n_gibbs
         self._released = lay.released
-        self._reg_theta = np.ones(lay.K)
-        self._reg_mu = np.ones(lay.K)
+        reg_theta = np.ones(lay.K)
+        reg_mu = np.ones(lay.K)
         if lay.intercept:
-            self._reg_theta[0] = 0.0
-            self._reg_mu[0] = 0.0
-        self._projected = self._project(data.d, data.c)
-        self._noise_targets: _Targets | None = None
+            reg_theta[0] = 0.0
+            reg_mu[0] = 0.0
+        self.penalty = Penalty(
+            reg_mu, reg_theta, bool(lay.intercept), self.scale, self.n * lay.n_tables / lay.K
+        )
+        projected = data.projected()
+        self._projected = Targets(projected.d, projected.c)
+        # what the plain MRF fits: the projection (default) or the raw noisy values (the
+        # AdKDD'21 paper's MRF baseline; see TrainerSettings.targets)
+        raw = self.settings.targets == "raw" and not self.settings.noise_aware
+        self._fit_targets = Targets(data.d, data.c) if raw else self._projected
+        self._noise_targets: Targets | None = None
         self.mu, self.theta = self._initial_parameters()
         self.chain = make_chain(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
-        self._eval_rows = None
+        self.recorder = History()
+        self._monitors: list[Callback] = [self.recorder]
         if X_eval is not None:
-            y_eval = np.asarray(y_eval)
-            if y_eval.shape != (np.asarray(X_eval).shape[0],):
-                raise AggMRFError("y_eval must have one label per row of X_eval.")
-            self._eval_rows = lay.rows(X_eval).astype(np.int32)
-            self._y_eval = y_eval.astype(np.float64)
+            self._monitors.append(HeldOutNLLH(X_eval, y_eval, layout=lay))
         self.iteration = 0
-        self.history: list[IterationStats] = []
         self.d_hat = np.zeros(lay.K)
         self.c_hat = np.zeros(lay.K)
         self.status = "ready"
         self._last_nllh: float | None = None
 
     # ------------------------------------------------------------------ set-up
-    @staticmethod
-    def _project(d: np.ndarray, c: np.ndarray) -> _Targets:
-        d_plus = np.maximum(d, 0.0)
-        return _Targets(d_plus, np.clip(c, 0.0, d_plus))
-
     def _marginals(self) -> list[np.ndarray]:
         """Per-feature modality frequencies from the first table holding each feature."""
         lay, d = self.layout, self._projected.d
@@ -288,41 +426,53 @@ class PCDTrainer:
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         return self.model.predict_proba(X)
 
+    @property
+    def history(self) -> list[IterationStats]:
+        """The statistics of every iteration so far, oldest first."""
+        return self.recorder.records
+
     # ------------------------------------------------------------------ training
-    def _targets(self, d_hat: np.ndarray, c_hat: np.ndarray) -> _Targets:
+    def _targets(self, d_hat: np.ndarray, c_hat: np.ndarray) -> Targets:
         if not self.settings.noise_aware:
-            return self._projected
+            return self._fit_targets
         if self._noise_targets is not None and self.iteration % self.settings.noise_refresh:
             return self._noise_targets
-        from .privacy import posterior_mean_counts
+        from .privacy import noise_aware_targets
 
-        mech = self.data.noise
-        rel = self._released
-        d_t = self._projected.d.copy()
-        c_t = self._projected.c.copy()
-        d_t[rel] = posterior_mean_counts(self.data.d[rel], d_hat[rel], self.n, mech)
-        c_t[rel] = posterior_mean_counts(self.data.c[rel], c_hat[rel], self.n, mech)
-        self._noise_targets = _Targets(d_t, np.minimum(c_t, d_t))
+        floor = self.scale if self.settings.noise_prior_floor else 0.0
+        self._noise_targets = Targets(*noise_aware_targets(self.data, d_hat, c_hat, floor))
         return self._noise_targets
 
-    def step(self, k: int = 1) -> list[IterationStats]:
-        """Run k iterations; returns their statistics (also appended to ``history``)."""
+    def step(self, k: int = 1, callbacks: Sequence[Callback] = ()) -> list[IterationStats]:
+        """Run k iterations; returns their statistics (also appended to ``history``).
+
+        Each of ``callbacks`` is called as ``cb(self, stats)`` after each iteration (after the
+        trainer's own history and held-out NLLH); one raising :class:`StopTraining` ends the
+        run after that iteration.
+        """
         if not isinstance(k, int | np.integer) or k < 1:
             raise AggMRFError(f"step(k) needs an integer k ≥ 1; got {k!r}.")
-        out = []
+        out: list[IterationStats] = []
+        monitors = [*self._monitors, *callbacks]
         for _ in range(int(k)):
-            out.append(self._one_iteration())
+            stats, stop = self._iterate(monitors)
+            out.append(stats)
+            if stop:
+                break
         return out
 
-    def fit(self, n_iter: int, callback=None) -> PCDTrainer:
-        """Run n_iter iterations; callback(stats) after each."""
-        for _ in range(int(n_iter)):
-            stats = self._one_iteration()
-            if callback is not None:
-                callback(stats)
+    def fit(self, n_iter: int, callbacks: Sequence[Callback] = ()) -> PCDTrainer:
+        """Run n_iter (≥ 0) iterations with ``callbacks`` (see :meth:`step`); returns self."""
+        if not isinstance(n_iter, int | np.integer) or n_iter < 0:
+            raise AggMRFError(f"fit(n_iter) needs an integer n_iter ≥ 0; got {n_iter!r}.")
+        if n_iter:
+            self.step(n_iter, callbacks)
         return self
 
-    def _one_iteration(self) -> IterationStats:
+    def _iterate(self, monitors: Sequence[Callback]) -> tuple[IterationStats, bool]:
+        """One iteration: sweep, statistics, the pure update, checks, bookkeeping, callbacks.
+
+        Returns its statistics and whether a callback asked to stop."""
         t0 = time.perf_counter()
         st = self.settings
         s = self.scale
@@ -331,28 +481,8 @@ class PCDTrainer:
         d_hat = s * d_raw
         c_hat = s * c_raw
         tg = self._targets(d_hat, c_hat)
-
-        g_mu = d_hat - tg.d + 2.0 * st.lambda_mu * self._reg_mu * self.mu
-        if st.gradient == "rescaled":
-            positive = d_hat > 0
-            ratio = np.divide(tg.d, d_hat, out=np.ones_like(d_hat), where=positive)
-            c_model = ratio * c_hat
-        else:
-            c_model = c_hat
-        lam_theta = 2.0 * st.lambda_theta * self._reg_theta
-        g_theta = c_model - tg.c + lam_theta * self.theta
-
-        if st.precondition:
-            h_mu = np.maximum(d_hat + 2.0 * st.lambda_mu * self._reg_mu, s)
-            h_theta = np.maximum(c_model + lam_theta, s)
-        else:
-            h_mu = h_theta = max(self.n * self.layout.n_tables / self.layout.K, s)
-        dir_mu = np.clip(g_mu / h_mu, -st.clip, st.clip)
-        dir_theta = np.clip(g_theta / h_theta, -st.clip, st.clip)
-        if self.layout.intercept:
-            dir_mu[0] = 0.0
-        new_mu = self.mu - st.step_mu * dir_mu
-        new_theta = self.theta - st.step_theta * dir_theta
+        upd = pcd_update(Params(self.mu, self.theta), d_hat, c_hat, tg, st, self.penalty)
+        new_mu, new_theta = upd.params
         if not (np.all(np.isfinite(new_mu)) and np.all(np.isfinite(new_theta))):
             self.status = "diverged"
             raise DivergenceError(
@@ -364,18 +494,11 @@ class PCDTrainer:
         self.iteration += 1
 
         rel = self._released
-        nl = None
-        if self._eval_rows is not None and (
-            self.iteration % st.eval_every == 0 or self.iteration == 1
-        ):
-            p = sigmoid(sample_logits(self._eval_rows, self.theta))
-            nl = nllh(self._y_eval, p)
-            self._last_nllh = nl
         stats = IterationStats(
             iteration=self.iteration,
             d_error=relative_l1(d_hat[rel], tg.d[rel]),
             c_error=relative_l1(c_hat[rel], tg.c[rel]),
-            nllh_eval=nl,
+            nllh_eval=None,
             seconds=time.perf_counter() - t0,
             theta_norm=float(np.sqrt(np.sum(self.theta[1:] ** 2))),
             step_mu=st.step_mu,
@@ -383,8 +506,21 @@ class PCDTrainer:
             lambda_mu=st.lambda_mu,
             lambda_theta=st.lambda_theta,
         )
-        self.history.append(stats)
         self.status = "training"
+        stop = False
+        for cb in monitors:
+            try:
+                cb(self, stats)
+            except StopTraining:
+                stop = True
+                break
+        if stats.nllh_eval is not None:
+            self._last_nllh = stats.nllh_eval
+        stats.seconds = time.perf_counter() - t0
+        self._check_bounds()
+        return stats, stop
+
+    def _check_bounds(self) -> None:
         worst_theta, worst_mu = np.max(np.abs(self.theta)), np.max(np.abs(self.mu))
         if worst_theta > 50 or worst_mu > 200:
             self.status = "diverged"
@@ -397,7 +533,6 @@ class PCDTrainer:
                 f"training diverged at iteration {self.iteration}: {what}. "
                 "Reduce the step sizes α_μ, α_θ or increase λ_μ, λ_θ, then reset."
             )
-        return stats
 
     @property
     def last_nllh(self) -> float | None:
@@ -406,7 +541,7 @@ class PCDTrainer:
 
     def history_frame(self) -> pd.DataFrame:
         """The training history, one row per iteration."""
-        return pd.DataFrame([asdict(h) for h in self.history])
+        return self.recorder.frame()
 
     def settings_dict(self) -> dict:
         return asdict(self.settings)

@@ -16,11 +16,14 @@ row of each released table: that row's count by 1 and its label sum by y ∈ {0,
 the release vector (counts and label sums, 2K entries) moves by at most 2T in L1 and
 √(T·1² + T·1²) = √(2T) in L2 (``accounting="both"``).  The AdKDD'21 paper counted T queries
 (Δ1 = T, Δ2 = √T: ``accounting="queries"``), which protects only one of the two columns.
+Under replace-one neighbours (one record swapped for another, ``accounting="replace"``) two
+rows of each table move, each by 1 in its count and up to 1 in its label sum: Δ1 = 4T and
+Δ2 = √(4T) = 2√T, i.e. twice the Laplace scale and √2 × the Gaussian σ of "both".
 
 Negative and zero noisy counts (trainer policy)
 -----------------------------------------------
 Noisy d̃, c̃ can be negative, zero, or have c̃ > d̃.  The plain MRF trainer fits the
-projected targets ``project_targets(d̃, c̃)``: d⁺ = max(d̃, 0), c⁺ = clip(c̃, 0, d⁺)
+projected targets ``AggregatedData.projected()``: d⁺ = max(d̃, 0), c⁺ = clip(c̃, 0, d⁺)
 (post-processing, no privacy cost).  MRF-N instead replaces the targets by the posterior
 means E[A_j | A_j + L_j = b_j] from ``posterior_mean_counts`` (always in [0, n]); the
 paper's gradient term is then E[L_j | ·] = b_j − E[A_j | ·] (``expected_noise``).
@@ -64,14 +67,15 @@ __all__ = [
     "sensitivity",
     "make_mechanism",
     "release",
-    "project_targets",
     "posterior_mean_counts",
     "expected_noise",
+    "noise_aware_targets",
+    "scaled_noise",
 ]
 
 MECHANISMS = ("none", "laplace", "gaussian")
 CALIBRATIONS = ("analytic", "classic", "adkdd21")
-ACCOUNTINGS = ("both", "queries")
+ACCOUNTINGS = ("both", "queries", "replace")
 PRIORS = ("binomial", "poisson")
 
 
@@ -157,6 +161,34 @@ class LaplaceMechanism:
             "std": self.std,
             "l1_sensitivity": self.l1_sensitivity,
         }
+
+    def to_dict(self) -> dict:
+        """The JSON-able form (release.json's ``noise``): :meth:`describe` plus ``sigma`` (= std)."""
+        return {**self.describe(), "sigma": self.std}
+
+    @classmethod
+    def from_dict(cls, d: dict, layout: TableLayout | int | None = None) -> LaplaceMechanism:
+        """Inverse of :meth:`to_dict`; also reads the shorter forms people write by hand.
+
+        ``{"epsilon", "l1_sensitivity"}`` (what :meth:`to_dict` writes): this mechanism;
+        ``{"epsilon"[, "accounting"]}`` with ``layout``: Δ1 from ``sensitivity(layout)``;
+        ``{"scale"}`` or ``{"sigma"}`` (counts): the noise level only (ε = 1, meaningless).
+        """
+        kind = str(d.get("mechanism", cls.name)).lower()
+        if kind != cls.name:
+            raise AggMRFError(f"a {kind!r} description is not a {cls.name} mechanism.")
+        if "epsilon" in d and "l1_sensitivity" in d:
+            return cls(d["epsilon"], d["l1_sensitivity"])
+        if "epsilon" in d and layout is not None:
+            return make_mechanism(
+                "laplace", d["epsilon"], None, layout, d.get("accounting", "both")
+            )
+        scale = d.get("scale")
+        if scale is None and d.get("sigma") is not None:
+            scale = float(d["sigma"]) / math.sqrt(2.0)
+        if scale is None:
+            raise AggMRFError("a laplace 'noise' needs epsilon (+ l1_sensitivity) or scale.")
+        return cls(1.0, float(scale))
 
 
 def achieved_delta(sigma: float, epsilon: float, l2_sensitivity: float) -> float:
@@ -299,20 +331,56 @@ class GaussianMechanism:
             "calibration": self.calibration,
         }
 
+    def to_dict(self) -> dict:
+        """The JSON-able form (release.json's ``noise``): :meth:`describe` (σ included)."""
+        return {**self.describe(), "sigma": self.sigma}
+
+    @classmethod
+    def from_dict(cls, d: dict, layout: TableLayout | int | None = None) -> GaussianMechanism:
+        """Inverse of :meth:`to_dict`; also reads the shorter forms people write by hand.
+
+        ``{"epsilon", "delta", "l2_sensitivity", "calibration"}`` (what :meth:`to_dict`
+        writes): this mechanism (δ defaults to 1e-7, calibration to "analytic");
+        ``{"epsilon"[, "delta", "accounting"]}`` with ``layout``: Δ2 from the layout;
+        ``{"sigma"}`` or ``{"scale"}`` (counts): the noise level only (ε, δ meaningless).
+        """
+        kind = str(d.get("mechanism", cls.name)).lower()
+        if kind != cls.name:
+            raise AggMRFError(f"a {kind!r} description is not a {cls.name} mechanism.")
+        calib = d.get("calibration", "analytic")
+        if "epsilon" in d and "l2_sensitivity" in d:
+            return cls(d["epsilon"], d.get("delta", 1e-7), d["l2_sensitivity"], calib)
+        if "epsilon" in d and layout is not None:
+            return make_mechanism(
+                "gaussian",
+                d["epsilon"],
+                d.get("delta", 1e-7),
+                layout,
+                d.get("accounting", "both"),
+                calib,
+            )
+        sigma = d.get("sigma", d.get("scale"))
+        if sigma is None:
+            raise AggMRFError("a gaussian 'noise' needs epsilon (+ l2_sensitivity) or sigma.")
+        unit = analytic_gaussian_sigma(1.0, 1e-6, 1.0)
+        return cls(1.0, 1e-6, float(sigma) / unit)
+
 
 Mechanism = LaplaceMechanism | GaussianMechanism
 
 
 # ---------------------------------------------------------------------- accounting
 def sensitivity(
-    layout_or_T: TableLayout | int, accounting: Literal["both", "queries"] = "both"
+    layout_or_T: TableLayout | int, accounting: Literal["both", "queries", "replace"] = "both"
 ) -> tuple[float, float]:
     """(Δ1, Δ2) of releasing the T released tables of a layout (or T given directly).
 
     One record sits in exactly one row of each of the T released tables; adding or
     removing it changes that row's count by 1 and its label sum by y ∈ {0, 1}.
-    "both" (counts and label sums released): Δ1 = 2T, Δ2 = √(2T).
+    "both" (add/remove-one, counts and label sums released): Δ1 = 2T, Δ2 = √(2T).
     "queries" (the paper's convention, T queries): Δ1 = T, Δ2 = √T.
+    "replace" (replace-one neighbours: the old record leaves one row of each table, the new
+    one enters another, 4 entries move by ≤ 1 per table): Δ1 = 4T, Δ2 = 2√T.
     The intercept row is derived from the released tables, so it costs nothing.
     """
     acc = _choice("accounting", accounting, ACCOUNTINGS)
@@ -326,7 +394,7 @@ def sensitivity(
         )
     if T < 1:
         raise AggMRFError(f"the number of released tables T must be ≥ 1; got {T}.")
-    k = 2 * T if acc == "both" else T
+    k = {"both": 2 * T, "queries": T, "replace": 4 * T}[acc]  # entries moved, each by ≤ 1
     return float(k), math.sqrt(k)
 
 
@@ -335,7 +403,7 @@ def make_mechanism(
     epsilon: float | None = None,
     delta: float | None = None,
     layout: TableLayout | int | None = None,
-    accounting: Literal["both", "queries"] = "both",
+    accounting: Literal["both", "queries", "replace"] = "both",
     calibration: Literal["analytic", "classic", "adkdd21"] = "analytic",
 ) -> Mechanism | None:
     """Mechanism for a layout: "none" → None, "laplace" (δ ignored) or "gaussian".
@@ -416,18 +484,6 @@ def release(
         noise=mech,
         meta=meta,
     )
-
-
-def project_targets(d: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Plain-MRF targets from noisy aggregates: d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺); shape (K,)."""
-    d = np.asarray(d, dtype=np.float64)
-    c = np.asarray(c, dtype=np.float64)
-    if d.shape != c.shape:
-        raise AggMRFError(f"d and c must have the same shape; got {d.shape} and {c.shape}.")
-    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(c))):
-        raise AggMRFError("d and c must be finite (no NaN or inf).")
-    d_plus = np.maximum(d, 0.0)
-    return d_plus, np.clip(c, 0.0, d_plus)
 
 
 # ---------------------------------------------------------------------- MRF-N posterior
@@ -519,3 +575,58 @@ def expected_noise(
     return np.asarray(b, dtype=np.float64) - posterior_mean_counts(
         b, prior_mean, n, mechanism, prior
     )
+
+
+def noise_aware_targets(
+    data: AggregatedData,
+    d_hat: np.ndarray,
+    c_hat: np.ndarray,
+    prior_floor: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """MRF-N's targets (d_t, c_t), each shape (K,): the posterior means of the exact counts.
+
+    On the released rows j, with b the noisy release ``data.d`` (``data.c``) and n = ``data.n``:
+    d_t,j = E[A_j | A_j + L_j = b_j] with A_j ~ Binomial(n, max(d̂_j, f)/n), and
+    c_t,j = E[C_j | C_j + L'_j = b'_j] with C_j ~ Binomial(n, max(ĉ_j, f)/n) (the label sums'
+    own prior, the model's ĉ, never d̂), L ~ ``data.noise``; then c_t = min(c_t, d_t).  The
+    derived intercept row keeps its projected value.  ``prior_floor`` f (counts, ≥ 0): where
+    the Monte-Carlo estimate d̂_j (ĉ_j) is 0 the binomial prior is a point mass at 0 and the
+    posterior ignores b_j ("absorption at zero"); a floor of one Gibbs sample's weight
+    s = n / n' lets a large released value pull the target up.
+    d_hat, c_hat : the model's expected counts and label sums (counts), shape (K,).
+    """
+    if not isinstance(data, AggregatedData) or data.noise is None:
+        raise AggMRFError("noise_aware_targets needs a noisy release (privacy.release).")
+    floor = float(prior_floor)
+    if not (math.isfinite(floor) and floor >= 0.0):
+        raise AggMRFError(f"prior_floor must be a finite number ≥ 0; got {prior_floor!r}.")
+    K = data.layout.K
+    d_hat = np.asarray(d_hat, dtype=np.float64)
+    c_hat = np.asarray(c_hat, dtype=np.float64)
+    if d_hat.shape != (K,) or c_hat.shape != (K,):
+        raise AggMRFError(f"d_hat and c_hat must have shape ({K},).")
+    rel = data.layout.released
+    projected = data.projected()
+    d_t = projected.d.copy()
+    c_t = projected.c.copy()
+    prior_d = np.maximum(d_hat[rel], floor) if floor > 0.0 else d_hat[rel]
+    prior_c = np.maximum(c_hat[rel], floor) if floor > 0.0 else c_hat[rel]
+    d_t[rel] = posterior_mean_counts(data.d[rel], prior_d, data.n, data.noise)
+    c_t[rel] = posterior_mean_counts(data.c[rel], prior_c, data.n, data.noise)
+    return d_t, np.minimum(c_t, d_t)
+
+
+def scaled_noise(mechanism: Mechanism, factor: float) -> Mechanism:
+    """The same mechanism with its noise multiplied by ``factor`` > 0 (ε, δ and calibration
+    kept, sensitivity × factor; every calibration's σ, and Laplace's b, is linear in it).
+
+    Used for what a release's noise becomes after post-processing, e.g. the halves of a
+    thinned release (``model_selection.split_release``) carry the noise L/2: ``factor`` ½.
+    """
+    mech = _check_mechanism(mechanism)
+    f = _positive_finite("factor", factor)
+    if isinstance(mech, LaplaceMechanism):
+        return LaplaceMechanism(mech.epsilon, mech.l1_sensitivity * f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClassicGaussianWarning)
+        return GaussianMechanism(mech.epsilon, mech.delta, mech.l2_sensitivity * f, mech.calibration)

@@ -15,9 +15,11 @@ A table may instead be *hashed* into H rows (``hash_sizes={("site", "advertiser"
     offset[t] + hash_t(Σ_f code_f(x) * stride[t, f])      (H rows, whatever Π M_f)
 
 ``Σ code·stride`` is the *key* (the row the exact table would have); :func:`hash_rows`
-maps it to a bucket with a fixed seeded integer hash (splitmix64's finaliser, then a
-multiply-shift range reduction; the per-table salt comes from the layout's ``hash_seed``
-and the table's features).  ``kernels.hashed`` has the same function in numba.  Memory
+maps it to a bucket with a fixed seeded integer hash (splitmix64's finaliser
+:func:`~aggmrf_explore.kernels.rng.mix64`, then a multiply-shift range reduction; the
+per-table salt comes from the layout's ``hash_seed`` and the table's features).
+``kernels.rows.bucket`` is the same function in numba; :meth:`TableLayout.rows` computes
+every row with the one row kernel, ``kernels.rows.table_rows``.  Memory
 is O(K) for every table, never O(Π M_f).  Rows of a hashed table are buckets, not
 modality combinations: :meth:`TableLayout.row_codes` (used by CSV release export and
 model export) raises for them.
@@ -28,11 +30,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from .errors import AggMRFError
+from .kernels.rng import GOLDEN, M1, mix64
+from .kernels.rows import TableArrays, table_arrays, table_rows
 
 __all__ = ["TableLayout", "AggregatedData", "aggregate", "hash_rows", "hash_salt"]
 
@@ -40,37 +45,25 @@ MAX_ARITY = 3
 MAX_HASH_SIZE = 2**31 - 1
 MAX_KEY = 2**62  # keys Σ code·stride of a hashed table must stay below this
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
-
-def _mix64(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser on uint64 (wrapping arithmetic)."""
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
-
 
 def hash_salt(seed: int, features: Sequence[int]) -> np.uint64:
     """The 64-bit salt of a hashed table: a splitmix64 chain over (seed, feature indices)."""
     with np.errstate(over="ignore"):
-        s = _mix64(np.uint64(seed) + _GOLDEN)
+        s = mix64(np.uint64(seed) + GOLDEN)
         for f in features:
-            s = _mix64(s ^ (np.uint64(f + 1) * _M1))
+            s = mix64(s ^ (np.uint64(f + 1) * M1))
     return np.uint64(s)
 
 
 def hash_rows(keys: np.ndarray, salt: np.uint64, H: int) -> np.ndarray:
     """Bucket of each key: ((mix64((key ^ salt) + golden) >> 32) · H) >> 32, int64 in 0..H-1.
 
-    ``keys``: non-negative integers (any shape).  Vectorised; ``kernels.hashed._bucket``
+    ``keys``: non-negative integers (any shape).  Vectorised; ``kernels.rows.bucket``
     is the same function in numba (tested equal).
     """
     k = np.asarray(keys).astype(np.uint64)
     with np.errstate(over="ignore"):
-        z = _mix64((k ^ np.uint64(salt)) + _GOLDEN)
+        z = mix64((k ^ np.uint64(salt)) + GOLDEN)
         return (((z >> np.uint64(32)) * np.uint64(H)) >> np.uint64(32)).astype(np.int64)
 
 
@@ -242,9 +235,14 @@ class TableLayout:
         return mask
 
     @property
-    def hashed(self) -> bool:
-        """True when at least one table is hashed."""
+    def has_hashed_tables(self) -> bool:
+        """True when at least one table is hashed (the chain must then be a HashedGibbsChain)."""
         return bool(np.any(self.hash_sizes))
+
+    @property
+    def hashed(self) -> bool:
+        """Same as :attr:`has_hashed_tables` (TEMPORARY alias, issue 12: remove at integration)."""
+        return self.has_hashed_tables
 
     def is_hashed(self, t: int) -> bool:
         """Whether table index t is hashed."""
@@ -304,12 +302,22 @@ class TableLayout:
         return X.astype(np.int32, copy=False)
 
     def rows(self, X: np.ndarray) -> np.ndarray:
-        """Row index of each record in each table, shape (n, n_tables), int64 (hashing applied)."""
-        X = self.check_codes(X)
-        keys = X.astype(np.int64) @ self.strides.T
-        for t in np.flatnonzero(self.hash_sizes):
-            keys[:, t] = hash_rows(keys[:, t], self.hash_salts[t], int(self.hash_sizes[t]))
-        return self.offsets[:-1][None, :] + keys
+        """Row index of each record in each table, shape (n, n_tables), int64 (hashing applied).
+
+        Computed by the package's one row kernel (``kernels.rows.table_rows``), in parallel.
+        """
+        X = np.ascontiguousarray(self.check_codes(X))
+        out = np.empty((X.shape[0], self.n_tables), dtype=np.int64)
+        table_rows(X, self.table_arrays, out)
+        return out
+
+    @cached_property
+    def table_arrays(self) -> TableArrays:
+        """The tables as the row kernel reads them (``kernels.rows.TableArrays``: features,
+        strides, offsets, hash sizes and salts as flat arrays); built once."""
+        return table_arrays(
+            self.tables, self.strides, self.offsets, self.hash_sizes, self.hash_salts
+        )
 
     def local_rows(self, X: np.ndarray, t: int) -> np.ndarray:
         """Row of each record *within* table t (0 .. table_sizes[t] - 1), int64 (n,); hashed
@@ -359,30 +367,6 @@ class TableLayout:
             return np.zeros((1, 0), dtype=np.int64)
         grids = np.meshgrid(*[np.arange(self.n_modalities[f]) for f in feats], indexing="ij")
         return np.stack([g.ravel() for g in grids], axis=1)
-
-    # ------------------------------------------------------------------ kernel view
-    def kernel_arrays(self) -> dict[str, np.ndarray]:
-        """Flat arrays the Gibbs kernel needs (CSR from features to the tables holding them)."""
-        D = self.n_features
-        ptr = [0]
-        tab: list[int] = []
-        stride: list[int] = []
-        for f in range(D):
-            for ti, t in enumerate(self.tables):
-                if f in t:
-                    tab.append(ti)
-                    stride.append(int(self.strides[ti, f]))
-            ptr.append(len(tab))
-        return {
-            "n_modalities": self.n_modalities.astype(np.int64),
-            "feat_ptr": np.asarray(ptr, dtype=np.int64),
-            "feat_tables": np.asarray(tab, dtype=np.int64),
-            "feat_strides": np.asarray(stride, dtype=np.int64),
-            "offsets": self.offsets[:-1].astype(np.int64),
-            "strides": self.strides.astype(np.int64),
-            "hash_sizes": self.hash_sizes.astype(np.int64),
-            "hash_salts": self.hash_salts.astype(np.uint64),
-        }
 
     def __repr__(self) -> str:
         nh = int(np.count_nonzero(self.hash_sizes))

@@ -288,7 +288,7 @@ def scaling_table(repeats: int = 5) -> list[dict]:
             chain.statistics(theta)
             cpu = min(cpu, time.thread_time() - c0)
         work = sum(
-            int(chain._n_mod_pad[f]) * int(np.count_nonzero(lay.strides[:, f]))
+            int(chain.structure.n_mod_pad[f]) * int(np.count_nonzero(lay.strides[:, f]))
             for f in range(lay.n_features)
         )
         rows.append(

@@ -1,8 +1,11 @@
 """Interleaved A/B of two Gibbs kernels on the Adult problem, in one process.
 
-    python benchmarks/kernel_ab.py aggmrf_explore.kernels.gibbs my_copy_module [--repeats 30]
+    python benchmarks/kernel_ab.py aggmrf_explore.kernels.chain my_copy_module [--repeats 30]
+    PYTHONPATH=/path/to/old python benchmarks/kernel_ab.py gibbs_old aggmrf_explore.kernels.chain
 
-Each module must export ``GibbsChain``.  Both chains start from the same state (the
+Each module must export ``GibbsChain`` (the package's lives in ``aggmrf_explore.kernels.chain``,
+also exported by ``aggmrf_explore.kernels``; a self-contained copy of an older ``gibbs.py``
+works too), whose state is the transposed codes ``_x`` (D + 1, n').  Both chains start from the same state (the
 trainer's after 30 iterations); sweeps + ``statistics(θ)`` alternate kernel by kernel and
 1 / 2 threads repeat by repeat, so that both kernels see the same machine load.  Prints,
 per kernel, the best and the median rate (site updates per second) on 1 and on all

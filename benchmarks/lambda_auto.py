@@ -7,7 +7,7 @@ For each dataset and each λθ of the grid (multipliers m of the default rule λ
   records aggregated into the same tables: what an analyst would receive for another period);
 * the split-release CV score that ``--lambda-theta auto`` computes from the training release
   alone (warm-started paths on two thinned halves), and the leave-tables-out CV score
-  (``--lto``, the other records-free method of aggmrf_explore.validation).
+  (``--lto``, the other records-free method of aggmrf_explore.model_selection).
 
 Prints the grid table; the λθ chosen by ``auto`` (split CV, one-standard-error rule) with its
 test NLLH beside the best test NLLH of the grid; the choices of the other metrics and rules;
@@ -30,9 +30,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from aggmrf_explore.experiment import prepare, train_mrf
-from aggmrf_explore.mrf import PCDTrainer, default_settings
-from aggmrf_explore.tables import aggregate
-from aggmrf_explore.validation import (
+from aggmrf_explore.model_selection import (
     DEFAULT_MULTIPLIERS,
     aggregated_nllh,
     choose_lambda_theta,
@@ -41,6 +39,8 @@ from aggmrf_explore.validation import (
     leave_tables_out,
     sample_codes,
 )
+from aggmrf_explore.mrf import PCDTrainer, default_settings
+from aggmrf_explore.tables import aggregate
 
 FMT = {"float_format": lambda v: f"{v:.4f}", "index": False}
 

@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 from aggmrf_explore import datasets
-from aggmrf_explore.datasets import load_csv, load_dataset, xor_distribution
+from aggmrf_explore.datasets import (
+    bundled,
+    expected_tables,
+    load_csv,
+    load_dataset,
+    read_csv_file,
+    xor_distribution,
+    xor_expected_tables,
+    xor_states,
+)
 from aggmrf_explore.encoding import OTHER
 from aggmrf_explore.errors import AggMRFError
 from aggmrf_explore.tables import aggregate
@@ -71,7 +80,7 @@ def test_bank_split_and_rare_categories():
 def tmp_data(tmp_path, monkeypatch):
     for name in ("adult.data.gz", "adult.test.gz", "checksums.json"):
         shutil.copyfile(str(DATA / name), tmp_path / name)
-    monkeypatch.setattr(datasets, "_data_file", lambda name: tmp_path / name)
+    monkeypatch.setattr(bundled, "_data_file", lambda name: tmp_path / name)
     datasets.clear_cache()
     yield tmp_path
     monkeypatch.undo()
@@ -138,6 +147,33 @@ def test_xor_marginals():
     assert (dist["p_x"] == 0).sum() == 4
     live = dist[dist["p_x"] > 0]
     assert np.array_equal(live["X3"], live["X1"] ^ live["X2"])
+
+
+def test_xor_expected_tables_are_the_limit_of_the_sample_tables():
+    """The infinite-data tables (n = 1) are what the sample tables / n converge to."""
+    exp = xor_expected_tables()
+    assert exp.n == 1 and exp.d[0] == pytest.approx(1.0) and exp.c[0] == pytest.approx(0.5)
+    lay = exp.layout
+    # every pair table is uniform over its 4 cells (pairwise independence), c = d · P(Y=1)
+    for t, feats in enumerate(lay.tables):
+        if len(feats) == 2:
+            rows = slice(lay.offsets[t], lay.offsets[t] + 4)
+            np.testing.assert_allclose(exp.d[rows], 0.25)
+    ds = load_dataset("xor", n=200_000, seed=1)
+    enc = ds.encode()
+    agg = aggregate(enc.X_train, enc.y_train, enc.layout())
+    np.testing.assert_allclose(agg.d / agg.n, xor_expected_tables(enc.layout()).d, atol=5e-3)
+    np.testing.assert_allclose(agg.c / agg.n, xor_expected_tables(enc.layout()).c, atol=5e-3)
+    states = xor_states()
+    assert states.dtype == np.int32 and states.shape == (8, 3)
+    np.testing.assert_array_equal(states, xor_distribution()[["X1", "X2", "X3"]].to_numpy())
+    # the generic form: a point mass on one state puts 1 in each of its rows
+    one = expected_tables(lay, states[:1], np.array([1.0]), np.array([0.3]))
+    hit = lay.rows(states[:1]).ravel()
+    assert np.all(one.d[hit] == 1.0) and one.d.sum() == lay.n_tables
+    np.testing.assert_allclose(one.c[hit], 0.3)
+    with pytest.raises(AggMRFError, match="p_x and p_y1"):
+        expected_tables(lay, states, np.ones(3), np.ones(3))
 
 
 def test_synthetic_codes_and_truth():
@@ -259,6 +295,19 @@ def test_load_csv_errors(tmp_path):
     one = _write(tmp_path, "just one column\n1\n2\n", "one.csv")
     with pytest.raises(AggMRFError, match="separator"):
         load_csv(one, "y")
+
+
+def test_read_csv_file_is_the_checked_reader(tmp_path):
+    p = _write(tmp_path, " a ; b ;y\n x ;NA;1\n")
+    df = read_csv_file(p)
+    assert list(df.columns) == ["a", "b", "y"] and df["a"].iloc[0] == "x"
+    assert df["b"].isna().all()  # "NA" is missing, never a category
+    (tmp_path / "z.csv.gz").write_bytes(gzip.compress(b"a,y\n1,0\n"))
+    assert read_csv_file(tmp_path / "z.csv.gz").shape == (1, 2)
+    with pytest.raises(AggMRFError, match="is a directory"):
+        read_csv_file(tmp_path)
+    with pytest.raises(AggMRFError, match="is empty"):
+        read_csv_file(_write(tmp_path, "  \n", "e.csv"))
 
 
 def test_load_csv_unseen_in_test_is_an_error_unless_other(tmp_path):

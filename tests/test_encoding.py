@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aggmrf_explore.encoding import OTHER, Encoder, encode_label
+from aggmrf_explore.encoding import OTHER, Encoder, Schema, encode_label
 from aggmrf_explore.errors import AggMRFError
 
 
@@ -195,3 +195,159 @@ def test_encode_label_positive_argument_and_errors():
     assert y.tolist() == [0, 0] and p == "yes"
     with pytest.raises(AggMRFError, match="outside the two classes"):
         encode_label(pd.Series(["no", "maybe"]), positive="yes", classes=["no", "yes"])
+
+
+# ---------------------------------------------------------------------- one records → codes path
+# The schema written to disk (release.json, model file) and read back must encode records
+# exactly as the training encoder does: same codes, same "(other)", same error messages.
+def _schemas_from_disk(enc, train, tmp):
+    """The encoder's schema after a trip through release.json and through a model file."""
+    from aggmrf_explore import TableLayout, aggregate
+    from aggmrf_explore.io import load_model, read_release, read_schema, save_model, write_release
+    from aggmrf_explore.mrf import MRFModel
+
+    lay = TableLayout.all_pairs(
+        enc.n_modalities, enc.feature_names, pairs=False, modality_labels=enc.modality_labels
+    )
+    agg = aggregate(enc.transform(train), np.zeros(len(train), dtype=np.int8), lay)
+    write_release(agg, tmp / "rel", enc, label="y", positive_label="1")
+    model = MRFModel(lay, np.zeros(lay.K), np.zeros(lay.K))
+    return {
+        "read_schema": read_schema(tmp / "rel"),
+        "read_release": read_release(tmp / "rel").schema,
+        "model.json": load_model(save_model(tmp / "m.json", model, enc)).schema,
+        "model.csv": load_model(save_model(tmp / "m.csv", model, enc)).schema,
+        "from_schema": Encoder.from_schema(read_schema(tmp / "rel")),
+    }
+
+
+def _error(fn, frame):
+    with pytest.raises(AggMRFError) as e:
+        fn(frame)
+    return str(e.value)
+
+
+@pytest.fixture(scope="module", params=["adult", "bank"])
+def bundled(request):
+    from aggmrf_explore import datasets
+
+    ds = getattr(datasets, request.param)()
+    feats = ds.feature_columns
+    return ds.train[feats].reset_index(drop=True), ds.test[feats].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("unseen", ["error", "other"])
+@pytest.mark.parametrize("min_count", [1, 50])
+def test_exported_schema_encodes_like_the_encoder(bundled, tmp_path, unseen, min_count):
+    train, test = bundled
+    enc = Encoder(unseen=unseen, min_count=min_count).fit(train)
+    schemas = _schemas_from_disk(enc, train, tmp_path)
+    assert all(s.to_dict()["features"] == enc.to_schema().to_dict()["features"]
+               for s in schemas.values() if not isinstance(s, Encoder))  # fmt: skip
+    X_train, X_test = enc.transform(train), enc.transform(test)
+    for s in schemas.values():  # the full test split, a large slice of the training split
+        np.testing.assert_array_equal(s.transform(train.iloc[::3]), X_train[::3])
+        np.testing.assert_array_equal(s.transform(test), X_test)
+
+    cats = [j for j, k in enumerate(enc.kinds) if k == "categorical"]
+    nums = [j for j, k in enumerate(enc.kinds) if k == "numeric"]
+    assert cats and nums
+    if min_count > 1:  # rare training values were merged into "(other)" and stay there
+        schema = enc.to_schema()
+        merged = {
+            j: [v for v, c in zip(schema.known[j], schema.codes[j], strict=True)
+                if enc.modality_labels[j][c] == OTHER]
+            for j in cats
+        }  # fmt: skip
+        assert any(merged.values())
+        for j, values in merged.items():
+            name, other = enc.feature_names[j], len(enc.modality_labels[j]) - 1
+            rows = train[name].isin(values).to_numpy()
+            assert rows.any() == bool(values)
+            assert np.all(X_train[rows, j] == other)
+
+    # every categorical feature gets values never seen at fit time (strings and numbers);
+    # numeric features get values far outside the training range (edge bins, not unseen)
+    new = test.head(3000).copy()
+    rows = {j: np.arange(5 * i, 5 * i + 3) for i, j in enumerate(cats)}
+    for j, r in rows.items():
+        col = enc.feature_names[j]
+        if enc.to_schema().values[j] == "number":
+            new[col] = new[col].astype(float)
+            new.loc[r, col] = 123456.5
+        else:
+            new[col] = new[col].astype(object)
+            new.loc[r, col] = f"never seen {j}"
+    for j in nums:
+        col = enc.feature_names[j]
+        new[col] = new[col].astype(float)
+        new.loc[[0, 1], col] = [-1e9, 1e9]
+    if unseen == "other":
+        X = enc.transform(new)
+        for j, r in rows.items():
+            assert np.all(X[r, j] == enc.modality_labels[j].index(OTHER))
+        for j in nums:
+            assert X[0, j] == 0 and X[1, j] == enc.n_modalities[j] - 1
+        for s in schemas.values():
+            np.testing.assert_array_equal(s.transform(new), X)
+    else:
+        for j in rows:  # one bad column at a time: each feature's message
+            one = test.head(3000).copy()
+            col = enc.feature_names[j]
+            one[col] = new[col]
+            msg = _error(enc.transform, one)
+            assert f"column {col!r} has 3 row(s) with value(s) not seen at fit time" in msg
+            assert "--unseen other" in msg
+            for s in schemas.values():
+                assert _error(s.transform, one) == msg
+
+
+def test_exported_schema_gives_the_same_error_messages(bundled, tmp_path):
+    train, test = bundled
+    enc = Encoder().fit(train)
+    schemas = _schemas_from_disk(enc, train, tmp_path)
+    num = enc.feature_names[enc.kinds.index("numeric")]
+    cat = enc.feature_names[enc.kinds.index("categorical")]
+    holes = test.head(50).astype({num: float})
+    holes.loc[[3, 9], num] = np.nan
+    text = test.head(50).astype({num: object})
+    text.loc[4, num] = "forty"
+    blank = test.head(50).astype({cat: object})
+    blank.loc[2, cat] = "  "
+    cases = {
+        "missing value": (holes, f"column {num!r} has 2 missing"),
+        "blank cell": (blank, f"column {cat!r} has 1 missing"),
+        "text in a numeric column": (text, f"column {num!r} must be numeric"),
+        "missing column": (test.head(5).drop(columns=[cat]), f"columns [{cat!r}] were present"),
+        "not a frame": (test.head(5).to_numpy(), "expects a pandas DataFrame"),
+    }
+    for what, (frame, start) in cases.items():
+        msg = _error(enc.transform, frame)
+        assert start in msg, what
+        for s in schemas.values():
+            assert _error(s.transform, frame) == msg, what
+
+
+def test_schema_round_trip_and_encoder_from_schema():
+    df = _frame(400)
+    enc = Encoder(unseen="other", n_bins=4).fit(df)
+    schema = enc.to_schema("y", 1, [0, 1])
+    assert (schema.label, schema.positive_label, schema.classes) == ("y", "1", ["0", "1"])
+    schema.modality_labels[0][0] = "changed"  # a copy: the encoder is untouched
+    assert enc.modality_labels[0][0] != "changed"
+    back = Encoder.from_schema(Schema.from_dict(enc.to_schema().to_dict()))
+    assert back.unseen == "other" and back.feature_names == enc.feature_names
+    np.testing.assert_array_equal(back.transform(df), enc.transform(df))
+    assert Schema.from_encoder(enc).to_dict() == enc.to_schema().to_dict()
+    with pytest.raises(AggMRFError, match="not fitted"):
+        Encoder().to_schema()
+    with pytest.raises(AggMRFError, match="fitted Encoder or a Schema"):
+        Schema.from_encoder(object())
+
+
+def test_labels_stay_distinct_when_six_digits_collide():
+    # two small-count values equal to 6 significant digits: labels shown in full
+    df = pd.DataFrame({"p": [1000000.1, 1000000.2, 1000000.1, 3.0]})
+    enc = Encoder().fit(df)
+    assert enc.modality_labels[0] == ["3", "1000000.1", "1000000.2"]
+    assert enc.to_schema().to_dict()["features"][0]["modalities"] == enc.modality_labels[0]

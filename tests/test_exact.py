@@ -7,25 +7,12 @@ import pytest
 from scipy.special import logsumexp
 
 from aggmrf_explore import AggMRFError, AggregatedData, TableLayout, aggregate
-from aggmrf_explore.datasets import xor_distribution
+from aggmrf_explore.datasets import xor_distribution, xor_expected_tables, xor_states
 from aggmrf_explore.exact import all_states, expected_statistics, fit_exact
 
 
-def xor_infinite_data():
-    """Expected tables of the XOR distribution with n = 1 (probabilities)."""
-    lay = TableLayout.all_pairs([2, 2, 2])
-    dist = xor_distribution()
-    states = dist[["X1", "X2", "X3"]].to_numpy().astype(np.int32)
-    r = lay.rows(states).ravel()
-    T = lay.n_tables
-    px = dist["p_x"].to_numpy()
-    d = np.bincount(r, weights=np.repeat(px, T), minlength=lay.K)
-    c = np.bincount(r, weights=np.repeat(px * dist["p_y1"].to_numpy(), T), minlength=lay.K)
-    return AggregatedData(lay, d, c, 1), states, dist
-
-
 def test_xor_maxent_predicts_09_01():
-    agg, states, dist = xor_infinite_data()
+    agg, states, dist = xor_expected_tables(), xor_states(), xor_distribution()
     model = fit_exact(agg)
     p = model.predict_proba(states)[:, 1]
     support = dist["p_x"].to_numpy() > 0

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from aggmrf_explore.explorer.state import ExplorerSession
+from aggmrf_explore.explorer.store import ExplorerSession
 
 
 @pytest.fixture
@@ -199,3 +199,110 @@ def test_sessions_are_independent():
     # the cached problem is shared read-only between sessions with the same data
     c = ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=300)
     assert c.bundle is a.bundle and c.trainer is not a.trainer
+
+
+# ---------------------------------------------------------------- the store's declarations
+NUMERIC_SETTINGS = (
+    "n_samples", "data_seed", "epsilon", "delta", "noise_seed", "n_gibbs", "train_seed",
+    "lambda_mu", "lambda_theta", "step_mu", "step_theta", "iters_per_tick",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NUMERIC_SETTINGS)
+def test_numeric_settings_declare_their_bounds(name):
+    """param itself refuses a value outside the declared bounds; the store is unchanged."""
+    s = ExplorerSession(lazy=True)
+    p = s.param[name]
+    lo, hi = p.bounds
+    assert lo is not None and hi is not None and lo < hi
+    assert lo <= p.default <= hi
+    before = getattr(s, name)
+    too_big = hi + 1 if isinstance(hi, int) else hi * 2 + 1
+    with pytest.raises(ValueError):
+        setattr(s, name, too_big)
+    assert getattr(s, name) == before
+    msg = s.propose(name, too_big)
+    assert msg and p.label in msg and getattr(s, name) == before
+
+
+def test_choices_are_declared():
+    s = ExplorerSession(lazy=True)
+    assert set(s.param["dataset"].objects) >= {"toy", "xor", "adult", "bank", "upload"}
+    with pytest.raises(ValueError):
+        s.mechanism = "exponential"
+    assert s.mechanism == "none"
+
+
+def test_restore_and_use_upload_change_settings_without_reloading(xor_session):
+    s = xor_session
+    s.step(3)
+    trainer, version = s.trainer, s.version
+    s.restore({"n_samples": 1000, "data_seed": 5})
+    assert (s.n_samples, s.data_seed) == (1000, 5)
+    assert s.trainer is trainer and s.version == version and s.iteration == 3
+    s.use_upload("0123456789abcdef")
+    assert (s.dataset, s.upload_hash, s.label_column) == ("upload", "0123456789abcdef", "")
+    assert "label_column" in s.errors and s.trainer is trainer
+    s.close()
+    assert s.trainer is None and s.bundle is None and not s.running
+
+
+def test_views_use_only_the_public_api_of_other_objects():
+    """No module of the explorer but the store reads or writes another object's private
+    attributes (``session._x``, ``ex._x``): only ``self._x``."""
+    import ast
+    from pathlib import Path
+
+    import aggmrf_explore.explorer as pkg
+
+    bad = []
+    for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                bad.append(f"{path.name}:{node.lineno} .{node.attr}")
+    assert not bad, bad
+
+
+def test_locked_cache_computes_once_under_concurrency():
+    import threading
+    import time
+
+    from aggmrf_explore.explorer.caches import LockedCache
+
+    cache = LockedCache(2)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        time.sleep(0.05)
+        return object()
+
+    out = []
+    threads = [
+        threading.Thread(target=lambda: out.append(cache.get("k", compute))) for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and all(v is out[0] for v in out)
+    cache.get("a", object)
+    cache.get("b", object)
+    assert cache.peek("k") is None  # least recently used, evicted at maxsize 2
+
+
+def test_upload_registry_columns_and_eviction():
+    from aggmrf_explore.errors import AggMRFError
+    from aggmrf_explore.explorer.caches import UploadRegistry
+
+    reg = UploadRegistry(maxsize=1)
+    h = reg.register(b'a;"b";c\n1;2;3\n')
+    assert reg.columns(h) == ["a", "b", "c"]
+    reg.register(b"x,y\n1,2\n")
+    with pytest.raises(AggMRFError, match="upload it again"):
+        reg.columns(h)

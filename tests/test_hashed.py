@@ -21,8 +21,8 @@ import pytest
 from aggmrf_explore import mrf
 from aggmrf_explore.errors import AggMRFError
 from aggmrf_explore.exact import expected_statistics
-from aggmrf_explore.kernels import GibbsChain, HashedGibbsChain, make_chain
-from aggmrf_explore.kernels.hashed import bucket_of
+from aggmrf_explore.kernels import Chain, GibbsChain, HashedGibbsChain, make_chain
+from aggmrf_explore.kernels.rows import bucket_of
 from aggmrf_explore.tables import TableLayout, aggregate, hash_rows, hash_salt
 
 
@@ -52,12 +52,14 @@ def test_layout_with_hashed_tables():
         [30, 40, 3], ["a", "b", "c"], hash_sizes={("a", "b"): 64, (1, 2): 16}, hash_seed=3
     )
     ab, bc, ac = lay.table_index(["a", "b"]), lay.table_index([1, 2]), lay.table_index([0, 2])
-    assert lay.hashed and lay.is_hashed(ab) and lay.is_hashed(bc) and not lay.is_hashed(ac)
+    assert (
+        lay.has_hashed_tables and lay.is_hashed(ab) and lay.is_hashed(bc) and not lay.is_hashed(ac)
+    )
     assert lay.table_sizes[ab] == 64 and lay.table_sizes[bc] == 16 and lay.table_sizes[ac] == 90
     assert lay.dense_sizes[ab] == 1200
     assert lay.K == 1 + 30 + 40 + 3 + 64 + 90 + 16
     assert "2 hashed" in repr(lay)
-    assert not TableLayout.all_pairs([3, 4]).hashed
+    assert not TableLayout.all_pairs([3, 4]).has_hashed_tables
     # rows: offset + bucket(exact key) for hashed tables, offset + key otherwise
     X = _codes(lay, 500)
     r = lay.rows(X)
@@ -106,8 +108,7 @@ def test_aggregate_hashed_equals_exact_table_pooled_by_bucket():
 
 
 def test_unsupported_operations_raise(tmp_path):
-    from aggmrf_explore.model_io import export_model_json
-    from aggmrf_explore.tables_io import write_release
+    from aggmrf_explore.io import export_model_json, write_release
 
     lay = TableLayout.all_pairs([3, 4], hash_sizes={(0, 1): 5})
     agg = aggregate(_codes(lay, 50), np.arange(50) % 2, lay)
@@ -164,9 +165,11 @@ def test_sampler_with_a_feature_only_in_hashed_tables_and_triples():
 def test_chain_interface_and_factory():
     lay = TableLayout.all_pairs([3, 5], hash_sizes={(0, 1): 4})
     chain = make_chain(lay, 100, [np.ones(3), np.ones(5)], seed=1)
-    assert isinstance(chain, HashedGibbsChain)
-    assert isinstance(make_chain(TableLayout.all_pairs([3, 5]), 10, [np.ones(3), np.ones(5)], 0),
-                      GibbsChain)  # fmt: skip
+    assert isinstance(chain, HashedGibbsChain) and isinstance(chain, Chain)
+    dense = make_chain(TableLayout.all_pairs([3, 5]), 10, [np.ones(3), np.ones(5)], 0)
+    assert isinstance(dense, GibbsChain) and isinstance(dense, Chain)
+    for ch in (chain, dense):  # the sweep's statistics switch is part of the interface
+        ch.sweep(np.zeros(ch.K), np.zeros(ch.K), statistics=False)
     theta = np.random.default_rng(0).normal(size=lay.K)
     chain.sweep(np.zeros(lay.K), theta)
     assert chain.codes.shape == (100, 2) and chain.rows.shape == (100, lay.n_tables)
@@ -187,7 +190,7 @@ def test_chain_is_bit_identical_with_one_and_two_threads():
         """
         import hashlib, numpy as np
         from aggmrf_explore.tables import TableLayout
-        from aggmrf_explore.kernels.hashed import HashedGibbsChain
+        from aggmrf_explore.kernels import HashedGibbsChain
         lay = TableLayout.all_pairs([5, 7, 3], hash_sizes={(0, 1): 11})
         rng = np.random.default_rng(0)
         mu, th = rng.normal(size=lay.K), rng.normal(size=lay.K)
@@ -281,7 +284,7 @@ def test_local_rows_and_with_tables_keep_hashing():
     assert sub.tables == [(), (0, 1), (2,)] and sub.table_sizes.tolist() == [1, 9, 3]
     a, b = lay.table_index((0, 1)), sub.table_index((0, 1))
     np.testing.assert_array_equal(sub.local_rows(X, b), lay.local_rows(X, a))
-    assert not lay.with_tables([(0, 2)]).hashed
+    assert not lay.with_tables([(0, 2)]).has_hashed_tables
 
 
 def test_the_dense_chain_refuses_hashed_layouts():

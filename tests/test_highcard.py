@@ -1,17 +1,19 @@
-"""High-cardinality helpers: target encoding on held-out rows, hashing, synthetic data."""
+"""High-cardinality helpers: target encoding on held-out rows, hashing, synthetic data, and the
+hashing experiment of ``benchmarks/hashing.py``."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aggmrf_explore.errors import AggMRFError
-from aggmrf_explore.highcard import (
-    HashedCross,
-    TargetEncoder,
+from aggmrf_explore.datasets import (
+    hashed_layout,
     high_cardinality_dataset,
     target_encode,
+    vocabulary_codes,
 )
+from aggmrf_explore.encoding import HashedCross, TargetEncoder
+from aggmrf_explore.errors import AggMRFError
 
 
 def test_target_encoder_buckets_by_count_and_rate():
@@ -76,8 +78,6 @@ def test_high_cardinality_dataset_shape_and_memory_is_per_record():
 
 
 def test_hashed_layout_and_vocabulary_codes():
-    from aggmrf_explore.highcard import hashed_layout, vocabulary_codes
-
     ds = high_cardinality_dataset(1_000, seed=2, n_sites=500, n_advertisers=60)
     X, y, Xt, yt, sizes = vocabulary_codes(ds)
     assert sizes == [500, 60, 3, 24, 8, 4]
@@ -100,7 +100,7 @@ def test_site_device_interaction_is_optional():
 
 
 def test_hashed_compare_small_run():
-    from aggmrf_explore.highcard import hashed_compare
+    from benchmarks.hashing import hashed_compare
 
     out = hashed_compare(n=3_000, H=256, n_sites=300, n_advertisers=40, n_gibbs=300,
                          iterations=20, lambdas=(4.0, 16.0))  # fmt: skip

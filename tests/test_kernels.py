@@ -4,7 +4,9 @@
 - the kernel draws the same samples as a plain float64 reference sweep written here in
   Python (same feature-outer scan, same counter-based RNG), up to rare float32 ties;
 - bit-identical chains and statistics with NUMBA_NUM_THREADS=1 and =2;
-- statistics(θ) for another θ, rows kept in sync with codes, logits.
+- statistics(θ) for another θ, rows kept in sync with codes, logits;
+- the package's one splitmix64 (kernels.rng) and the one row kernel (kernels.rows) against
+  Python definitions written here.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import pytest
 from aggmrf_explore import TableLayout
 from aggmrf_explore.exact import expected_statistics
 from aggmrf_explore.kernels import GibbsChain, warm_up
-from aggmrf_explore.kernels.gibbs import feature_order
+from aggmrf_explore.kernels.rng import feature_order, mix64, stream_key
+from aggmrf_explore.kernels.rows import table_arrays, table_rows
+from aggmrf_explore.tables import hash_rows
 
 MASK = (1 << 64) - 1
 GOLDEN, M1, M2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
@@ -94,6 +98,45 @@ def test_feature_order_is_a_uniform_permutation():
     # 6 orders, 5 000 expected each, sd ≈ 65: allow ~5 sd
     assert counts.size == 6 and np.abs(counts - 5_000).max() < 330
     assert len({tuple(feature_order(np.uint64(_stream(5, it, 0)), 14)) for it in range(50)}) == 50
+
+
+def test_splitmix64_matches_the_python_definition():
+    args = [(0, 0, 0), (5, 100, 1), (-1, 3, 0), (2**40, 2**31, 2**32 - 1), (2**63 + 5, 7, 2)]
+    for seed, it, i in args:
+        key = stream_key(seed, it, i)
+        assert type(key) is np.uint64 and int(key) == _stream(seed & MASK, it, i)
+    z = np.arange(1, 50, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    assert mix64(z).dtype == np.uint64
+    assert [int(v) for v in mix64(z)] == [_mix(int(v)) for v in z]
+    assert int(mix64(np.uint64(12345))) == _mix(12345)
+
+
+@pytest.mark.parametrize("hashed", [False, True])
+def test_table_rows_follow_the_definition(hashed):
+    """offset_t + Σ_f code_f stride_{t,f}, bucketed for hashed tables (tables.py's doc)."""
+    M = [3, 7, 2, 12, 5]
+    sizes = {(1, 3): 16, (0, 2, 4): 5} if hashed else None
+    lay = TableLayout.all_pairs(M, triples=True, hash_sizes=sizes)
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, M, size=(500, len(M))).astype(np.int32)
+    keys = X.astype(np.int64) @ lay.strides.T
+    for t in range(lay.n_tables):
+        if lay.is_hashed(t):
+            keys[:, t] = hash_rows(keys[:, t], lay.hash_salts[t], int(lay.hash_sizes[t]))
+    expected = lay.offsets[:-1] + keys
+    rows = lay.rows(X)
+    assert rows.dtype == np.int64
+    np.testing.assert_array_equal(rows, expected)
+    assert np.all((rows >= lay.offsets[:-1]) & (rows < lay.offsets[1:]))
+    # any integer output, and codes padded with an extra all-zero column (the dense chain)
+    padded = np.zeros((X.shape[0], X.shape[1] + 1), dtype=np.uint8)
+    padded[:, :-1] = X
+    tabs = table_arrays(
+        lay.tables, lay.strides, lay.offsets, lay.hash_sizes, lay.hash_salts, width=3, pad=len(M)
+    )
+    out = np.empty(rows.shape, dtype=np.int32)
+    table_rows(padded, tabs, out)
+    np.testing.assert_array_equal(out, expected)
 
 
 def _random_model(layout, seed, scale=1.0):

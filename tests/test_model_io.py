@@ -9,10 +9,9 @@ import pandas as pd
 import pytest
 
 from aggmrf_explore import AggMRFError, TableLayout
-from aggmrf_explore.encoding import Encoder
-from aggmrf_explore.model_io import export_model_csv, export_model_json, load_model, save_model
+from aggmrf_explore.encoding import Encoder, Schema
+from aggmrf_explore.io import export_model_csv, export_model_json, load_model, save_model
 from aggmrf_explore.mrf import MRFModel
-from aggmrf_explore.tables_io import Schema
 
 
 @pytest.fixture(scope="module")

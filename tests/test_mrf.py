@@ -13,16 +13,16 @@ import pytest
 
 from aggmrf_explore import AggMRFError, AggregatedData, DivergenceError
 from aggmrf_explore.baselines import logistic_pairs
+from aggmrf_explore.callbacks import HeldOutNLLH, Progress, StopTraining
+from aggmrf_explore.datasets import xor_distribution, xor_expected_tables, xor_states
 from aggmrf_explore.exact import fit_exact
 from aggmrf_explore.experiment import prepare, train_mrf
 from aggmrf_explore.metrics import nllh
 from aggmrf_explore.mrf import PCDTrainer, TrainerSettings, default_settings
 
-from .test_exact import xor_infinite_data
-
 
 def test_xor_pcd_close_to_exact_maxent(xor_problem):
-    agg_inf, states, dist = xor_infinite_data()
+    agg_inf, states, dist = xor_expected_tables(), xor_states(), xor_distribution()
     exact = fit_exact(agg_inf).predict_proba(states)[:, 1]
     st = default_settings(xor_problem.layout, xor_problem.n_train, lambda_theta=0.0)
     run = train_mrf(xor_problem, st, 300)
@@ -34,7 +34,7 @@ def test_xor_pcd_close_to_exact_maxent(xor_problem):
 def test_xor_logistic_recovers_truth(xor_problem):
     enc = xor_problem.encoded
     res = logistic_pairs(enc.X_train, enc.y_train, enc.X_test, enc.y_test, xor_problem.layout)
-    _, states, dist = xor_infinite_data()
+    states, dist = xor_states(), xor_distribution()
     lr = res.info["model"]
     p = lr.predict_proba(lr.layout_.phi(states))[:, 1]
     support = dist["p_x"].to_numpy() > 0
@@ -189,3 +189,41 @@ def test_default_rule_is_a_function_of_the_layout(xor_problem):
     assert st.step_theta == pytest.approx(1 / T)
     assert st.lambda_theta == pytest.approx(T / 2)
     assert st.step_mu == pytest.approx(min(5 / T, 1 / 3))
+
+
+def test_one_loop_with_callbacks(xor_problem):
+    """fit/step call every callback cb(trainer, stats) after each iteration, after the
+    trainer's own history and held-out NLLH; Progress reports; StopTraining ends a run."""
+    enc = xor_problem.encoded
+    st = default_settings(xor_problem.layout, xor_problem.n_train, n_gibbs=500, eval_every=3)
+    tr = PCDTrainer(xor_problem.aggregated, st, enc.X_test, enc.y_test)
+    seen, reports = [], []
+
+    def watch(trainer, stats):
+        assert trainer is tr and trainer.history[-1] is stats
+        seen.append((stats.iteration, stats.nllh_eval is not None))
+
+    assert tr.fit(0) is tr and tr.iteration == 0
+    tr.fit(7, [Progress(lambda done, total: reports.append((done, total)), 7, n_reports=3), watch])
+    assert reports == [(2, 7), (4, 7), (6, 7), (7, 7)]
+    assert seen == [(i, i in (1, 3, 6)) for i in range(1, 8)]
+    assert tr.last_nllh == tr.history[5].nllh_eval and len(tr.history_frame()) == 7
+
+    def stop_at_9(trainer, stats):
+        if trainer.iteration == 9:
+            raise StopTraining
+
+    out = tr.step(10, [stop_at_9])
+    assert [s.iteration for s in out] == [8, 9] and tr.iteration == 9 and len(tr.history) == 9
+
+
+def test_held_out_nllh_callback_matches_the_model(xor_problem):
+    enc = xor_problem.encoded
+    tr = PCDTrainer(xor_problem.aggregated, default_settings(xor_problem.layout, 1000, n_gibbs=500))
+    held = HeldOutNLLH(enc.X_test, enc.y_test, every=2)
+    stats = tr.step(4, [held])
+    assert [s.nllh_eval is not None for s in stats] == [True, True, False, True]
+    assert held.last == nllh(enc.y_test, tr.predict_proba(enc.X_test)[:, 1])
+    assert tr.last_nllh == held.last
+    with pytest.raises(AggMRFError, match="one label per row"):
+        HeldOutNLLH(enc.X_test, enc.y_test[:-1])

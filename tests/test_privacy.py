@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaln, logsumexp
 
-from aggmrf_explore import AggMRFError, TableLayout, aggregate
+from aggmrf_explore import AggMRFError, AggregatedData, TableLayout, aggregate
 from aggmrf_explore.privacy import (
     ClassicGaussianWarning,
     GaussianMechanism,
@@ -21,7 +21,6 @@ from aggmrf_explore.privacy import (
     expected_noise,
     make_mechanism,
     posterior_mean_counts,
-    project_targets,
     release,
     sensitivity,
 )
@@ -199,10 +198,13 @@ def test_release_none_and_errors(agg):
         release(agg, "laplace", seed=1)
 
 
-def test_project_targets():
-    d, c = project_targets(np.array([-3.0, 0.0, 5.0, 2.0]), np.array([1.0, -1.0, 7.0, 1.5]))
-    np.testing.assert_array_equal(d, [0, 0, 5, 2])
-    np.testing.assert_array_equal(c, [0, 0, 5, 1.5])
+def test_projected_targets():
+    lay = TableLayout([4], [(0,)], intercept=False)
+    noisy = AggregatedData(lay, [-3.0, 0.0, 5.0, 2.0], [1.0, -1.0, 7.0, 1.5], 10)
+    p = noisy.projected()
+    np.testing.assert_array_equal(p.d, [0, 0, 5, 2])
+    np.testing.assert_array_equal(p.c, [0, 0, 5, 1.5])
+    np.testing.assert_array_equal(noisy.d, [-3.0, 0.0, 5.0, 2.0])  # not modified
 
 
 # ---------------------------------------------------------------- 7. MRF-N posterior means
@@ -412,8 +414,6 @@ def test_expected_noise_on_negative_release():
             "shape",
         ),
         (lambda: posterior_mean_counts([1.0], [1.0], 5, "gauss"), "'gauss'"),
-        (lambda: project_targets([1.0], [1.0, 2.0]), "shape"),
-        (lambda: project_targets([np.nan], [1.0]), "finite"),
         (lambda: analytic_gaussian_sigma(1, 2, 1), "delta.*2"),
         (lambda: analytic_gaussian_sigma(0, 1e-5, 1), "epsilon.*0"),
         (lambda: classic_gaussian_sigma(1, 1e-5, float("nan")), "l2_sensitivity.*nan"),

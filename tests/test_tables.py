@@ -111,7 +111,7 @@ def test_aggregate_errors():
 
 def test_exact_layouts_are_unchanged_by_hashing_support(random_layout_data):
     lay, X, y, agg = random_layout_data
-    assert not lay.hashed and not np.any(lay.hash_sizes) and "hashed" not in repr(lay)
+    assert not lay.has_hashed_tables and not np.any(lay.hash_sizes) and "hashed" not in repr(lay)
     np.testing.assert_array_equal(lay.table_sizes, lay.dense_sizes)
     hashed = TableLayout.all_pairs(lay.n_modalities, hash_sizes={(0, 1): 5})
     r, rh = lay.rows(X), hashed.rows(X)

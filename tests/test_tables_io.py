@@ -9,14 +9,16 @@ import pandas as pd
 import pytest
 
 from aggmrf_explore import AggMRFError, TableLayout, aggregate
-from aggmrf_explore.privacy import make_mechanism, release
-from aggmrf_explore.tables_io import (
+from aggmrf_explore.io import (
     ReleaseWarning,
     Schema,
+    mechanism_from_meta,
+    noise_meta,
     read_release,
     release_from_frames,
     write_release,
 )
+from aggmrf_explore.privacy import GaussianMechanism, LaplaceMechanism, make_mechanism, release
 
 
 @pytest.fixture(scope="module")
@@ -167,3 +169,40 @@ def test_schema_unseen_value_is_a_clear_error(records):
     bad = df.head(3).assign(color=["red", "purple", "blue"])
     with pytest.raises(AggMRFError, match="'color'.*'purple'"):
         schema.transform(bad)
+
+
+@pytest.mark.parametrize(
+    "mech",
+    [
+        LaplaceMechanism(0.5, 6.0),
+        GaussianMechanism(1.0, 1e-6, 2.0, "analytic"),
+        GaussianMechanism(0.7, 1e-5, 3.0, "classic"),
+        GaussianMechanism(2.0, 1e-7, 1.5, "adkdd21"),
+    ],
+    ids=["laplace", "analytic", "classic", "adkdd21"],
+)
+def test_mechanism_dict_round_trip(mech):
+    d = json.loads(json.dumps(mech.to_dict()))
+    back = type(mech).from_dict(d)
+    assert back == mech and back.std == mech.std
+    assert d["sigma"] == mech.std and d["mechanism"] == mech.name
+    assert mechanism_from_meta(d) == mech
+    assert noise_meta(mech, "both") == {**mech.to_dict(), "accounting": "both"}
+    other = GaussianMechanism if isinstance(mech, LaplaceMechanism) else LaplaceMechanism
+    with pytest.raises(AggMRFError, match="not a"):
+        other.from_dict(d)
+
+
+def test_hand_written_noise_forms(records):
+    *_, lay, _ = records
+    assert mechanism_from_meta({"mechanism": "gaussian", "sigma": 30}).std == pytest.approx(30)
+    assert mechanism_from_meta({"mechanism": "laplace", "scale": 20}).scale == pytest.approx(20)
+    eps_only = mechanism_from_meta({"mechanism": "Gaussian", "epsilon": 1.0, "delta": 1e-6}, lay)
+    assert eps_only == make_mechanism("gaussian", 1.0, 1e-6, lay)
+    assert mechanism_from_meta({"mechanism": "none"}) is None and mechanism_from_meta(None) is None
+    with pytest.raises(AggMRFError, match="unknown mechanism 'poisson'"):
+        mechanism_from_meta({"mechanism": "poisson"})
+    with pytest.raises(AggMRFError, match="'noise' is invalid.*needs epsilon"):
+        mechanism_from_meta({"mechanism": "laplace"})
+    with pytest.raises(AggMRFError, match="must be an object"):
+        mechanism_from_meta(["gaussian"])

@@ -106,7 +106,7 @@ def test_url_restore_shows_every_setting_in_its_control():
     """Several settings restored at once from a URL (one batched update) reach every control."""
     from panel.io.location import Location
 
-    from aggmrf_explore.explorer.state import URL_KEYS
+    from aggmrf_explore.explorer.store import URL_KEYS
 
     ex = notebook_explorer(dataset="toy", n_gibbs=200)
     failed = []
@@ -126,9 +126,10 @@ def test_url_restore_shows_every_setting_in_its_control():
 
 def test_copied_figures_show_their_own_session_data():
     """A second session's figures are copies of the first one's structure with its own data."""
+    import holoviews as hv
     from bokeh.models import GlyphRenderer
 
-    from aggmrf_explore.explorer import app
+    from aggmrf_explore.explorer import liveplots
 
     first = notebook_explorer(dataset="toy", n_gibbs=200)
     first.session.step(3)
@@ -141,7 +142,7 @@ def test_copied_figures_show_their_own_session_data():
         assert not {m.id for m in a.fig.references()} & {m.id for m in b.fig.references()}
         # drawn afresh by HoloViews from the second session's state: the same arrays
         b.key = object()
-        app._FIGURES.clear()
+        liveplots.clear_figure_cache()
         kwargs = {
             "p_nllh": {
                 "history": second.session.history(),
@@ -150,7 +151,7 @@ def test_copied_figures_show_their_own_session_data():
             "p_conv": {"history": second.session.history(), "floor": second.session.floor},
         }
         if name in kwargs:
-            fresh = app.hv.render(b.build(**kwargs[name]), backend="bokeh")
+            fresh = hv.render(b.build(**kwargs[name]), backend="bokeh")
             glyphs = [r for r in fresh.renderers if isinstance(r, GlyphRenderer)]
             for r_fresh, r_copy in zip(glyphs, b.renderers, strict=True):
                 for col, values in r_fresh.data_source.data.items():

@@ -1,15 +1,24 @@
-"""The live explorer: session state (state.py), pure plot functions (plots.py), Panel app (app.py).
+"""The live explorer, in Panel's "data store" pattern.
+
+- ``store.py``: the session store (settings as params with declared bounds, trainer, run loop);
+- ``problems.py`` and ``caches.py``: data shared by every session (problems, releases,
+  baselines; the LRU cache, the upload registry, the disk cache);
+- ``runtime.py``: the process runtime (kernel warm-up, worker threads, memory);
+- ``plots.py``: pure functions history → HoloViews; ``liveplots.py``: those figures drawn
+  once and refreshed in place;
+- ``app.py``: the controls and the layout (``Explorer``, ``build_app``);
+- ``widget.py``: notebook widgets.
 
 ``panel serve apps/explorer.py`` serves it; in Jupyter, ``Explorer()`` displays inline.
 Importing this package starts nothing (no training, no data loading).
 """
 
-from .state import ExplorerSession
+from .store import ExplorerSession
 
 __all__ = ["ExplorerSession", "Explorer", "build_app", "frozen_document"]
 
 
-def __getattr__(name):  # lazy: importing the state must not import Panel
+def __getattr__(name):  # lazy: importing the store must not import Panel
     if name in ("Explorer", "build_app", "frozen_document"):
         from . import app
 

@@ -1,59 +1,49 @@
-"""The Panel layout of the explorer: sidebar of grouped controls, live plots.
+"""The explorer's view: controls and layout, composed around one session store.
 
 ``build_app()`` returns the servable template (``panel serve apps/explorer.py``);
-``Explorer()`` displays inline in Jupyter (``Explorer().to_ipywidget()`` for ipywidgets).
+``Explorer()`` displays inline in Jupyter (``Explorer().to_ipywidget()`` for ipywidgets);
+``Explorer(session=s)`` shows a store ``s`` that is loaded already (notebooks).
+
+The parts it composes: the session store (``store.py``: settings with declared bounds,
+trainer, run loop), the shared data (``problems.py``, ``caches.py``), the process runtime
+(``runtime.py``: kernel warm-up, worker threads, memory), and the live figures
+(``liveplots.py``, drawn by the pure functions of ``plots.py``).  The view only reads
+the store and calls its public methods.
 
 Training runs in time-boxed ticks of a per-session periodic callback (period
 ``TICK_MS``; a tick trains for at most ``TICK_BUDGET`` of it), so the page never
-freezes.  Each figure is drawn once by its pure HoloViews function (plots.py) and shown
-as a Bokeh pane; a refresh only pushes new arrays into the figure's ColumnDataSources
-(and moves its ranges), which costs milliseconds, where replacing a HoloViews object
-re-indexes the whole Bokeh document (~0.3 s).  Line plots and the status line refresh
-every ``FAST_REFRESH`` s; the plots of the visible tab's heavier views (predictions,
-d̂ vs d, table browser, XOR bars) every ``HEAVY_REFRESH`` s.  Data preparation and
-the slow baselines run in worker threads while a busy indicator shows; the numba
-kernels are compiled (or loaded from numba's cache) once per process, in a background
-thread started when the app module is first imported.
+freezes.  Line plots and the status line refresh every ``FAST_REFRESH`` s; the plots of
+the visible tab's heavier views (predictions, d̂ vs d, table browser, XOR bars) every
+``HEAVY_REFRESH`` s.  Data preparation and the slow baselines run in worker threads
+while a busy indicator shows; the numba kernels are compiled (or loaded from numba's
+cache) once per process, in a background thread started when the first page is built.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import gc
-import hashlib
 import io
-import json
-import os
-import sys
-import threading
 import time
 import warnings
-import weakref
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import holoviews as hv
 import numpy as np
 import panel as pn
-from bokeh.util.serialization import make_id
 
-from . import plots
-from .state import (
+from . import plots, runtime
+from .liveplots import LivePlot, XorPlot, static_figure
+from .problems import (
     CHEAP_BASELINES,
-    DATA_KEYS,
     SLOW_BASELINES,
-    URL_KEYS,
-    ExplorerSession,
-    _cache_dir,
-    _message,
     get_baselines,
+    get_problem,
     peek_baselines,
     peek_problem,
     register_upload,
     upload_columns,
 )
+from .store import DATA_KEYS, URL_KEYS, ExplorerSession, error_message
 
 __all__ = ["Explorer", "build_app", "frozen_document", "TICK_MS", "TICK_BUDGET"]
 
@@ -65,15 +55,6 @@ SMALL_DATASETS = ("toy", "xor", "synthetic")  # all baselines fitted with the da
 BASELINE_GROUPS = (CHEAP_BASELINES, SLOW_BASELINES)
 WARM_WAIT = 10.0  # seconds the server's first page waits for the kernels and default data
 
-_EXECUTOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aggmrf-data")
-_SLOW_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aggmrf-baselines")
-_WARM = threading.Event()
-_WARM_LOCK = threading.Lock()
-_WARM_THREAD: threading.Thread | None = None
-_RUNNING: weakref.WeakSet = weakref.WeakSet()  # explorers training now (share the loop)
-_SESSIONS: weakref.WeakSet = weakref.WeakSet()  # explorers of open server sessions
-_RELEASE_DELAY = 5.0  # seconds after a session closes: Bokeh has dropped its document by then
-_release_pending = False
 
 DATASET_LABELS = {
     "Toy — the paper's Table 1": "toy",
@@ -124,245 +105,17 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
-def _log(msg: str) -> None:
-    """Timing trace on stderr when AGGMRF_EXPLORER_LOG is set (benchmarks read it)."""
-    if os.environ.get("AGGMRF_EXPLORER_LOG"):
-        print(f"[aggmrf explorer {time.time():.3f}] {msg}", file=sys.stderr, flush=True)
-
-
-def warm_up_once() -> None:
-    """Compile (or load from numba's cache) every kernel once per process."""
-    if _WARM.is_set():
-        return
-    with _WARM_LOCK:
-        if not _WARM.is_set():
-            from ..kernels import warm_up
-
-            t0 = time.perf_counter()
-            warm_up()
-            _WARM.set()
-            _log(f"numba kernels ready in {time.perf_counter() - t0:.2f} s")
-
-
-def warm_up_in_background(prefetch: bool = True) -> None:
-    """Start (once per process) a daemon thread: numba warm-up, then the default data.
-
-    Called when the served app module is first imported, so the kernels are ready (and
-    the toy problem with its baselines cached) before the first page asks for them.
-    Trains nothing.
-    """
-    global _WARM_THREAD
-    with _WARM_LOCK:
-        if _WARM_THREAD is not None:
-            return
-
-        def run() -> None:
-            try:
-                warm_up_once()
-                if prefetch:
-                    from .state import get_problem
-
-                    bundle = get_problem("toy", None, 0, None, True, True)
-                    get_baselines(bundle, CHEAP_BASELINES)
-                    get_baselines(bundle, SLOW_BASELINES)
-                    _log("default data prefetched")
-            except Exception:  # noqa: BLE001 - the sessions report their own errors
-                pass
-
-        _WARM_THREAD = threading.Thread(target=run, name="aggmrf-warm-up", daemon=True)
-        _WARM_THREAD.start()
-
-
-def _release_memory_soon() -> None:
-    """Once the closed sessions' documents are gone, collect them and hand freed memory back.
-
-    A session's objects form reference cycles (widgets ↔ callbacks), freed by the cycle
-    collector; glibc then keeps the freed arenas unless asked (``malloc_trim``), so the
-    server's resident memory would stay at its peak after the sessions close.
-    """
-    global _release_pending
-    if _release_pending:
-        return
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    _release_pending = True
-
-    def release() -> None:
-        global _release_pending
-        _release_pending = False
-        gc.collect()
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):
-            pass  # not glibc
-        _log(f"memory released after closed sessions ({len(_SESSIONS)} open)")
-
-    loop.call_later(_RELEASE_DELAY, release)
-
-
-def _lower_priority() -> None:
-    """Nice the calling worker thread (Linux threads are tasks): baselines yield to ticks."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)
-    except (AttributeError, OSError):
-        pass
+def prefetch_default_data() -> None:
+    """Cache the first screen's data and baselines (run by the warm-up thread)."""
+    bundle = get_problem("toy", None, 0, None, True, True)
+    get_baselines(bundle, CHEAP_BASELINES)
+    get_baselines(bundle, SLOW_BASELINES)
+    runtime.log("default data prefetched")
 
 
 def _slow_baselines(bundle):
-    _lower_priority()
+    runtime.lower_priority()
     return get_baselines(bundle, SLOW_BASELINES)
-
-
-_FIGURES: dict = {}  # (plot, layer key, height) → serialized Bokeh figure, shared read-only
-_PLOTS_DIGEST: str | None = None
-
-
-def _fresh_ids(rep, ids: dict):
-    """A copy of a serialized Bokeh model graph with every model id replaced by a new one."""
-    if isinstance(rep, dict):
-        return {
-            k: ids.setdefault(v, make_id()) if k == "id" else _fresh_ids(v, ids)
-            for k, v in rep.items()
-        }
-    if isinstance(rep, list):
-        return [_fresh_ids(v, ids) for v in rep]
-    return rep
-
-
-def _figure(name: str, key, height: int, render):
-    """A new Bokeh figure for plot ``name`` with layer structure ``key``.
-
-    HoloViews draws a structure once per process (``render()``, ~0.4 s); later figures
-    of the same structure are copies of its serialized form under new model ids (~0.08 s),
-    whose data, ranges and title the caller then sets in place.  Returns (figure, copied).
-    """
-    from bokeh.core.serialization import Deserializer, Serialized, Serializer
-
-    cache_key = (name, key, height)
-    content = _FIGURES.get(cache_key)
-    path = _figure_path(cache_key)
-    if content is None:
-        try:
-            content = _FIGURES[cache_key] = json.loads(path.read_text())
-        except (OSError, ValueError):
-            pass
-    if content is None:
-        fig = render()
-        fig.sizing_mode = "stretch_width"
-        fig.height = height
-        # HoloViews asks for WebGL; headless / software-GL browsers then paint no glyphs
-        fig.output_backend = "canvas"
-        rep = Serializer(deferred=False).serialize(fig)
-        if not rep.buffers:
-            _FIGURES[cache_key] = rep.content
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(rep.content))
-                tmp.replace(path)
-            except (OSError, TypeError, ValueError):
-                pass
-        return fig, False
-    return Deserializer().deserialize(Serialized(_fresh_ids(content, {}), [])), True
-
-
-def _figure_path(cache_key: tuple) -> Path:
-    """Where a figure structure is cached on disk: keyed by the versions and plots.py itself."""
-    global _PLOTS_DIGEST
-    if _PLOTS_DIGEST is None:
-        import bokeh
-
-        from .. import __version__
-
-        src = Path(plots.__file__).read_bytes()
-        versions = repr((__version__, bokeh.__version__, hv.__version__)).encode()
-        _PLOTS_DIGEST = hashlib.sha256(versions + src).hexdigest()[:16]
-    digest = hashlib.sha256(repr((_PLOTS_DIGEST, cache_key)).encode()).hexdigest()[:24]
-    return _cache_dir().parent / "figures" / f"{digest}.json"
-
-
-def _column(spec) -> str:
-    """The data column of a glyph property (a name, or a ``field(name)`` in a copied figure)."""
-    return spec if isinstance(spec, str) else spec.field
-
-
-class _LivePlot:
-    """A Bokeh figure drawn once by a pure HoloViews function, refreshed in place.
-
-    ``build(**kw)`` returns the HoloViews element (plots.py), ``data(**kw)`` the matching
-    :class:`plots.PlotData`; the glyph renderers of the rendered figure are in layer
-    order, so a refresh assigns each layer's arrays to its renderer's ColumnDataSource
-    and sets the ranges and title.  ``key`` names the layer structure: when it changes
-    (rare: new kind of tables, logistic ready, binned instead of scatter) the figure is
-    drawn again.
-    """
-
-    def __init__(self, build, data, height: int = 320) -> None:
-        self.build = build
-        self.data = data
-        self.height = height
-        self.key = object()  # nothing drawn yet: the first update draws (lazily, with data)
-        self.fig = None
-        self.pane = pn.pane.Bokeh(sizing_mode="stretch_width", height=height, margin=(5, 5))
-
-    def _draw(self, kwargs: dict, key) -> None:
-        from bokeh.models import GlyphRenderer
-
-        fig, copied = _figure(
-            self.build.__name__,
-            key,
-            self.height,
-            lambda: hv.render(self.build(**kwargs), backend="bokeh"),
-        )
-        self.fig = fig
-        self.renderers = [r for r in fig.renderers if isinstance(r, GlyphRenderer)]
-        self.key = key
-        if copied:
-            self.update(kwargs, key)  # a copy holds the data it was drawn with: set ours
-        self.pane.object = fig
-
-    def update(self, kwargs: dict, key=None) -> None:
-        if key != self.key:
-            self._draw(kwargs, key)
-            return
-        d = self.data(**kwargs)
-        layers = iter(d.layers.values())
-        for r in self.renderers:
-            glyph = r.glyph
-            if type(glyph).__name__ == "Image":
-                img = d.extra.get("image")
-                if img is not None:
-                    r.data_source.data = {**r.data_source.data, "image": [img]}
-                continue
-            x, y = next(layers)
-            r.data_source.data = {_column(glyph.x): x, _column(glyph.y): y}
-        self.fig.x_range.update(start=d.xlim[0], end=d.xlim[1])
-        self.fig.y_range.update(start=d.ylim[0], end=d.ylim[1])
-        if self.fig.title.text != d.title:
-            self.fig.title.text = d.title
-
-
-class _XorPlot(_LivePlot):
-    """The XOR bars: new heights go into the bars' data source, matched by (state, model)."""
-
-    def __init__(self, height: int = 400) -> None:
-        super().__init__(plots.xor_plot, None, height=height)
-
-    def update(self, kwargs: dict, key=None) -> None:
-        if key != self.key:
-            self._draw(kwargs, key)
-            return
-        values = plots.xor_values(kwargs["frame"])
-        lookup = {(a, b): p for a, b, p in values[["state", "model", "p"]].itertuples(index=False)}
-        r = self.renderers[0]
-        src = r.data_source
-        field = _column(r.glyph.top)
-        src.data = {
-            **src.data,
-            field: np.asarray([lookup.get(tuple(k), 0.0) for k in src.data["xoffsets"]], float),
-        }
 
 
 class Explorer(pn.viewable.Viewer):
@@ -381,7 +134,7 @@ class Explorer(pn.viewable.Viewer):
     ):
         super().__init__()
         self.session = session or ExplorerSession(lazy=True, **settings)
-        self.session._loader = self._schedule_load
+        self.session.set_loader(self._schedule_load)
         self._syncing = False
         self._callback = None
         self._last_fast = 0.0
@@ -393,34 +146,30 @@ class Explorer(pn.viewable.Viewer):
         self._build_layout()
         if sync_url:
             self._sync_url()
-        if not (load_now and self._load_now()):
+        if self.session.bundle is not None and not self.session.busy:
+            # a session its owner loaded already (a notebook): draw it now, nothing to wait for
+            self._loaded = True
+            self._after_new_data()
+        elif not (load_now and self._load_now()):
             pn.state.onload(self._on_load)
         doc = pn.state.curdoc
         if doc is not None and doc.session_context is not None:
             doc.on_session_destroyed(self._on_destroyed)
-            _SESSIONS.add(self)
+            runtime.SESSIONS.add(self)
 
     def _on_destroyed(self, session_context) -> None:
         """The browser tab closed: stop training and drop the per-session trainer."""
-        _RUNNING.discard(self)
+        runtime.RUNNING.discard(self)
         cb, self._callback = self._callback, None
         if cb is not None:
             try:
                 cb.stop()
             except Exception:  # noqa: BLE001 - the document may already be gone
                 pass
-        s = self.session
-        s._reverting = True
-        try:
-            s.running = False
-        finally:
-            s._reverting = False
-        s.trainer = None
-        s.bundle = s.data = s.mechanism_obj = None
-        s._history_cache = (None, None)
-        _SESSIONS.discard(self)
-        _log(f"session closed ({len(_SESSIONS)} open)")
-        _release_memory_soon()
+        self.session.close()
+        runtime.SESSIONS.discard(self)
+        runtime.log(f"session closed ({len(runtime.SESSIONS)} open)")
+        runtime.release_memory_soon()
 
     # ------------------------------------------------------------------ widgets
     def _bind(self, name: str, widget, to_w=None, from_w=None, prop: str = "value"):
@@ -600,11 +349,11 @@ class Explorer(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ plots
     def _build_plots(self) -> None:
-        self.p_nllh = _LivePlot(plots.nllh_plot, plots.nllh_data)
-        self.p_conv = _LivePlot(plots.convergence_plot, plots.convergence_data)
-        self.p_pred = _LivePlot(plots.predictions_plot, plots.predictions_data)
-        self.p_dhat = _LivePlot(plots.dhat_scatter, plots.dhat_data)
-        self.p_xor = _XorPlot(height=420)
+        self.p_nllh = LivePlot(plots.nllh_plot, plots.nllh_data)
+        self.p_conv = LivePlot(plots.convergence_plot, plots.convergence_data)
+        self.p_pred = LivePlot(plots.predictions_plot, plots.predictions_data)
+        self.p_dhat = LivePlot(plots.dhat_scatter, plots.dhat_data)
+        self.p_xor = XorPlot(height=420)
         self.noise_hist = pn.pane.Bokeh(sizing_mode="stretch_width", height=380)
         self.noise_scatter = pn.pane.Bokeh(sizing_mode="stretch_width", height=380)
         self._noise_key = None
@@ -783,7 +532,7 @@ class Explorer(pn.viewable.Viewer):
         try:
             loc.sync(self.session, {k: k for k in URL_KEYS}, on_error=self._url_error)
         except Exception as exc:  # noqa: BLE001
-            self._show_message(f"could not read the settings in the URL: {_message(exc)}")
+            self._show_message(f"could not read the settings in the URL: {error_message(exc)}")
 
     def _url_error(self, values) -> None:
         self._show_message(f"ignored invalid settings in the URL: {values}")
@@ -794,7 +543,7 @@ class Explorer(pn.viewable.Viewer):
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001
-            self._show_message(_message(exc))
+            self._show_message(error_message(exc))
             return None
 
     def _show_message(self, text: str) -> None:
@@ -818,17 +567,17 @@ class Explorer(pn.viewable.Viewer):
         self.spinner.label = "preparing data…" if event.new else ""
         for btn in (self.play_button, self.step_button, self.reset_button):
             btn.disabled = bool(event.new)
-        self.session._update_status()
+        self.session.update_status()
         self.status.object = self.session.status
 
     def _on_running(self, event) -> None:
         self.play_button.label = "❚❚ Pause" if event.new else "▶ Play"
         self.play_button.color = "danger" if event.new else "success"
         if event.new:
-            _RUNNING.add(self)
+            runtime.RUNNING.add(self)
             self._ensure_callback()
             return
-        _RUNNING.discard(self)
+        runtime.RUNNING.discard(self)
         if self._callback is not None:
             self._callback.stop()
             self._callback = None
@@ -854,7 +603,7 @@ class Explorer(pn.viewable.Viewer):
         try:
             nums = s.noise_numbers()
         except Exception as exc:  # noqa: BLE001
-            self.sigma.object = f"⚠ {_message(exc)}"
+            self.sigma.object = f"⚠ {error_message(exc)}"
             return
         lines = [
             f"T = {nums['T']} released tables · Δ₁ = {nums['l1_sensitivity']:g}, "
@@ -882,11 +631,10 @@ class Explorer(pn.viewable.Viewer):
         asynchronously once the page is shown, behind the busy indicator.
         """
         s = self.session
-        if _WARM_THREAD is not None and _WARM_THREAD.is_alive():
-            # the server's first page: nothing can train before the kernels are loaded,
-            # so wait (briefly) for them and the default data, and send the page drawn
-            _WARM_THREAD.join(timeout=WARM_WAIT)
-        if not _WARM.is_set() or s.bundle is not None:
+        # the server's first page: nothing can train before the kernels are loaded,
+        # so wait (briefly) for them and the default data, and send the page drawn
+        runtime.wait_for_warm_up(WARM_WAIT)
+        if not runtime.kernels_ready() or s.bundle is not None:
             return False
         bundle = peek_problem(**s.data_key())
         if bundle is None or any(peek_baselines(bundle, w) is None for w in BASELINE_GROUPS):
@@ -898,7 +646,7 @@ class Explorer(pn.viewable.Viewer):
         self._good_data = {k: getattr(s, k) for k in DATA_KEYS}
         self._loaded = True
         self._after_new_data()
-        _log(f"{s.dataset} loaded from the caches and drawn with the page")
+        runtime.log(f"{s.dataset} loaded from the caches and drawn with the page")
         return True
 
     def _on_load(self) -> None:
@@ -907,10 +655,10 @@ class Explorer(pn.viewable.Viewer):
         pn.state.execute(self._initial_load)
 
     async def _initial_load(self) -> None:
-        if not _WARM.is_set():
-            warm_up_in_background()
+        if not runtime.kernels_ready():
+            runtime.warm_up_in_background(prefetch_default_data)
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(_EXECUTOR, self._guard, warm_up_once)
+            await loop.run_in_executor(runtime.DATA_EXECUTOR, self._guard, runtime.warm_up_once)
         await self._load_async("")
 
     def _schedule_load(self, notice: str) -> None:
@@ -943,8 +691,8 @@ class Explorer(pn.viewable.Viewer):
 
         t0 = time.perf_counter()
         try:
-            bundle = await loop.run_in_executor(_EXECUTOR, work)
-            _log(f"{s.dataset} data ready in {time.perf_counter() - t0:.2f} s")
+            bundle = await loop.run_in_executor(runtime.DATA_EXECUTOR, work)
+            runtime.log(f"{s.dataset} data ready in {time.perf_counter() - t0:.2f} s")
             if {k: getattr(s, k) for k in DATA_KEYS} != wanted:
                 return  # settings changed meanwhile; a newer load is under way
             s.load(bundle, notice=notice)
@@ -955,13 +703,9 @@ class Explorer(pn.viewable.Viewer):
             if names:
                 s.errors = {k: v for k, v in s.errors.items() if k not in names}
         except Exception as exc:  # noqa: BLE001
-            msg = _message(exc)
+            msg = error_message(exc)
             changed = [k for k in DATA_KEYS if getattr(s, k) != self._good_data.get(k)]
-            s._reverting = True
-            try:
-                s.param.update({k: self._good_data[k] for k in changed})
-            finally:
-                s._reverting = False
+            s.restore({k: self._good_data[k] for k in changed})
             s.errors = {**s.errors, **{k: msg for k in changed or ["dataset"]}}
             self._show_message(msg)
             self._loaded = True
@@ -973,13 +717,13 @@ class Explorer(pn.viewable.Viewer):
             if s.bundle is not None:
                 s.busy = False
         self._after_new_data()
-        _log(f"{s.dataset} loaded and drawn in {time.perf_counter() - t0:.2f} s")
+        runtime.log(f"{s.dataset} loaded and drawn in {time.perf_counter() - t0:.2f} s")
         if not all(k in s.baselines for k in SLOW_BASELINES):
             # large data: the skyline logistic fits in a niced worker thread (cached on disk)
             try:
-                res = await loop.run_in_executor(_SLOW_EXECUTOR, _slow_baselines, bundle)
+                res = await loop.run_in_executor(runtime.SLOW_EXECUTOR, _slow_baselines, bundle)
             except Exception as exc:  # noqa: BLE001
-                self._show_message(f"the logistic baselines failed: {_message(exc)}")
+                self._show_message(f"the logistic baselines failed: {error_message(exc)}")
                 return
             if s.bundle is bundle:
                 s.add_baselines(res)
@@ -1015,12 +759,12 @@ class Explorer(pn.viewable.Viewer):
         (clicks and slider moves are handled within a tick) however many there are.
         """
         s = self.session
-        n = max(len(_RUNNING), 1)
+        n = max(len(runtime.RUNNING), 1)
         try:
             s.tick(TICK_BUDGET / n)
         except Exception as exc:  # noqa: BLE001
             s.running = False
-            self._show_message(f"training stopped: {_message(exc)}")
+            self._show_message(f"training stopped: {error_message(exc)}")
         now = time.monotonic()
         with pn.io.hold():
             if now - self._last_fast >= FAST_REFRESH * n:
@@ -1072,20 +816,9 @@ class Explorer(pn.viewable.Viewer):
         h = register_upload(data)
         cols = upload_columns(h)
         self.w_label.options = [""] + cols
-        s = self.session
-        s._reverting = True
-        try:
-            s.upload_hash = h
-            s.label_column = ""
-        finally:
-            s._reverting = False
-        s.errors = {**s.errors, "label_column": "now pick the label column of your CSV."}
-        if s.dataset != "upload":
-            s._reverting = True
-            try:
-                s.dataset = "upload"
-            finally:
-                s._reverting = False
+        was_upload = self.session.dataset == "upload"
+        self.session.use_upload(h)
+        if not was_upload:
             self._on_dataset_visibility()
 
     # ------------------------------------------------------------------ refresh
@@ -1124,7 +857,7 @@ class Explorer(pn.viewable.Viewer):
         """Status line and the two line plots (cheap: new arrays into existing sources)."""
         self._last_fast = time.monotonic()
         s = self.session
-        s._update_status()
+        s.update_status()
         self.status.object = s.status
         if s.trainer is None:
             return
@@ -1171,11 +904,7 @@ class Explorer(pn.viewable.Viewer):
                 plots.noisy_vs_true(nf["true"].to_numpy(), nf["noisy"].to_numpy()),
             )
             for pane, obj in zip((self.noise_hist, self.noise_scatter), figs, strict=True):
-                fig = hv.render(obj, backend="bokeh")
-                fig.sizing_mode = "stretch_width"
-                fig.height = 380
-                fig.output_backend = "canvas"
-                pane.object = fig
+                pane.object = static_figure(obj, height=380)
         self._refresh_sigma()
 
 
@@ -1195,9 +924,11 @@ def frozen_document():
 def build_app() -> pn.viewable.Viewable:
     """The served explorer page (one Explorer per browser session)."""
     t0 = time.perf_counter()
-    warm_up_in_background()  # first page: loads the kernels while the page is being built
+    runtime.warm_up_in_background(
+        prefetch_default_data
+    )  # first page: loads the kernels while the page is being built
     pn.extension("tabulator", notifications=False)
     hv.extension("bokeh", logo=False)
     page = Explorer(load_now=True).template()
-    _log(f"session page built in {time.perf_counter() - t0:.2f} s")
+    runtime.log(f"session page built in {time.perf_counter() - t0:.2f} s")
     return page

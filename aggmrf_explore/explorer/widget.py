@@ -242,7 +242,7 @@ def notebook_explorer(**settings):
 
     ``settings`` are explorer settings (``dataset="xor"``, ``n_samples=20000``,
     ``n_gibbs=2000``, ``mechanism="gaussian"``, ``epsilon=1.0`` …; see
-    ``ExplorerSession``).  Unlike ``Explorer()``, whose data load asynchronously after
+    ``explorer.store.ExplorerSession``).  Unlike ``Explorer()``, whose data load asynchronously after
     the page (or cell) renders, here the data are prepared and the trainer is built
     before this returns, in the calling thread: no worker thread is started, and the
     explorer can be stepped at once (``ex.session.step(k)`` or its Step button).
@@ -250,23 +250,16 @@ def notebook_explorer(**settings):
     """
     import holoviews as hv
 
-    from . import app
-    from .state import ExplorerSession
+    from . import app, runtime
+    from .store import ExplorerSession
 
     if "bokeh" not in hv.Store.renderers or hv.Store.current_backend != "bokeh":
         hv.extension("bokeh", logo=False)  # the explorer's plots are Bokeh plots
-    app.warm_up_once()
+    runtime.warm_up_once()
     session = ExplorerSession(lazy=False, **settings)  # loads data and builds the trainer now
-
-    class NotebookExplorer(app.Explorer):
-        """An Explorer whose first load already happened (synchronously, above)."""
-
-        def _on_load(self) -> None:  # Explorer's asynchronous first load: nothing left to do
-            self._loaded = True  # later data changes made in the widget reload as usual
-
-    ex = NotebookExplorer(session=session, sync_url=False)
-    ex._loaded = True
-    ex._after_new_data()  # fill the table list, feature choices and plots
+    # an Explorer given a loaded session draws it at once; later data changes made in the
+    # widget reload as usual
+    ex = app.Explorer(session=session, sync_url=False)
     return ex
 
 

@@ -1,21 +1,29 @@
 """Numba kernels behind plain functions: the only place in the package that uses numba.
 
-Everything here takes and returns numpy arrays; callers never see numba types.
-``GibbsChain`` (the PCD trainer's persistent Gibbs samples) lives in :mod:`.gibbs`,
-whose module docstring walks through the sweep; layouts with hashed tables use
-``HashedGibbsChain`` (:mod:`.hashed`), and ``make_chain`` picks the right one.
+Everything here takes and returns numpy arrays (or named tuples of them); callers never
+see numba types.  One module per job:
+
+- :mod:`.rng`    the package's one splitmix64, stream keys, uniforms, the feature order;
+- :mod:`.simd`   a float32 × 8 vector type and the LLVM intrinsics of the dense sweep;
+- :mod:`.rows`   the one row computation (record → row of each table, hashing included);
+- :mod:`.gibbs`  the dense full-conditional sweep and its statistics (module doc: the sweep);
+- :mod:`.hashed` the sweep for layouts with hashed tables;
+- :mod:`.noise`  samplers of the MRF-N noise posterior;
+- :mod:`.chain`  the :class:`Chain` protocol, ``GibbsChain``, ``HashedGibbsChain`` and
+  ``make_chain``, which picks one from ``layout.has_hashed_tables``.
 """
 
 from __future__ import annotations
 
-from .gibbs import GibbsChain, warm_up
-from .hashed import HashedGibbsChain
+from .chain import Chain, GibbsChain, HashedGibbsChain, make_chain, warm_up
+from .rows import sample_logits, table_rows
 
-
-def make_chain(layout, n_samples: int, marginals: list, seed: int):
-    """The chain for a layout: GibbsChain, or HashedGibbsChain when a table is hashed."""
-    cls = HashedGibbsChain if getattr(layout, "hashed", False) else GibbsChain
-    return cls(layout, n_samples, marginals, seed)
-
-
-__all__ = ["GibbsChain", "HashedGibbsChain", "make_chain", "warm_up"]
+__all__ = [
+    "Chain",
+    "GibbsChain",
+    "HashedGibbsChain",
+    "make_chain",
+    "sample_logits",
+    "table_rows",
+    "warm_up",
+]

@@ -1,5 +1,7 @@
 from nbtools import SETUP, answer, code, md, write
 
+NAME = "01_aggregated_data.ipynb"
+
 cells = [
 md("""
 # 1. Aggregated data and sufficient statistics
@@ -129,7 +131,31 @@ paper's choice: the one with **maximum entropy**, i.e. the one that adds no stru
 not show. (The toy Table 1 happens to be the only 5-record dataset with its tables; small releases
 can leak their records, which is why notebook 4 adds noise.)
 
-## 1.5 The model: an exponential family with sufficient statistics (d, c)
+## 1.5 Maximum entropy gives an exponential family
+
+**Entropy.** For a distribution $p$ over the states $(x, y)$,
+$H(p) = -\\sum_{x,y} p(x,y)\\log p(x,y)$ (in nats). It is 0 for a point mass and largest, $\\log(\\text{number of states})$,
+for the uniform distribution: it measures how much a distribution leaves open.
+
+**The problem.** Among all distributions whose *expected* tables per record equal the observed ones,
+
+$$ \\sum_{x,y} p(x,y)\\,\\varphi(x) = d/n, \\qquad \\sum_{x,y} p(x,y)\\,y\\,\\varphi(x) = c/n, \\qquad \\sum_{x,y} p(x,y) = 1, $$
+
+choose the one with the largest $H(p)$. **Derivation** (Lagrange multipliers $\\mu, \\theta \\in \\mathbb{R}^K$ and $\\lambda_0$):
+
+$$ \\mathcal{L}(p) = -\\sum p\\log p + \\mu\\cdot\\Big(\\sum p\\,\\varphi - \\tfrac{d}{n}\\Big) + \\theta\\cdot\\Big(\\sum p\\,y\\varphi - \\tfrac{c}{n}\\Big) + \\lambda_0\\Big(\\sum p - 1\\Big), $$
+
+$$ \\frac{\\partial\\mathcal{L}}{\\partial p(x,y)} = -\\log p(x,y) - 1 + \\varphi(x)\\cdot\\mu + y\\,\\varphi(x)\\cdot\\theta + \\lambda_0 = 0
+\\quad\\Longrightarrow\\quad p(x,y) = \\frac{1}{Z}\\exp\\big(\\varphi(x)\\cdot(\\mu + y\\,\\theta)\\big), \\quad Z = e^{1-\\lambda_0}. $$
+
+So the max-ent distribution belongs to an exponential family, and its parameters are the Lagrange
+multipliers: $\\mu$ of the count constraints, $\\theta$ of the label-sum constraints. The converse is what we
+use later: if a member $\\pi$ of the family matches the tables, then for any $p$ matching them too,
+$\\sum p\\log\\pi = \\sum \\pi\\log\\pi$ (because $\\log\\pi$ is linear in $\\varphi(x)$ and $y\\varphi(x)$, whose expectations agree), hence
+
+$$ H(\\pi) - H(p) = \\sum p\\log p - \\sum p \\log \\pi = \\mathrm{KL}(p\\,\\|\\,\\pi) \\ge 0: $$
+
+$\\pi$ *is* the max-ent distribution, and it is unique. We check this on the toy table in a moment.
 
 **Definition.** For parameters $\\mu, \\theta \\in \\mathbb{R}^K$,
 
@@ -155,7 +181,41 @@ by_bayes = joint[:, 1] / joint.sum(axis=1)
 print("Bayes rule == σ(φ(x)·θ):", np.allclose(by_bayes, sigmoid(theta[R].sum(1))))
 """, check=True),
 md("""
-### Lemma 2, numerically
+### Lemma 2, derived: the tables are as good as the records
+
+Let $N(d, c)$ be the number of ordered datasets of $n$ records whose tables are $(d, c)$. The probability
+of observing the tables sums the probabilities of those datasets:
+
+$$ \\begin{aligned}
+P_{\\mu,\\theta}(D = d, C = c) &= \\sum_{(x_i, y_i)_i \\,\\text{with tables}\\,(d, c)} \\;\\prod_{i=1}^n \\pi_{\\mu,\\theta}(x_i, y_i) \\\\
+&= \\sum \\;\\exp\\Big(\\mu\\cdot\\sum_i \\varphi(x_i) + \\theta\\cdot\\sum_i y_i\\varphi(x_i)\\Big)\\,/\\,Z_{\\mu,\\theta}^{\\,n} \\\\
+&= \\sum \\;\\exp\\big(\\mu\\cdot d + \\theta\\cdot c\\big)\\,/\\,Z_{\\mu,\\theta}^{\\,n} \\qquad\\text{(every term is the same)} \\\\
+&= N(d, c)\\;\\times\\;\\underbrace{\\exp\\big(\\mu\\cdot d + \\theta\\cdot c - n\\log Z_{\\mu,\\theta}\\big)}_{\\text{likelihood of the records}}.
+\\end{aligned} $$
+
+$N(d, c)$ does not depend on $(\\mu, \\theta)$: the likelihood of the tables is the likelihood of the records times a
+constant, so both have the same maximiser and the same gradient. Check it on datasets A and B of §1.4
+(same tables, different records): their record log-likelihoods are equal for any parameters, and
+equal to $\\mu\\cdot d + \\theta\\cdot c - n\\log Z$.
+"""),
+code("""
+from scipy.special import logsumexp
+
+rng = np.random.default_rng(1)
+mu3, theta3 = rng.normal(size=lay3.K), rng.normal(size=lay3.K)
+R_all = lay3.rows(exact.all_states(lay3))
+log_z3 = logsumexp(np.concatenate([mu3[R_all].sum(1), (mu3 + theta3)[R_all].sum(1)]))
+
+def record_loglik(frame):
+    R_ = lay3.rows(frame[["X1", "X2", "X3"]].to_numpy().astype(np.int32))
+    return np.sum(mu3[R_].sum(1) + frame["y"].to_numpy() * theta3[R_].sum(1)) - len(frame) * log_z3
+
+from_tables = mu3 @ agg_A.d + theta3 @ agg_A.c - agg_A.n * log_z3
+print("log-likelihood of A:", round(record_loglik(A), 6), " of B:", round(record_loglik(B), 6))
+print("both == μ·d + θ·c − n log Z:", np.isclose(record_loglik(A), from_tables) and np.isclose(record_loglik(B), from_tables))
+""", check=True),
+md("""
+### The gradient of Lemma 2, numerically
 
 The log-likelihood of the records under $\\pi_{\\mu,\\theta}$ is
 $L(\\mu,\\theta) = \\mu\\cdot d + \\theta\\cdot c - n \\log Z_{\\mu,\\theta}$: it depends on the data **only
@@ -167,8 +227,6 @@ where $\\mathbb{E}[D], \\mathbb{E}[C]$ are the tables *expected* from $n$ record
 We check it against finite differences of the full-data log-likelihood:
 """),
 code("""
-from scipy.special import logsumexp
-
 R_data = layout.rows(X)
 
 def loglik(mu, theta):
@@ -197,6 +255,33 @@ Ed, Ec = exact.expected_statistics(layout, model.mu, model.theta, agg.n)
 print("max |E[D] − d| < 0.05:", np.abs(Ed - agg.d).max() < 0.05)
 print("max |E[C] − c| < 0.05:", np.abs(Ec - agg.c).max() < 0.05)
 """, check=True),
+md("""
+**Max-ent, checked.** The five records themselves define a distribution $\\hat p$ (mass 1/5 on each
+observed $(x, y)$) that matches the tables exactly. The fitted model $\\pi$ matches them too, so by the
+derivation above $H(\\pi) - H(\\hat p) = \\mathrm{KL}(\\hat p\\,\\|\\,\\pi) \\ge 0$:
+"""),
+code("""
+px, p1 = exact.state_probabilities(layout, model.mu, model.theta)     # π(x), π(Y=1|x) for the 8 states
+pi = np.concatenate([px * (1 - p1), px * p1])                          # π(x, y): y = 0 block, then y = 1
+index = {tuple(s): k for k, s in enumerate(states)}
+p_hat = np.zeros(16)
+for xi, yi in zip(X, y):
+    p_hat[index[tuple(xi)] + 8 * yi] += 1 / len(y)
+
+def entropy(p):
+    p = p[p > 0]
+    return -np.sum(p * np.log(p))
+
+kl = np.sum(p_hat[p_hat > 0] * np.log(p_hat[p_hat > 0] / pi[p_hat > 0]))
+print(f"H(p̂) = {entropy(p_hat):.2f} nats (5 equally likely records: log 5 = {np.log(5):.2f})")
+print(f"H(π) = {entropy(pi):.2f} nats; uniform over 16 states: log 16 = {np.log(16):.2f}")
+print("H(π) − H(p̂) == KL(p̂‖π) ≥ 0:", abs(entropy(pi) - entropy(p_hat) - kl) < 0.02 and kl >= 0)
+""", check=True),
+md("""
+Here the two entropies are equal: the toy's pair tables leave nothing open (§1.4: Table 1 is the only
+5-record dataset with these tables), so the max-ent model *is* the empirical distribution. With real
+data the tables leave more open, and $H(\\pi) > H(\\hat p)$ (exercise 4).
+"""),
 code("""
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
 for ax, obs, exp_, what in [(axes[0], agg.d, Ed, "counts"), (axes[1], agg.c, Ec, "label sums")]:
@@ -263,6 +348,8 @@ notebook 3 shows where even pairs are not enough.
 
 ## Exercises
 
+(Each answer is in a collapsed block below the questions; "Run All" does not open it.)
+
 1. Add the triple table (Feature 1, Feature 2, Feature 3) to the toy layout
    (`TableLayout(layout.n_modalities, layout.tables[1:] + [(0, 1, 2)], layout.feature_names)`).
    How many rows $K$ now? What does the max-ent model predict for the five records, and why?
@@ -270,25 +357,50 @@ notebook 3 shows where even pairs are not enough.
    Which single cell would you change in the printed F1 × F3 table?
 3. In §1.4, are datasets A and B distinguishable from the *single* tables? From the pair tables of
    (X1, X2) alone? What is the smallest set of tables that separates them?
+4. Compute $H(\\hat p)$ and $H(\\pi)$ for the 5 000 synthetic records of §1.6 (single tables). How large is the gap, and why?
 """),
-md("**Answers** (collapsed: click to expand)."),
 answer("""
-# 1. K = intercept 1 + singles 2+2+2 + pairs 4+4+4 + triple 8 = 27 rows. The triple table is the
-#    full joint: the max-ent model reproduces the empirical distribution, so P(Y=1|x) is the
-#    observed label rate of each state (1 where all records of the state have label 1, 0 where none).
+**1.** $K$ = 1 intercept + singles 2+2+2 + pairs 4+4+4 + triple 8 = 27 rows. The triple table is the full
+joint of the features, so the max-ent model reproduces the empirical distribution: $P(Y=1\\mid x)$ is the
+observed label rate of each state (1 where all its records have label 1, 0 where none do).
+""", """
 tri = TableLayout(layout.n_modalities, layout.tables[1:] + [(0, 1, 2)], layout.feature_names)
-print("K =", tri.K)
 m3 = exact.fit_exact(aggregate(X, y, tri), lambda_mu=1e-4, lambda_theta=1e-4)
-print("P(Y=1|x):", m3.predict_proba(X)[:, 1].round(2), "labels:", y)
-# 2. Each table's label sums must add to the number of positives (3). F1×F3 sums to 2, so one of its
-#    label sums is 1 too small: ("2", a) holds record 4, which has label 1.
-# 3. The pair tables are all equal, so every table they determine (the single tables, the intercept)
-#    is equal too; any single pair table alone is therefore equal as well. Only the triple table
-#    (X1, X2, X3), i.e. the records themselves, separates A from B.
-print("singles equal:", np.array_equal(aggregate(A[["X1","X2","X3"]].to_numpy(), A.y.to_numpy(), TableLayout.all_pairs([2,2,2], pairs=False)).d,
-                                       aggregate(B[["X1","X2","X3"]].to_numpy(), B.y.to_numpy(), TableLayout.all_pairs([2,2,2], pairs=False)).d))
+print("K =", tri.K)
+print("P(Y=1|x):", m3.predict_proba(X)[:, 1].round(2), " labels:", y)
+"""),
+answer("""
+**2.** Each table counts every record once, so each table's label sums add up to the number of
+positives, 3, as the other printed tables do. The printed F1 × F3 label sums add up to 2: one of them is
+1 too small. The cell ("2", a) holds record 4, which has label 1: change its label sum from 0 to 1.
+"""),
+answer("""
+**3.** All pair tables of A and B are equal, and every table they determine (the single tables, the
+intercept) is then equal too; so the single tables, or any one pair table alone, cannot separate them.
+Only the triple table $(X_1, X_2, X_3)$, i.e. the records themselves, does:
+""", """
+singles3 = TableLayout.all_pairs([2, 2, 2], pairs=False)
+triple3 = TableLayout.all_pairs([2, 2, 2], triples=True)
+for name, lay in [("singles", singles3), ("all pairs", lay3), ("with the triple", triple3)]:
+    a_ = aggregate(A[["X1", "X2", "X3"]].to_numpy(), A["y"].to_numpy(), lay)
+    b_ = aggregate(B[["X1", "X2", "X3"]].to_numpy(), B["y"].to_numpy(), lay)
+    print(f"{name:16s} tables equal: {np.array_equal(a_.d, b_.d) and np.array_equal(a_.c, b_.c)}")
+"""),
+answer("""
+**4.** The 5 000 records spread over 48 states $(x, y)$, so $H(\\hat p)$ is at most $\\log 48$; the single tables fix only
+the marginals of each feature given the label, and the max-ent model spreads the rest as evenly as those
+allow. Here the records were drawn with independent features, so the gap is small: $\\hat p$ is already
+close to the naive-Bayes distribution, and what remains is sampling noise (KL of a few thousandths).
+""", """
+px_s, p1_s = exact.state_probabilities(singles, nb_model.mu, nb_model.theta)
+pi_s = np.concatenate([px_s * (1 - p1_s), px_s * p1_s])
+idx_s = {tuple(s): k for k, s in enumerate(grid)}
+p_hat_s = np.zeros(2 * len(grid))
+for xi, yi in zip(Xs, ys):
+    p_hat_s[idx_s[tuple(xi)] + len(grid) * yi] += 1 / len(ys)
+print(f"H(p̂) = {entropy(p_hat_s):.4f}, H(π) = {entropy(pi_s):.4f} nats, log 48 = {np.log(48):.4f}")
 """),
 ]
 
 if __name__ == "__main__":
-    print(write("01_aggregated_data.ipynb", cells))
+    print(write(NAME, cells))

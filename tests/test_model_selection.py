@@ -1,4 +1,4 @@
-"""The aggregated-only metric and λθ selection, on small synthetic data."""
+"""Model selection: the aggregated-only metric and λθ selection, on small synthetic data."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import pytest
 
 from aggmrf_explore import AggMRFError, aggregate
 from aggmrf_explore.experiment import prepare
-from aggmrf_explore.mrf import MRFModel, PCDTrainer, default_settings, sigmoid
-from aggmrf_explore.validation import (
+from aggmrf_explore.model_selection import (
     aggregated_nllh,
     choose_lambda_theta,
     cross_fit_losses,
@@ -21,6 +20,7 @@ from aggmrf_explore.validation import (
     split_release,
     sub_release,
 )
+from aggmrf_explore.mrf import MRFModel, PCDTrainer, default_settings, sigmoid
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,7 @@ def test_pick_one_standard_error_rule():
 
 def test_paired_standard_error_of_the_grid(problem, trained):
     """score and se of the grid table follow from the per-table log-likelihoods."""
-    from aggmrf_explore.validation import _Units
+    from aggmrf_explore.model_selection import _Units
 
     enc = problem.encoded
     second = aggregate(enc.X_test, enc.y_test, problem.layout)
@@ -207,15 +207,19 @@ def test_choose_with_second_release_uses_cross_fit(problem):
 def test_hashed_tables_keep_their_buckets():
     """Sub-releases keep a table's hash size, and the rows used for per-row rates are the
     hashed buckets (layout.rows), not Σ code·stride."""
+    from aggmrf_explore.model_selection import predicted_rates
     from aggmrf_explore.tables import TableLayout, aggregate
-    from aggmrf_explore.validation import _table_rows
 
     rng = np.random.default_rng(1)
     X = rng.integers(0, 40, size=(500, 3)).astype(np.int32)
     y = (rng.random(500) < 0.4).astype(np.int8)
     lay = TableLayout([40, 40, 40], [(0,), (1,), (2,), (0, 1), (1, 2)], ["a", "b", "c"],
                       hash_sizes={(0, 1): 16})  # fmt: skip
-    np.testing.assert_array_equal(_table_rows(lay, X), lay.rows(X))
+    ti = lay.table_index([0, 1])
+    model = MRFModel(lay, np.zeros(lay.K), np.zeros(lay.K))
+    rate, samples = predicted_rates(model, X, lay, [ti])[ti]
+    assert rate.shape == (16,)
+    np.testing.assert_array_equal(samples, np.bincount(lay.local_rows(X, ti), minlength=16))
     agg = aggregate(X, y, lay)
     sub = sub_release(agg, [lay.table_index([0, 1]), lay.table_index([0])])
     assert sub.layout.hash_sizes.tolist() == [0, 0, 16]

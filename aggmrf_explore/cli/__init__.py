@@ -1,0 +1,57 @@
+"""`aggmrf-explore`: train and evaluate from the command line (a stable, scriptable surface).
+
+Subcommands (one module each)
+-----------------------------
+run        train the MRF (optionally on a noisy release) and the baselines, print a table or
+           JSON; ``run --tables`` trains on a release without records (:mod:`.run`)
+aggregate  records → a release: tables + release.json (:mod:`.aggregate`)
+predict    probabilities of records under an exported model (:mod:`.predict`)
+xor        the XOR counterexample: truth, exact max-ent, PCD and logistic per state (:mod:`.xor`)
+sweep      what-if over ε: MRF and noise-aware MRF-N at each ε, CSV + PNG of test NLLH vs ε
+           (:mod:`.sweep`)
+
+The parser is :mod:`.parser`, the shared argument handling :mod:`.args`, what is printed
+:mod:`.report`.  Every error the user can cause prints one line ``error: …`` and exits with
+status 2 (:func:`main` is the one place that turns errors into that line).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from ..errors import AggMRFError
+from .aggregate import cmd_aggregate
+from .parser import build_parser
+from .predict import cmd_predict
+from .report import error
+from .run import cmd_run
+from .sweep import cmd_sweep
+from .xor import cmd_xor
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+COMMANDS: dict[str, Callable[..., int]] = {
+    "run": cmd_run,
+    "xor": cmd_xor,
+    "sweep": cmd_sweep,
+    "aggregate": cmd_aggregate,
+    "predict": cmd_predict,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `aggmrf-explore` console script; returns the exit status.
+
+    ``argv``: the arguments (default: ``sys.argv[1:]``).  0 on success, 2 with one
+    ``error: …`` line for a user error (argparse exits with 2 itself), 130 on Ctrl-C.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except AggMRFError as exc:
+        return error(exc)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,136 @@
+"""The argparse parser of ``aggmrf-explore``: one sub-parser per command, option groups shared.
+
+Only the shape of the command line lives here (flags, types, defaults, help); what the values
+mean and whether they fit together is checked in :mod:`.args`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["build_parser", "lambda_theta_arg"]
+
+
+def lambda_theta_arg(text: str) -> float | str:
+    """``--lambda-theta``: a number, or "auto" (chosen from the tables alone)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number ≥ 0 or 'auto'; got {text!r}") from None
+
+
+def _add_data_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("data")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("--dataset", help="toy, xor, synthetic, adult or bank")
+    src.add_argument("--csv", help="your own CSV file (needs --label)")
+    g.add_argument("--label", help="label column of --csv (binary: 0/1, yes/no, true/false, …)")
+    g.add_argument("--test-csv", help="a separate test CSV (default: split --csv)")
+    g.add_argument(
+        "--test-fraction", type=float, default=0.3, help="test share when splitting (0.3)"
+    )
+    g.add_argument("--features", help="comma-separated feature columns to keep")
+    g.add_argument("--drop-features", help="comma-separated feature columns to drop")
+    g.add_argument("--n", type=int, default=None, help="records (generated data) or a subsample")
+    g.add_argument("--bins", type=int, default=10, help="bins for numeric columns (deciles: 10)")
+    g.add_argument("--unseen", choices=("error", "other"), default="error",
+                   help="--csv: a test value never seen in training is an error (default) or '(other)'")  # fmt: skip
+    g.add_argument("--no-singles", action="store_true", help="do not release single-feature tables")
+    g.add_argument("--no-pairs", action="store_true", help="do not release pair tables")
+    g.add_argument("--seed", type=int, default=0, help="seed for data, noise and Gibbs sampling")
+
+
+def _add_train_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("training (defaults: a documented rule, see mrf.default_settings)")
+    g.add_argument("--iterations", type=int, default=None, help="PCD iterations (600)")
+    g.add_argument("--gibbs-samples", type=int, default=None, help="persistent Gibbs samples n'")
+    g.add_argument("--lambda-mu", type=float, default=None, help="L2 penalty on μ")
+    g.add_argument("--lambda-theta", type=lambda_theta_arg, default=None,
+                   help="L2 penalty on θ, or 'auto' (chosen from the tables alone, run only)")  # fmt: skip
+    g.add_argument("--step-mu", type=float, default=None, help="step size α_μ")
+    g.add_argument("--step-theta", type=float, default=None, help="step size α_θ")
+    g.add_argument("--gradient", choices=("rescaled", "true"), default=None)
+    g.add_argument("--no-precondition", action="store_true")
+
+
+def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
+    g = p.add_argument_group("privacy noise")
+    g.add_argument(
+        "--mechanism",
+        choices=("laplace", "gaussian") if sweep else ("none", "laplace", "gaussian"),
+        default="gaussian" if sweep else "none",
+    )
+    if not sweep:
+        g.add_argument("--epsilon", type=float, default=None, help="privacy budget ε > 0")
+    g.add_argument("--delta", type=float, default=1e-7, help="δ of the Gaussian mechanism (1e-7)")
+    g.add_argument("--accounting", choices=("both", "queries"), default="both",
+                   help="both: counts and label sums (Δ1 = 2T); queries: the paper's T queries")  # fmt: skip
+    g.add_argument("--calibration", choices=("analytic", "classic", "adkdd21"), default="analytic")
+    if not sweep:
+        g.add_argument("--noise-aware", action="store_true", help="MRF-N: model the noise")
+
+
+def _add_release_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("records-free workflow (issue 7)")
+    g.add_argument("--tables", help="train on an aggregated release (directory or long CSV), "
+                   "no records; --test-csv scores it on records if you have some")  # fmt: skip
+    g.add_argument("--validation-tables", help="a second release: aggregated-only validation")
+    g.add_argument("--lenient", action="store_true",
+                   help="inconsistent tables are warnings, not errors")  # fmt: skip
+    g.add_argument("--export-model", help="write the fitted model (.json or .csv)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command: run, aggregate, predict, xor, sweep (``args.command``)."""
+    parser = argparse.ArgumentParser(
+        prog="aggmrf-explore",
+        description="Learn a logistic model from aggregated (and privacy-noised) contingency tables.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="train the MRF and the baselines, report test NLLH")
+    _add_data_options(run)
+    _add_train_options(run)
+    _add_noise_options(run)
+    run.add_argument("--no-baselines", action="store_true", help="skip the baselines")
+    run.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    _add_release_options(run)
+
+    agg = sub.add_parser(
+        "aggregate", help="aggregate records into a release (tables + release.json)"
+    )
+    _add_data_options(agg)
+    _add_noise_options(agg)
+    agg.add_argument(
+        "--out", required=True, help="output directory (or FILE.csv with --format long)"
+    )
+    agg.add_argument("--format", choices=("dir", "long"), default="dir",
+                     help="dir: one CSV per table + release.json; long: one CSV + FILE.json")  # fmt: skip
+    agg.add_argument(
+        "--schema", help="encode with the schema of this release.json (a second release)"
+    )
+
+    pr = sub.add_parser("predict", help="probabilities of records under an exported model")
+    pr.add_argument("--model", required=True, help="model file written by run --export-model")
+    pr.add_argument("--csv", required=True, help="records (CSV with the feature columns)")
+    pr.add_argument("--out", help="write the probabilities here (default: stdout)")
+    pr.add_argument("--label", help="label column: also report the NLLH on stderr")
+
+    xor = sub.add_parser("xor", help="the XOR counterexample, state by state")
+    xor.add_argument("--n", type=int, default=100_000, help="records for PCD and logistic")
+    xor.add_argument("--iterations", type=int, default=600)
+    xor.add_argument("--seed", type=int, default=0)
+    xor.add_argument("--json", action="store_true")
+
+    sw = sub.add_parser("sweep", help="MRF and MRF-N over a list of ε: CSV and PNG")
+    _add_data_options(sw)
+    _add_train_options(sw)
+    _add_noise_options(sw, sweep=True)
+    sw.add_argument("--epsilons", default="0.5,1,2,5,10", help="comma-separated ε values")
+    sw.add_argument(
+        "--out", default="sweep", help="output prefix: writes PREFIX.csv and PREFIX.png"
+    )
+    sw.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    return parser

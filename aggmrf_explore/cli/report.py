@@ -1,0 +1,150 @@
+"""What the command line shows: the progress bar, the ``error:`` / ``warning:`` lines, the
+JSON noise summary and the text reports of ``run``, ``run --tables``, ``xor`` and ``sweep``.
+
+Everything the user reads on stderr goes through :func:`error`, :func:`warn`, :func:`note`
+or :class:`ProgressBar`; stdout carries the result (a table or one JSON object).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from ..errors import AggMRFError
+
+__all__ = [
+    "ProgressBar",
+    "error",
+    "warn",
+    "note",
+    "print_json",
+    "noise_summary",
+    "print_run",
+    "print_tables_run",
+    "print_xor",
+    "print_sweep",
+]
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal.
+
+    Called as ``bar(done, total)`` (iterations or steps done out of ``total``); the report
+    function of :class:`aggmrf_explore.callbacks.Progress` during training.
+    """
+
+    def __init__(self, label: str, enabled: bool | None = None) -> None:
+        self.label = label
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.t0 = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        filled = int(width * done / max(total, 1))
+        elapsed = time.perf_counter() - self.t0
+        sys.stderr.write(
+            f"\r{self.label:<22} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {elapsed:5.1f}s"
+        )
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------- stderr lines
+def error(exc: AggMRFError | str) -> int:
+    """Print the one ``error: …`` line of a failed command; returns its exit status, 2."""
+    print(f"error: {exc}", file=sys.stderr)
+    return 2
+
+
+def warn(message: str) -> None:
+    """One ``warning: …`` line on stderr (the command goes on)."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def note(message: str) -> None:
+    """One ``note: …`` line on stderr (an option that has no effect here, …)."""
+    print(f"note: {message}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------- stdout
+def print_json(out: dict, **kwargs) -> None:
+    """The command's result as one indented JSON object on stdout."""
+    print(json.dumps(out, indent=2, **kwargs))
+
+
+def noise_summary(mech, accounting: str) -> dict:
+    """The JSON "noise" object of a mechanism (or of no noise: ``mech`` None).
+
+    ``accounting``: "both" or "queries" (see the ``--accounting`` flag).
+    """
+    if mech is None:
+        return {"mechanism": "none"}
+    out = {
+        "mechanism": mech.name,
+        "epsilon": mech.epsilon,
+        "delta": mech.delta,
+        "accounting": accounting,
+    }
+    if mech.name == "laplace":
+        out.update(scale=mech.scale, sigma=mech.std, l1_sensitivity=mech.l1_sensitivity)
+    else:
+        out.update(
+            sigma=mech.sigma, l2_sensitivity=mech.l2_sensitivity, calibration=mech.calibration
+        )
+    return out
+
+
+def print_run(out: dict) -> None:
+    """The text report of ``run``: data, noise, settings, then one line per model."""
+    print(f"dataset {out['dataset']}: {out['n_train']} train / {out['n_test']} test records, "
+          f"{out['n_features']} features, {out['n_tables']} tables, {out['n_rows']} rows")  # fmt: skip
+    noise = out["noise"]
+    if noise["mechanism"] != "none":
+        print(f"noise: {noise['mechanism']} ε={noise['epsilon']} δ={noise['delta']} "
+              f"σ={noise['sigma']:.2f} ({noise['accounting']} accounting)")  # fmt: skip
+    s = out["settings"]
+    print(f"MRF: {s['iterations']} iterations, n'={s['n_gibbs']}, λμ={s['lambda_mu']:g}, "
+          f"λθ={s['lambda_theta']:g}, αμ={s['step_mu']:.4g}, αθ={s['step_theta']:.4g}, "
+          f"{s['gradient']} gradient{', noise-aware' if s['noise_aware'] else ''}")  # fmt: skip
+    print(f"\n{'model':<16}{'test NLLH':>10}{'seconds':>10}")
+    for name, m in out["models"].items():
+        print(f"{name:<16}{m['nllh_test']:>10.4f}{m['seconds']:>10.1f}")
+
+
+def print_tables_run(out: dict) -> None:
+    """The text report of ``run --tables``: :func:`print_run` (test NLLH ``nan`` without test
+    records), then the aggregated-only validation scores and the λθ-auto grid if any."""
+    m = out["models"]["mrf"]
+    printable = dict(out)
+    printable["models"] = {
+        "mrf": {"nllh_test": m.get("nllh_test", float("nan")), "seconds": m["seconds"]}
+    }
+    print_run(printable)
+    if "aggregated_nllh" in m:
+        print("aggregated-only validation on the second release (see aggmrf_explore.validation):")
+        print(f"  cross-fit NLLH   {m['cross_fit_nllh']:.4f}  (estimates the record-level NLLH)")
+        print(f"  cell-level NLLH  {m['aggregated_nllh']:.4f}  (label sums of its table cells)")
+    if "lambda_theta_auto" in out:
+        a = out["lambda_theta_auto"]
+        print(f"λθ auto ({a['method']}): {a['lambda_theta']:g} in {a['seconds']:.0f}s")
+        for row in a["grid"]:
+            print(f"  λθ={row['lambda_theta']:<10.4g} score {row['score']:.4f}")
+
+
+def print_xor(out: dict) -> None:
+    """The text report of ``xor``: P(y = 1 | x) per state for truth, max-ent, MRF, logistic."""
+    print(f"{'x':<10}{'P(x)':>6}{'truth':>8}{'max-ent':>9}{'MRF':>8}{'logistic':>10}")
+    for s in out["states"]:
+        print(f"{str(s['x']):<10}{s['p_x']:>6.2f}{s['truth']:>8.3f}{s['maxent_exact']:>9.3f}"
+              f"{s['mrf']:>8.3f}{s['logistic']:>10.3f}")  # fmt: skip
+    print("(states with P(x) = 0 never occur; the max-ent and MRF values there are extrapolations)")
+
+
+def print_sweep(frame, csv_path, png_path) -> None:
+    """The text report of ``sweep``: its rows (a DataFrame) and the files written."""
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"\nwrote {csv_path} and {png_path}")

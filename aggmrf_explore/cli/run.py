@@ -1,0 +1,187 @@
+"""``aggmrf-explore run``: train the MRF and report its test NLLH (JSON or a table).
+
+- on records (``--dataset`` / ``--csv``): exact or privacy-noised tables, plus the baselines;
+- records-free (``--tables``): on a release, scored on records with ``--test-csv`` and on a
+  second release with ``--validation-tables`` (the aggregated-only metrics);
+- ``--lambda-theta auto``: λθ chosen from the tables alone (model_selection);
+- ``--export-model``: the fitted model, for ``predict``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import asdict, replace
+
+from . import args as cli_args
+from .report import ProgressBar, noise_summary, print_json, print_run, print_tables_run, warn
+
+__all__ = ["cmd_run", "cmd_run_tables", "auto_lambda"]
+
+
+def auto_lambda(args: argparse.Namespace, data, settings, iterations: int, validation=None):
+    """(settings with the chosen λθ, LambdaChoice), chosen from the release ``data`` only
+    (and the second release ``validation`` if given); ``iterations`` per candidate fit."""
+    from ..model_selection import choose_lambda_theta
+
+    over = {
+        k: v
+        for k, v in asdict(settings).items()
+        if k in ("n_gibbs", "lambda_mu", "gradient", "precondition", "clip", "noise_aware", "seed")
+    }
+    for opt, key in (("step_mu", "step_mu"), ("step_theta", "step_theta")):
+        if getattr(args, opt, None) is not None:
+            over[key] = getattr(args, opt)
+    choice = choose_lambda_theta(
+        data,
+        validation=validation,
+        iterations=iterations,
+        seed=settings.seed,
+        settings_overrides=over,
+        progress=ProgressBar("λθ auto"),
+    )
+    return replace(settings, lambda_theta=choice.lambda_theta), choice
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``run``: train on records' tables (``--tables``: on a release); returns the exit status."""
+    if args.tables:
+        return cmd_run_tables(args)
+    from ..baselines import fit_baselines
+    from ..experiment import train_mrf
+    from ..privacy import release
+
+    t0 = time.perf_counter()
+    problem = cli_args.prepare_problem(args)
+    mech = cli_args.make_mechanism(args, problem.layout, args.epsilon)
+    data = (
+        release(problem.aggregated, mech, seed=args.seed)
+        if mech is not None
+        else problem.aggregated
+    )
+    cli_args.check_noise_aware(args, mech)
+    settings = cli_args.trainer_settings(args, problem.layout, data.n)
+    if args.noise_aware:
+        settings = replace(settings, noise_aware=True)
+    iterations = cli_args.iterations(args)
+    auto = None
+    if args.lambda_theta == "auto":
+        settings, auto = auto_lambda(args, data, settings, iterations)
+    prep_seconds = time.perf_counter() - t0
+    run = train_mrf(
+        problem, settings, iterations, data=data,
+        progress=ProgressBar("MRF" + ("-N" if args.noise_aware else "")),
+        eval_every=iterations + 1,
+    )  # fmt: skip
+    models = {"mrf": {"nllh_test": run.nllh_test, "seconds": run.seconds}}
+    if not args.no_baselines:
+        bar = ProgressBar("baselines")
+        bar(0, 4)
+        for i, (name, res) in enumerate(fit_baselines(problem, seed=args.seed).items()):
+            models[name] = {"nllh_test": res.nllh_test, "seconds": res.seconds}
+            extra = {k: v for k, v in res.info.items() if k in ("lambda", "temperature", "pair")}
+            models[name].update(extra)
+            bar(i + 1, 4)
+    out = {
+        "dataset": problem.name,
+        "n_train": problem.n_train,
+        "n_test": problem.n_test,
+        "n_features": problem.layout.n_features,
+        "n_tables": problem.layout.n_released_tables,
+        "n_rows": problem.layout.K,
+        "settings": {**asdict(settings), "iterations": iterations},
+        "models": models,
+        "noise": noise_summary(mech, args.accounting),
+        "seconds": {"prepare": prep_seconds, "total": time.perf_counter() - t0},
+    }
+    if auto is not None:
+        out["lambda_theta_auto"] = auto.to_dict()
+    if args.export_model:
+        from ..encoding import Schema
+        from ..io import save_model
+
+        enc = problem.encoded
+        schema = Schema.from_encoder(enc.encoder, problem.dataset.label, enc.positive_label)
+        save_model(args.export_model, run.trainer.model, schema, out["settings"])
+        out["model_file"] = str(args.export_model)
+    if args.json:
+        print_json(out)
+    else:
+        print_run(out)
+    return 0
+
+
+def cmd_run_tables(args: argparse.Namespace) -> int:
+    """``run --tables``: train on a release, no records; returns the exit status."""
+    from ..callbacks import Progress
+    from ..io import read_release
+    from ..metrics import nllh
+    from ..model_selection import aggregated_nllh, fit_reference, sample_codes
+    from ..mrf import PCDTrainer
+
+    t0 = time.perf_counter()
+    cli_args.check_release_source(args)
+    rel = read_release(args.tables, strict=not args.lenient)
+    for w in rel.warnings:
+        warn(w)
+    data, schema = rel.data, rel.schema
+    cli_args.check_noise_aware_release(args, data)
+    val = None
+    if args.validation_tables:
+        val = read_release(args.validation_tables, strict=not args.lenient).data
+    settings = cli_args.trainer_settings(args, data.layout, data.n)
+    if args.noise_aware:
+        settings = replace(settings, noise_aware=True)
+    iterations = cli_args.iterations(args)
+    auto = None
+    if args.lambda_theta == "auto":
+        settings, auto = auto_lambda(args, data, settings, iterations, validation=val)
+    test = None
+    if args.test_csv:
+        df = cli_args.read_records(args.test_csv)
+        label = cli_args.label_of_test_records(args, df, schema.label)
+        test = (schema.transform(df), schema.encode_label(df[label]))
+    prep = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    bar = ProgressBar("MRF" + ("-N" if settings.noise_aware else ""))
+    trainer = PCDTrainer(data, settings).fit(iterations, [Progress(bar, iterations)])
+    mrf = {"seconds": time.perf_counter() - t1}
+    if test is not None:
+        mrf["nllh_test"] = nllh(test[1], trainer.predict_proba(test[0])[:, 1])
+    if val is not None:
+        sc = aggregated_nllh(trainer.model, sample_codes(trainer), val)
+        mrf["aggregated_nllh"] = sc.score
+        over = {"seed": settings.seed, "n_gibbs": settings.n_gibbs}
+        over["noise_aware"] = settings.noise_aware
+        ref = fit_reference(val, data, iterations=max(1, iterations // 2), settings_overrides=over)
+        mrf["cross_fit_nllh"] = ref.score(trainer.model)
+    if args.export_model:
+        from ..io import save_model
+
+        save_model(
+            args.export_model, trainer.model, schema, {**asdict(settings), "iterations": iterations}
+        )
+    lay = data.layout
+    accounting = (rel.meta.get("noise") or {}).get("accounting", "both")
+    out = {
+        "dataset": str(args.tables),
+        "n_train": int(data.n),
+        "n_test": int(len(test[1])) if test is not None else 0,
+        "n_features": lay.n_features,
+        "n_tables": lay.n_released_tables,
+        "n_rows": lay.K,
+        "settings": {**asdict(settings), "iterations": iterations},
+        "models": {"mrf": mrf},
+        "noise": noise_summary(data.noise, accounting),
+        "seconds": {"prepare": prep, "total": time.perf_counter() - t0},
+        "warnings": rel.warnings,
+    }
+    if auto is not None:
+        out["lambda_theta_auto"] = auto.to_dict()
+    if args.export_model:
+        out["model_file"] = str(args.export_model)
+    if args.json:
+        print_json(out, default=float)
+    else:
+        print_tables_run(out)
+    return 0

@@ -1,0 +1,179 @@
+"""Your own records: :func:`read_csv_file` (a CSV file as a DataFrame, checked) and
+:func:`load_csv` (a CSV file as a :class:`~aggmrf_explore.datasets.dataset.Dataset`)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from ..encoding import check_no_missing, encode_label
+from ..errors import AggMRFError
+from .dataset import Dataset, other_class, select_features
+from .splits import check_fraction, stratified_split
+
+__all__ = ["read_csv_file", "load_csv", "MIN_CSV_ROWS"]
+
+MIN_CSV_ROWS = 10
+_NA_VALUES = ["", "NA", "N/A", "NaN", "nan", "null", "NULL"]
+
+
+def read_csv_file(path: str | Path) -> pd.DataFrame:
+    """The records of a CSV file (',', ';' or tab separated, header line; may be gzip).
+
+    The separator is the most frequent of the three in the header line; UTF-8 (with or
+    without BOM), else Latin-1.  Column names and string cells are stripped; empty and
+    "NA"-like cells become NaN.  A missing, empty, binary or unparsable file raises
+    AggMRFError saying what to do.  Returns the DataFrame (n records, header columns).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise AggMRFError(
+            f"file not found: {str(p)!r} (working directory {Path.cwd()}); check the path."
+        )
+    if p.is_dir():
+        raise AggMRFError(f"{str(p)!r} is a directory; give the path of a CSV file.")
+    raw = p.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise AggMRFError(
+                f"{str(p)!r} looks gzip-compressed but cannot be read: {e}."
+            ) from None
+    if not raw.strip():
+        raise AggMRFError(f"{str(p)!r} is empty; a CSV needs a header line and records.")
+    head = raw[:65536]
+    if b"\x00" in head:
+        raise AggMRFError(
+            f"{str(p)!r} looks like a binary file, not a CSV text file (it has NUL bytes); "
+            "export your data as CSV (comma or semicolon separated, header line first)."
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    printable = sum(ch.isprintable() or ch in "\r\n\t" for ch in text[:65536])
+    if printable < 0.95 * min(len(text), 65536):
+        raise AggMRFError(
+            f"{str(p)!r} does not look like a CSV text file (too many non-printable characters); "
+            "export your data as CSV."
+        )
+    first = text.lstrip().splitlines()[0]
+    counts = {sep: first.count(sep) for sep in (",", ";", "\t")}
+    sep = max(counts, key=lambda s: counts[s])
+    if counts[sep] == 0:
+        raise AggMRFError(
+            f"{str(p)!r}: no ',' or ';' separator in the header line {first[:80]!r}; "
+            "a CSV needs at least a feature column and a label column."
+        )
+    try:
+        df = pd.read_csv(
+            io.StringIO(text),
+            sep=sep,
+            skipinitialspace=True,
+            keep_default_na=False,
+            na_values=_NA_VALUES,
+        )
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise AggMRFError(
+            f"could not parse {str(p)!r} as a {sep!r}-separated CSV: {msg}. Check that every line "
+            "has the same number of fields and that quotes are balanced."
+        ) from None
+    df.columns = [str(c).strip() for c in df.columns]
+    return _strip_strings_keep_na(df)
+
+
+def _strip_strings_keep_na(df: pd.DataFrame) -> pd.DataFrame:
+    for c in df.columns:
+        s = df[c]
+        if not pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
+            df[c] = s.where(s.isna(), s.astype(str).str.strip())
+    return df
+
+
+def load_csv(
+    path: str | Path,
+    label: str,
+    *,
+    test_csv: str | Path | None = None,
+    test_fraction: float = 0.3,
+    features: Sequence[str] | None = None,
+    drop_features: Sequence[str] | None = None,
+    seed: int = 0,
+    positive: object | None = None,
+    unseen: str = "error",
+) -> Dataset:
+    """Load your own CSV (',' or ';' separated, header line) with a binary ``label`` column.
+
+    Without ``test_csv``, a seeded stratified split keeps ``test_fraction`` of the rows for
+    test.  The positive class follows :func:`~aggmrf_explore.encoding.encode_label` unless
+    ``positive`` is given.  Cells of used columns must not be empty / NaN.  ``unseen``:
+    what a test value never seen in training becomes — "error" (default: it would silently
+    borrow the other tables' evidence) or "other" (an extra "(other)" modality).
+    """
+    frac = check_fraction(test_fraction) if test_csv is None else None
+    df = read_csv_file(path)
+    if label not in df.columns:
+        close = [c for c in df.columns if c.lower() == str(label).lower()]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise AggMRFError(
+            f"label column {label!r} not found in {str(path)!r}{hint}; columns are {list(df.columns)}."
+        )
+    test_df = None
+    if test_csv is not None:
+        test_df = read_csv_file(test_csv)
+        missing = [c for c in df.columns if c not in test_df.columns]
+        if missing:
+            raise AggMRFError(
+                f"test file {str(test_csv)!r} lacks the columns {missing} of {str(path)!r}; "
+                f"its columns are {list(test_df.columns)}."
+            )
+        test_df = test_df[list(df.columns)]
+    ds = Dataset(
+        name=Path(path).name.split(".")[0] or "csv",
+        train=df,
+        test=test_df if test_df is not None else df.iloc[:0],
+        label=label,
+        citation="user data",
+        encoding={"unseen": unseen},
+    )
+    ds = select_features(ds, features, drop_features)
+    if len(ds.feature_columns) == 0:
+        raise AggMRFError(
+            f"{str(path)!r} has no feature column besides the label {label!r}; columns: "
+            f"{list(df.columns)}."
+        )
+    full = ds.train
+    check_no_missing(full, what=f" of {str(path)!r}", line_offset=2)
+    if test_df is not None:
+        check_no_missing(ds.test, what=f" of {str(test_csv)!r}", line_offset=2)
+    if len(full) < MIN_CSV_ROWS:
+        raise AggMRFError(
+            f"{str(path)!r} has only {len(full)} record(s); at least {MIN_CSV_ROWS} are needed "
+            "to fit and evaluate a model."
+        )
+    y, pos = encode_label(full[label], positive=positive)
+    if test_df is not None:
+        if len(ds.test) == 0:
+            raise AggMRFError(f"test file {str(test_csv)!r} has no records.")
+        encode_label(ds.test[label], positive=pos, classes=[other_class(full[label], pos), pos])
+        train, test = full.reset_index(drop=True), ds.test.reset_index(drop=True)
+        split = f"test file {test_csv}"
+    else:
+        tr, te = stratified_split(y, frac, seed)
+        train = full.iloc[tr].reset_index(drop=True)
+        test = full.iloc[te].reset_index(drop=True)
+        split = f"seeded stratified split {1 - frac:.0%} / {frac:.0%} (seed {seed})"
+    ds.train, ds.test = train, test
+    ds.positive = pos
+    ds.description = (
+        f"CSV {path}: {len(train)} train / {len(test)} test records, "
+        f"{len(ds.feature_columns)} features, label {label!r} (positive {pos!r}); {split}."
+    )
+    return ds

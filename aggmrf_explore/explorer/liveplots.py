@@ -1,0 +1,180 @@
+"""Live figures: each drawn once by a pure HoloViews function, then refreshed in place.
+
+A figure of :mod:`plots` is rendered to Bokeh once per layer structure and process
+(~0.4 s); later figures of the same structure are copies of its serialized form under
+new model ids (~0.08 s), kept in memory and on disk (the figure cache).  A refresh only
+pushes new arrays into the figure's ColumnDataSources and moves its ranges, which costs
+milliseconds, where replacing a HoloViews object re-indexes the whole Bokeh document
+(~0.3 s).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+from bokeh.util.serialization import make_id
+
+from . import plots
+from .caches import cache_dir, read_json, write_json
+
+__all__ = ["LivePlot", "XorPlot", "clear_figure_cache", "static_figure"]
+
+_FIGURES: dict = {}  # (plot, layer key, height) → serialized Bokeh figure, shared read-only
+_PLOTS_DIGEST: str | None = None
+
+
+def _fresh_ids(rep, ids: dict):
+    """A copy of a serialized Bokeh model graph with every model id replaced by a new one."""
+    if isinstance(rep, dict):
+        return {
+            k: ids.setdefault(v, make_id()) if k == "id" else _fresh_ids(v, ids)
+            for k, v in rep.items()
+        }
+    if isinstance(rep, list):
+        return [_fresh_ids(v, ids) for v in rep]
+    return rep
+
+
+def _figure(name: str, key, height: int, render):
+    """A new Bokeh figure for plot ``name`` with layer structure ``key``.
+
+    HoloViews draws a structure once per process (``render()``, ~0.4 s); later figures
+    of the same structure are copies of its serialized form under new model ids (~0.08 s),
+    whose data, ranges and title the caller then sets in place.  Returns (figure, copied).
+    """
+    from bokeh.core.serialization import Deserializer, Serialized, Serializer
+
+    cache_key = (name, key, height)
+    content = _FIGURES.get(cache_key)
+    path = _figure_path(cache_key)
+    if content is None:
+        content = read_json(path)
+        if content is not None:
+            _FIGURES[cache_key] = content
+    if content is None:
+        fig = render()
+        fig.sizing_mode = "stretch_width"
+        fig.height = height
+        # HoloViews asks for WebGL; headless / software-GL browsers then paint no glyphs
+        fig.output_backend = "canvas"
+        rep = Serializer(deferred=False).serialize(fig)
+        if not rep.buffers:
+            _FIGURES[cache_key] = rep.content
+            write_json(path, rep.content)
+        return fig, False
+    return Deserializer().deserialize(Serialized(_fresh_ids(content, {}), [])), True
+
+
+def _figure_path(cache_key: tuple) -> Path:
+    """Where a figure structure is cached on disk: keyed by the versions and plots.py itself."""
+    global _PLOTS_DIGEST
+    if _PLOTS_DIGEST is None:
+        import bokeh
+
+        from .. import __version__
+
+        src = Path(plots.__file__).read_bytes()
+        versions = repr((__version__, bokeh.__version__, hv.__version__)).encode()
+        _PLOTS_DIGEST = hashlib.sha256(versions + src).hexdigest()[:16]
+    digest = hashlib.sha256(repr((_PLOTS_DIGEST, cache_key)).encode()).hexdigest()[:24]
+    return cache_dir() / "figures" / f"{digest}.json"
+
+
+def _column(spec) -> str:
+    """The data column of a glyph property (a name, or a ``field(name)`` in a copied figure)."""
+    return spec if isinstance(spec, str) else spec.field
+
+
+class LivePlot:
+    """A Bokeh figure drawn once by a pure HoloViews function, refreshed in place.
+
+    ``build(**kw)`` returns the HoloViews element (plots.py), ``data(**kw)`` the matching
+    :class:`plots.PlotData`; the glyph renderers of the rendered figure are in layer
+    order, so a refresh assigns each layer's arrays to its renderer's ColumnDataSource
+    and sets the ranges and title.  ``key`` names the layer structure: when it changes
+    (rare: new kind of tables, logistic ready, binned instead of scatter) the figure is
+    drawn again.
+    """
+
+    def __init__(self, build, data, height: int = 320) -> None:
+        self.build = build
+        self.data = data
+        self.height = height
+        self.key = object()  # nothing drawn yet: the first update draws (lazily, with data)
+        self.fig = None
+        self.pane = pn.pane.Bokeh(sizing_mode="stretch_width", height=height, margin=(5, 5))
+
+    def _draw(self, kwargs: dict, key) -> None:
+        from bokeh.models import GlyphRenderer
+
+        fig, copied = _figure(
+            self.build.__name__,
+            key,
+            self.height,
+            lambda: hv.render(self.build(**kwargs), backend="bokeh"),
+        )
+        self.fig = fig
+        self.renderers = [r for r in fig.renderers if isinstance(r, GlyphRenderer)]
+        self.key = key
+        if copied:
+            self.update(kwargs, key)  # a copy holds the data it was drawn with: set ours
+        self.pane.object = fig
+
+    def update(self, kwargs: dict, key=None) -> None:
+        if key != self.key:
+            self._draw(kwargs, key)
+            return
+        d = self.data(**kwargs)
+        layers = iter(d.layers.values())
+        for r in self.renderers:
+            glyph = r.glyph
+            if type(glyph).__name__ == "Image":
+                img = d.extra.get("image")
+                if img is not None:
+                    r.data_source.data = {**r.data_source.data, "image": [img]}
+                continue
+            x, y = next(layers)
+            r.data_source.data = {_column(glyph.x): x, _column(glyph.y): y}
+        self.fig.x_range.update(start=d.xlim[0], end=d.xlim[1])
+        self.fig.y_range.update(start=d.ylim[0], end=d.ylim[1])
+        if self.fig.title.text != d.title:
+            self.fig.title.text = d.title
+
+
+class XorPlot(LivePlot):
+    """The XOR bars: new heights go into the bars' data source, matched by (state, model)."""
+
+    def __init__(self, height: int = 400) -> None:
+        super().__init__(plots.xor_plot, None, height=height)
+
+    def update(self, kwargs: dict, key=None) -> None:
+        if key != self.key:
+            self._draw(kwargs, key)
+            return
+        values = plots.xor_values(kwargs["frame"])
+        lookup = {(a, b): p for a, b, p in values[["state", "model", "p"]].itertuples(index=False)}
+        r = self.renderers[0]
+        src = r.data_source
+        field = _column(r.glyph.top)
+        src.data = {
+            **src.data,
+            field: np.asarray([lookup.get(tuple(k), 0.0) for k in src.data["xoffsets"]], float),
+        }
+
+
+def clear_figure_cache() -> None:
+    """Forget the figure structures held in memory (the disk copies stay; tests)."""
+    _FIGURES.clear()
+
+
+def static_figure(obj, height: int):
+    """A Bokeh figure of a HoloViews object, drawn afresh (figures shown once per release)."""
+    fig = hv.render(obj, backend="bokeh")
+    fig.sizing_mode = "stretch_width"
+    fig.height = height
+    fig.output_backend = "canvas"  # as in _figure: headless browsers paint no WebGL glyphs
+    return fig

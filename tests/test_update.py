@@ -1,0 +1,100 @@
+"""The pure PCD update (mrf.pcd_update) on a hand-computed example of 4 coordinates.
+
+Row 0 is the intercept (unpenalised, its μ never moves), row 2 has d̂ = 0 (the ratio falls
+back to 1 and the μ preconditioner to its floor s), row 3 has a clipped θ direction.  The
+expected numbers are written out from the formulas of the mrf module docstring:
+
+    g_μ = d̂ − d + 2λ_μ μ            g_θ = (d/d̂)·ĉ − c + 2λ_θ θ
+    h_μ = max(d̂ + 2λ_μ, s)          h_θ = max((d/d̂)·ĉ + 2λ_θ, s)
+    μ' = μ − α_μ clip(g_μ/h_μ)       θ' = θ − α_θ clip(g_θ/h_θ)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aggmrf_explore.mrf import Params, Penalty, Targets, TrainerSettings, pcd_update
+
+S = 2.0  # n / n'
+SETTINGS = TrainerSettings(
+    n_gibbs=10, lambda_mu=0.5, lambda_theta=0.5, step_mu=0.5, step_theta=0.25, clip=1.5
+)  # 2λ_μ = 2λ_θ = 1
+MU = np.array([0.3, -0.5, 0.2, 1.0])
+THETA = np.array([-1.0, 0.5, -0.25, 3.0])
+D_HAT = np.array([22.0, 8.0, 0.0, 4.0])
+C_HAT = np.array([6.0, 2.0, 0.0, 3.0])
+D = np.array([20.0, 10.0, 3.0, 1.0])
+C = np.array([5.0, 4.0, 1.0, 0.5])
+REG = np.array([0.0, 1.0, 1.0, 1.0])  # the intercept row is not penalised
+PENALTY = Penalty(REG, REG.copy(), True, S, 15.0)
+
+
+def _update(settings=SETTINGS, penalty=PENALTY):
+    return pcd_update(Params(MU, THETA), D_HAT, C_HAT, Targets(D, C), settings, penalty)
+
+
+def test_rescaled_preconditioned_update_by_hand():
+    args = [MU, THETA, D_HAT, C_HAT, D, C]
+    before = [a.copy() for a in args]
+    u = _update()
+    for a, b in zip(args, before, strict=True):  # pure: nothing written
+        np.testing.assert_array_equal(a, b)
+
+    # g_μ = d̂ − d + 2λ_μ·reg·μ
+    np.testing.assert_allclose(
+        u.g_mu, [22 - 20, 8 - 10 + 1 * -0.5, 0 - 3 + 1 * 0.2, 4 - 1 + 1 * 1.0]
+    )
+    # ratio d/d̂, 1 where d̂ = 0
+    np.testing.assert_allclose(u.ratio, [20 / 22, 10 / 8, 1.0, 1 / 4])
+    np.testing.assert_allclose(u.c_model, [6 * 20 / 22, 2 * 10 / 8, 0.0, 3 / 4])
+    # g_θ = ratio·ĉ − c + 2λ_θ·reg·θ  (row 0: no penalty although θ₀ = −1)
+    np.testing.assert_allclose(
+        u.g_theta, [60 / 11 - 5, 2.5 - 4 + 1 * 0.5, 0 - 1 + 1 * -0.25, 0.75 - 0.5 + 1 * 3.0]
+    )
+    # h_μ = max(d̂ + 2λ_μ·reg, s): row 2 is at the floor s = 2
+    np.testing.assert_allclose(u.h_mu, [22.0, 8 + 1, S, 4 + 1])
+    # h_θ = max(ratio·ĉ + 2λ_θ·reg, s): rows 2 and 3 at the floor
+    np.testing.assert_allclose(u.h_theta, [60 / 11, 2.5 + 1, S, S])
+    # directions: μ₀ never moves; θ₃ = 3.25 / 2 = 1.625 is clipped to 1.5
+    np.testing.assert_allclose(u.dir_mu, [0.0, -2.5 / 9, -2.8 / 2, 4 / 5])
+    np.testing.assert_allclose(u.dir_theta, [(5 / 11) / (60 / 11), -1.0 / 3.5, -1.25 / 2, 1.5])
+    np.testing.assert_allclose(
+        u.params.mu, [0.3, -0.5 + 0.5 * 2.5 / 9, 0.2 + 0.5 * 1.4, 1.0 - 0.5 * 0.8]
+    )
+    np.testing.assert_allclose(
+        u.params.theta,
+        [-1.0 - 0.25 / 12, 0.5 + 0.25 / 3.5, -0.25 + 0.25 * 0.625, 3.0 - 0.25 * 1.5],
+    )
+    assert u.params.mu[0] == MU[0]
+
+
+def test_true_gradient_by_hand():
+    u = _update(settings=TrainerSettings(**{**SETTINGS.__dict__, "gradient": "true"}))
+    np.testing.assert_allclose(u.c_model, C_HAT)  # ĉ itself, no rescaling
+    np.testing.assert_allclose(
+        u.g_theta, [6 - 5, 2 - 4 + 1 * 0.5, 0 - 1 + 1 * -0.25, 3 - 0.5 + 1 * 3.0]
+    )
+    np.testing.assert_allclose(u.h_theta, [6.0, 2 + 1, S, 3 + 1])
+    np.testing.assert_allclose(u.dir_theta, [1 / 6, -1.5 / 3, -1.25 / 2, 5.5 / 4])
+    np.testing.assert_allclose(u.g_mu, [2.0, -2.5, -2.8, 4.0])  # μ does not depend on it
+
+
+def test_without_preconditioning_by_hand():
+    st = TrainerSettings(**{**SETTINGS.__dict__, "precondition": False})
+    u = _update(settings=st)
+    assert u.h_mu == u.h_theta == 15.0  # n·T/K (above the floor s)
+    np.testing.assert_allclose(u.dir_mu, [0.0, -2.5 / 15, -2.8 / 15, 4 / 15])
+    np.testing.assert_allclose(u.dir_theta, [(5 / 11) / 15, -1.0 / 15, -1.25 / 15, 3.25 / 15])
+    low = _update(settings=st, penalty=PENALTY._replace(h_plain=0.5))
+    assert low.h_mu == low.h_theta == S  # floored at s
+    np.testing.assert_allclose(low.dir_theta, np.clip(u.g_theta / S, -1.5, 1.5))
+
+
+def test_without_intercept_row_zero_is_an_ordinary_row():
+    pen = Penalty(np.ones(4), np.ones(4), False, S, 15.0)
+    u = _update(penalty=pen)
+    assert u.g_mu[0] == pytest.approx(2 + 1 * 0.3)
+    assert u.g_theta[0] == pytest.approx(60 / 11 - 5 + 1 * -1.0)
+    assert u.dir_mu[0] == pytest.approx((2 + 0.3) / (22 + 1))
+    assert u.params.mu[0] != MU[0]
