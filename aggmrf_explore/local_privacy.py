@@ -198,7 +198,8 @@ class RandomizedResponse:
     protect_label : randomize the label too (default) or send it as is.
 
     Derived (read-only): ``feature_epsilons`` (D,), ``label_epsilon``, ``keep`` (D,) = p_f,
-    ``other`` (D,) = q_f (probability of each *specific* other value), ``label_keep``.
+    ``other`` (D,) = q_f (probability of each *specific* other value), ``gaps`` (D,) = p_f − q_f
+    (computed with expm1, accurate at small ε), ``label_keep``.
     """
 
     epsilon: float

@@ -90,6 +90,7 @@ import pandas as pd
 from .errors import AggMRFError
 from .kernels import sample_logits
 from .mrf import MRFModel, PCDTrainer, default_settings, sigmoid
+from .privacy import scaled_noise
 from .tables import AggregatedData, TableLayout
 
 __all__ = [
@@ -295,8 +296,15 @@ def split_release(
     c_A ~ Hypergeometric(c positives among d, d_A drawn); B = the rest.  Within a table
     this is exactly a random split of the table's records; across tables the splits are
     independent, so A's tables agree with each other only up to sampling noise (the
-    trainer tolerates that, as it tolerates privacy noise).  Noisy releases are projected
-    (d⁺, c⁺) and rounded first; the noise mechanism is carried over to both halves.
+    trainer tolerates that, as it tolerates privacy noise).
+
+    Noisy releases b = A + L are projected (d⁺, c⁺) and rounded first, then thinned the
+    same way: half A's value is then ≈ A_A + L/2, a random half A_A of the true records plus
+    half the noise (and half B's the other half plus the same L/2).  So each half carries
+    the mechanism scaled by ½ (``privacy.scaled_noise``): Gaussian σ/2, Laplace scale b/2,
+    which is what MRF-N on a half must assume (for another ``fraction`` f: f·L and (1 − f)·L).  Two caveats: the halves' noises are the
+    same L/2 (perfectly correlated, not two independent releases), and thinning the noise
+    adds a binomial variance ≈ |L|/4 (≲ σ/5 in variance, i.e. negligible once σ ≳ 2).
     """
     if not 0 < fraction < 1:
         raise AggMRFError(f"fraction must be in (0, 1); got {fraction!r}.")
@@ -313,13 +321,14 @@ def split_release(
     )
     halves = []
     starts = lay.offsets[int(lay.intercept) : -1]
-    for dd, cc in ((dA, cA), (d - dA, c - cA)):
+    for dd, cc, share in ((dA, cA, fraction), (d - dA, c - cA, 1.0 - fraction)):
         dd, cc = dd.astype(np.float64), cc.astype(np.float64)
+        noise = None if agg.noise is None else scaled_noise(agg.noise, share)
         if lay.intercept:
             dd[0] = float(np.add.reduceat(dd, starts).sum()) / lay.n_released_tables
             cc[0] = float(np.add.reduceat(cc, starts).sum()) / lay.n_released_tables
         n = max(1, int(round(dd[0] if lay.intercept else dd[rel].sum() / lay.n_released_tables)))
-        halves.append(AggregatedData(lay, dd, cc, n, noise=agg.noise, meta=dict(agg.meta)))
+        halves.append(AggregatedData(lay, dd, cc, n, noise=noise, meta=dict(agg.meta)))
     return halves[0], halves[1]
 
 

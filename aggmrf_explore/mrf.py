@@ -38,6 +38,7 @@ from .callbacks import Callback, HeldOutNLLH, History, StopTraining
 from .errors import AggMRFError, DivergenceError
 from .kernels import make_chain, sample_logits
 from .metrics import relative_l1
+from .suppression import box_targets
 from .tables import AggregatedData, TableLayout
 
 __all__ = [
@@ -54,10 +55,18 @@ __all__ = [
     "StopTraining",
     "sigmoid",
     "expected_floor",
+    "rescaling_ratio",
+    "divergence",
 ]
 
 GRADIENTS = ("rescaled", "rescaled-paper", "rescaled-unbiased", "true")
 TARGETS = ("projected", "raw")
+# settings that move the optimum PCD converges to: changing one restarts the iterate average
+FIXED_POINT_SETTINGS = ("lambda_mu", "lambda_theta", "gradient", "targets", "noise_prior_floor")
+AVERAGE_START_RELAXATIONS = 2.0  # the average starts after ⌈2/α_θ⌉ iterations
+AVERAGE_ETA = 2.0  # polynomial-decay averaging: iterate k of the average weighs ∝ k^η
+THETA_BOUND = 50.0  # a step taking some |θ| past this is rejected as divergent
+MU_BOUND = 200.0  # likewise for |μ|
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -70,8 +79,10 @@ class TrainerSettings:
     """Hyper-parameters of the PCD trainer.
 
     n_gibbs: persistent Gibbs samples n'.  lambda_mu, lambda_theta: L2 penalties λ_μ, λ_θ.
-    step_mu, step_theta: step sizes α_μ, α_θ.  gradient: "rescaled" (the paper's
-    pseudo-gradient) or "true".  precondition: divide by the diagonal Hessian estimate.
+    step_mu, step_theta: step sizes α_μ, α_θ.  gradient: the θ-gradient r·ĉ − c + 2λ_θ θ
+    with r of :func:`rescaling_ratio`: "rescaled" / "rescaled-paper" (the paper's
+    pseudo-gradient, r = d/d̂), "rescaled-unbiased" (r = (d − 2λ_μ μ)/d̂, exact fixed point)
+    or "true" (r = 1).  precondition: divide by the diagonal Hessian estimate.
     clip: bound on each coordinate of the (preconditioned) direction.  noise_aware: use
     E[A | A + L = b] as target (needs a noisy release).  seed: everything random.
     eval_every: compute the held-out NLLH every this many iterations.
@@ -86,6 +97,10 @@ class TrainerSettings:
     noise_prior_floor: MRF-N's binomial priors use max(d̂, s), max(ĉ, s) (s = n/n', one Gibbs
     sample's weight), so a cell the chain has not visited can still be pulled up by a large
     released value (no absorption at zero; ``privacy.noise_aware_targets``).
+    average: report the iterate average (μ̄, θ̄) as the model (``PCDTrainer.model``) instead of
+    the last iterate; average_start: iterations before the average starts, counted from the
+    start of training or from the last change of the fixed point (λ, gradient, targets;
+    None: the rule ⌈2/α_θ⌉).  See :class:`PCDTrainer` ("Iterate averaging").
     """
 
     n_gibbs: int = 10_000
@@ -102,6 +117,8 @@ class TrainerSettings:
     noise_refresh: int = 3
     targets: str = "projected"
     noise_prior_floor: bool = False
+    average: bool = False
+    average_start: int | None = None
 
     def validate(self) -> TrainerSettings:
         """Raise AggMRFError naming the first bad value; returns self."""
@@ -127,6 +144,12 @@ class TrainerSettings:
             raise AggMRFError(f"targets must be one of {TARGETS}; got {self.targets!r}.")
         if not isinstance(self.seed, int | np.integer) or self.seed < 0:
             raise AggMRFError(f"seed must be a non-negative integer; got {self.seed}.")
+        if self.average_start is not None and (
+            not isinstance(self.average_start, int | np.integer) or self.average_start < 0
+        ):
+            raise AggMRFError(
+                f"average_start must be None or an integer ≥ 0; got {self.average_start!r}."
+            )
         return self
 
 
@@ -195,6 +218,8 @@ class IterationStats:
     step_theta: float
     lambda_mu: float
     lambda_theta: float
+    n_averaged: int = 0  # iterates in the running average (0: the model is the last iterate)
+    nllh_live: float | None = None  # held-out NLLH of the last iterate (HeldOutNLLH(live=True))
 
 
 # ---------------------------------------------------------------------- the pure update
@@ -320,8 +345,32 @@ class PCDTrainer:
 
     ``fit(n_iter, callbacks)`` / ``step(k, callbacks)`` run iterations (the one training
     loop; each callback is ``cb(trainer, stats)``, see :mod:`.callbacks`); ``update(...)``
-    changes step sizes or λ between them; ``model`` is the current fit; ``history`` the
-    statistics of every iteration so far.
+    changes step sizes or λ between them; ``model`` is the reported fit (the iterate average
+    with ``settings.average``), ``live_model`` the last iterate; ``history`` the statistics of
+    every iteration so far.
+
+    Iterate averaging.  PCD's last iterate carries Monte-Carlo noise.  The trainer keeps a
+    polynomial-decay average (Shamir & Zhang 2013, η = 2) of (μ, θ) over the tail:
+
+    - it starts after ``average_start`` iterations, by default ⌈2/α_θ⌉: the preconditioned
+      step moves each θ about a fraction α_θ of the way to its target per iteration, so
+      after 2/α_θ iterations the start-up transient has decayed to about e⁻² ≈ 14 %;
+    - the k-th iterate since the start enters with weight w_k = (η+1)/(k+η) (w_1 = 1):
+      θ̄_k = θ̄_{k−1} + w_k (θ_k − θ̄_{k−1}), so iterate j weighs ∝ j(j+1) — an average over
+      a window that grows with the run (the first half of it weighs ≈ 1/8) and keeps
+      forgetting the early, still-moving iterates;
+    - ``update()`` of a setting that moves the optimum (λ_μ, λ_θ, gradient, targets) restarts
+      it (with the same delay); step sizes, clipping and preconditioning do not.
+
+    It is always kept (``averaged``, ``n_averaged``); ``settings.average`` decides whether
+    ``model`` (held-out NLLH, predictions, exports) is the average or the last iterate.
+
+    Divergence.  A step that makes a parameter non-finite or takes |θ| past 50 or |μ| past 200
+    is rejected before anything is stored: μ, θ, the average, d̂, ĉ, the iteration count and
+    the history stay those of the last good iteration (the Gibbs samples have moved one sweep
+    under those last good parameters, a valid PCD move).  :class:`DivergenceError` names the
+    coordinate and the likely cause; reduce α (``update(step_theta=…)``) or raise λ and
+    call ``step`` again to continue from the last good state.
     """
 
     def __init__(
@@ -369,6 +418,7 @@ class PCDTrainer:
         self.c_hat = np.zeros(lay.K)
         self.status = "ready"
         self._last_nllh: float | None = None
+        self._restart_average()
 
     # ------------------------------------------------------------------ set-up
     def _marginals(self) -> list[np.ndarray]:
@@ -417,11 +467,58 @@ class PCDTrainer:
             raise AggMRFError(
                 f"{', '.join(sorted(frozen))} cannot change mid-run; build a new PCDTrainer (reset)."
             )
-        self.settings = replace(self.settings, **changes).validate()
+        new = replace(self.settings, **changes).validate()
+        moved = any(getattr(new, k) != getattr(self.settings, k) for k in FIXED_POINT_SETTINGS)
+        self.settings = new
+        if moved or "average_start" in changes:
+            self._restart_average()
+
+    # ------------------------------------------------------------------ iterate averaging
+    def _restart_average(self) -> None:
+        """Forget the average; it starts again after the documented delay (class docstring)."""
+        st = self.settings
+        delay = (
+            st.average_start
+            if st.average_start is not None
+            else int(np.ceil(AVERAGE_START_RELAXATIONS / st.step_theta))
+        )
+        self.average_from = self.iteration + delay
+        self.n_averaged = 0
+        self._average: Params | None = None
+
+    def _accumulate(self) -> None:
+        """Fold the current iterate into the polynomial-decay average (class docstring)."""
+        if self.iteration <= self.average_from:
+            return
+        self.n_averaged += 1
+        k = self.n_averaged
+        if self._average is None:
+            self._average = Params(self.mu.copy(), self.theta.copy())
+            return
+        w = (AVERAGE_ETA + 1.0) / (k + AVERAGE_ETA)
+        mu_bar, theta_bar = self._average
+        mu_bar += w * (self.mu - mu_bar)
+        theta_bar += w * (self.theta - theta_bar)
+
+    @property
+    def averaged(self) -> Params | None:
+        """The running average (μ̄, θ̄) (copies), or None before it starts."""
+        if self._average is None:
+            return None
+        return Params(self._average.mu.copy(), self._average.theta.copy())
+
+    @property
+    def live_model(self) -> MRFModel:
+        """The last iterate (μ, θ) as a model."""
+        return MRFModel(self.layout, self.mu, self.theta)
 
     @property
     def model(self) -> MRFModel:
-        return MRFModel(self.layout, self.mu, self.theta)
+        """The reported model: the iterate average with ``settings.average`` once it has
+        started, else the last iterate."""
+        if self.settings.average and self._average is not None:
+            return MRFModel(self.layout, self._average.mu, self._average.theta)
+        return self.live_model
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         return self.model.predict_proba(X)
@@ -442,6 +539,18 @@ class PCDTrainer:
         floor = self.scale if self.settings.noise_prior_floor else 0.0
         self._noise_targets = Targets(*noise_aware_targets(self.data, d_hat, c_hat, floor))
         return self._noise_targets
+
+    def _box_targets(self, d_hat: np.ndarray, c_hat: np.ndarray, tg: Targets) -> Targets:
+        """Suppressed rows (issue 17) as 0 ≤ d ≤ k: ``suppression.box_targets``; else ``tg``."""
+        box = self.data.suppression
+        if box is None:
+            return tg
+        st = self.settings
+        ratio = None
+        if st.gradient != "true":
+            pen_mu = 2.0 * st.lambda_mu * self.penalty.reg_mu * self.mu
+            ratio = lambda t: rescaling_ratio(d_hat, t, pen_mu, st.gradient)  # noqa: E731
+        return Targets(*box_targets(d_hat, c_hat, tg.d, tg.c, box, ratio))
 
     def step(self, k: int = 1, callbacks: Sequence[Callback] = ()) -> list[IterationStats]:
         """Run k iterations; returns their statistics (also appended to ``history``).
@@ -480,18 +589,21 @@ class PCDTrainer:
         d_raw, c_raw = self.chain.statistics(self.theta)
         d_hat = s * d_raw
         c_hat = s * c_raw
-        tg = self._targets(d_hat, c_hat)
+        tg = self._box_targets(d_hat, c_hat, self._targets(d_hat, c_hat))
         upd = pcd_update(Params(self.mu, self.theta), d_hat, c_hat, tg, st, self.penalty)
         new_mu, new_theta = upd.params
-        if not (np.all(np.isfinite(new_mu)) and np.all(np.isfinite(new_theta))):
+        problem = divergence(upd, tg, st, self.layout)
+        if problem:
             self.status = "diverged"
             raise DivergenceError(
-                f"training diverged at iteration {self.iteration + 1}: parameters stopped being finite. "
-                "Reduce the step sizes α_μ, α_θ or increase λ_μ, λ_θ, then reset."
+                f"training diverged at iteration {self.iteration + 1}: {problem} The step was "
+                f"rejected: μ and θ are those of iteration {self.iteration}, the last good state; "
+                "change α or λ with trainer.update(...) and continue, or reset."
             )
         self.mu, self.theta = new_mu, new_theta
         self.d_hat, self.c_hat = d_hat, c_hat
         self.iteration += 1
+        self._accumulate()
 
         rel = self._released
         stats = IterationStats(
@@ -505,6 +617,7 @@ class PCDTrainer:
             step_theta=st.step_theta,
             lambda_mu=st.lambda_mu,
             lambda_theta=st.lambda_theta,
+            n_averaged=self.n_averaged if st.average else 0,
         )
         self.status = "training"
         stop = False
@@ -517,22 +630,7 @@ class PCDTrainer:
         if stats.nllh_eval is not None:
             self._last_nllh = stats.nllh_eval
         stats.seconds = time.perf_counter() - t0
-        self._check_bounds()
         return stats, stop
-
-    def _check_bounds(self) -> None:
-        worst_theta, worst_mu = np.max(np.abs(self.theta)), np.max(np.abs(self.mu))
-        if worst_theta > 50 or worst_mu > 200:
-            self.status = "diverged"
-            what = (
-                f"|θ| reached {worst_theta:.0f}"
-                if worst_theta > 50
-                else f"|μ| reached {worst_mu:.0f}"
-            )
-            raise DivergenceError(
-                f"training diverged at iteration {self.iteration}: {what}. "
-                "Reduce the step sizes α_μ, α_θ or increase λ_μ, λ_θ, then reset."
-            )
 
     @property
     def last_nllh(self) -> float | None:
@@ -545,6 +643,49 @@ class PCDTrainer:
 
     def settings_dict(self) -> dict:
         return asdict(self.settings)
+
+
+def divergence(
+    upd: Update, targets: Targets, settings: TrainerSettings, layout: TableLayout
+) -> str:
+    """'' when the step ``upd`` is acceptable, else what went wrong and its likely cause.
+
+    Acceptable: every new μ, θ finite, |θ| ≤ THETA_BOUND and |μ| ≤ MU_BOUND.  The likely cause
+    is read off the worst coordinate k: a θ (μ) whose cell has c = 0 or c = d (d ≤ 0), with a
+    penalty too weak to hold it inside the bound (|θ| ≤ d/(2λ_θ) at the optimum), needs a
+    larger λ; otherwise the step α·|direction| was too large for it: reduce α.
+    """
+    mu, theta = upd.params
+    over_t = np.where(np.isfinite(theta), np.abs(theta), np.inf) / THETA_BOUND
+    over_m = np.where(np.isfinite(mu), np.abs(mu), np.inf) / MU_BOUND
+    if max(over_t.max(), over_m.max()) <= 1.0:
+        return ""
+    is_theta = over_t.max() >= over_m.max()
+    k = int(np.argmax(over_t if is_theta else over_m))
+    value = (theta if is_theta else mu)[k]
+    t = layout.tables[int(np.searchsorted(layout.offsets, k, side="right")) - 1]
+    where = f"row {k} of table {layout.table_name(t)}"
+    d, c = targets.d[k], targets.c[k]
+    if is_theta:
+        what = f"θ[{k}] ({where}) became {value:.3g}."
+        lam, alpha, name = settings.lambda_theta, settings.step_theta, "θ"
+        extreme = c <= 0 or c >= d
+        held = 2.0 * lam * THETA_BOUND > max(d, 0.0)
+        cell = "no positive label" if c <= 0 else "only positive labels"
+    else:
+        what = f"μ[{k}] ({where}) became {value:.3g}."
+        lam, alpha, name = settings.lambda_mu, settings.step_mu, "μ"
+        extreme, held, cell = d <= 0, 2.0 * lam * MU_BOUND > 1.0, "no record"
+    step = abs((upd.dir_theta if is_theta else upd.dir_mu)[k]) * alpha
+    if extreme and not held:
+        return (
+            f"{what} Likely cause: its cell has {cell}, and λ_{name} = {lam:g} is too weak to "
+            f"hold it; increase λ_{name}."
+        )
+    return (
+        f"{what} Likely cause: the step size α_{name} = {alpha:g} is too large (this step "
+        f"moved it by {step:.3g}); reduce α_{name}."
+    )
 
 
 def expected_floor(data: AggregatedData, n_gibbs: int) -> float:

@@ -38,6 +38,7 @@ import pandas as pd
 from .errors import AggMRFError
 from .kernels.rng import GOLDEN, M1, mix64
 from .kernels.rows import TableArrays, table_arrays, table_rows
+from .suppression import Suppression
 
 __all__ = ["TableLayout", "AggregatedData", "aggregate", "hash_rows", "hash_salt"]
 
@@ -384,7 +385,9 @@ class AggregatedData:
     ``d`` and ``c`` are the values the trainer uses.  When a privacy mechanism made a
     noisy release, ``true_d`` and ``true_c`` keep the exact aggregates beside it (for
     teaching plots only; the trainer never reads them) and ``noise`` remembers the
-    mechanism.
+    mechanism.  ``suppression`` marks the rows a release left out because their true count
+    was ≤ its table's threshold (:mod:`.suppression`; their d and c are 0 and the trainer
+    treats them as 0 ≤ d ≤ k).
     """
 
     layout: TableLayout
@@ -395,6 +398,7 @@ class AggregatedData:
     true_c: np.ndarray | None = None
     noise: object | None = None
     meta: dict = field(default_factory=dict)
+    suppression: Suppression | None = None  # rows absent from the release (0 ≤ d ≤ k)
 
     def __post_init__(self) -> None:
         self.d = np.asarray(self.d, dtype=np.float64)

@@ -26,7 +26,7 @@ def test_run_json_shape(capsys):
     assert code == 0
     res = json.loads(out)
     assert res["dataset"] == "synthetic" and res["n_train"] == 3000 and res["n_test"] == 3000
-    assert set(res["models"]) == {"mrf", "logistic_pairs", "logistic", "naive_bayes", "best_pair"}
+    assert set(res["models"]) == {"mrf", "logistic_pairs", "logistic", "naive_bayes", "naive_bayes_plain", "best_pair"}
     for m in res["models"].values():
         assert np.isfinite(m["nllh_test"]) and m["seconds"] >= 0
     assert res["settings"]["n_gibbs"] == 1000 and res["settings"]["iterations"] == 30
@@ -140,3 +140,48 @@ def test_bad_input_gives_one_clear_line(capsys, csv_dir, args, match):
     assert code == 2
     assert err.startswith("error: ") and "Traceback" not in err
     assert pytest.importorskip("re").search(match, err), err
+
+
+def test_progress_bar_is_drawn_by_the_training_loop(capsys, monkeypatch):
+    """On a terminal, `run` draws its bar from the trainer's Progress callback: one report
+    per iteration for 30 iterations, the last one full and ending the line."""
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _, err = run_cli(capsys, ["run", "--dataset", "toy", *FAST, "--no-baselines"])
+    assert code == 0
+    draws = [d for d in err.split("\r") if d.startswith("MRF ")]
+    assert len(draws) == 30
+    assert " 1/30 " in draws[0] and "[" + "#" * 30 + "] 30/30 " in draws[-1]
+    assert draws[-1].endswith("s\n")
+
+
+def test_trainer_settings_from_the_flags():
+    from aggmrf_explore.cli.args import trainer_settings
+    from aggmrf_explore.cli.parser import build_parser
+    from aggmrf_explore.errors import AggMRFError
+    from aggmrf_explore.experiment import prepare
+    from aggmrf_explore.mrf import default_settings
+
+    layout = prepare("toy").layout
+    parse = build_parser().parse_args
+    args = parse(["run", "--dataset", "toy", "--gibbs-samples", "123", "--lambda-theta",
+                  "auto", "--step-theta", "0.05", "--no-precondition", "--seed", "5"])  # fmt: skip
+    s = trainer_settings(args, layout, 5)
+    default = default_settings(layout, 5)
+    assert (s.n_gibbs, s.step_theta, s.precondition, s.seed) == (123, 0.05, False, 5)
+    assert s.lambda_theta == default.lambda_theta and s.step_mu == default.step_mu
+    sweep = parse(["sweep", "--dataset", "toy", "--lambda-theta", "auto"])
+    with pytest.raises(AggMRFError, match="`run` only"):
+        trainer_settings(sweep, layout, 5)
+
+
+def test_python_dash_m_runs_the_command_line():
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "aggmrf_explore.cli", "xor", "--n", "50"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert (
+        res.returncode == 2 and res.stderr == "error: --n must be at least 100 records; got 50.\n"
+    )

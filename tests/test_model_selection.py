@@ -69,6 +69,37 @@ def test_sub_and_split_release(problem):
     assert np.all(a.c <= a.d) and abs(a.n - agg.n / 2) < 0.1 * agg.n
 
 
+@pytest.mark.parametrize("kind", ["gaussian", "laplace"])
+def test_split_release_halves_carry_the_noise_they_have(kind):
+    """Thinning b = A + L gives half A ≈ A_A + L/2: each half's mechanism is scaled by ½
+    (σ/2, Laplace b/2), and that matches the noise measured against the true half counts."""
+    from aggmrf_explore import TableLayout
+    from aggmrf_explore.privacy import make_mechanism, release
+
+    rng = np.random.default_rng(0)
+    lay = TableLayout.all_pairs([5] * 6)
+    X = rng.integers(0, 5, size=(50_000, 6))
+    y = (rng.random(50_000) < 0.3).astype(int)
+    agg = aggregate(X, y, lay)
+    mech = make_mechanism(kind, 0.1, 1e-6, lay)  # std ≈ 250–400 counts, cells of 2 000+
+    rel = lay.released
+    z = []
+    for seed in range(5):
+        noisy = release(agg, mech, seed=seed)
+        a, b = split_release(noisy, 0.5, seed=seed)
+        assert a.noise.std == pytest.approx(mech.std / 2) and b.noise.std == a.noise.std
+        assert type(a.noise) is type(mech) and a.noise.epsilon == mech.epsilon
+        z.append(a.d[rel] - agg.d[rel] / 2)  # noise + thinning of the true records
+    z = np.concatenate(z)
+    thinning_var = agg.d[rel].mean() / 4  # Var Binomial(d, ½), averaged over cells
+    measured = np.sqrt(max(z.var() - thinning_var, 0.0))
+    assert measured == pytest.approx(mech.std / 2, rel=0.08)
+    f_a, f_b = split_release(release(agg, mech, seed=9), 0.3, seed=0)
+    assert f_a.noise.std == pytest.approx(0.3 * mech.std) and f_b.noise.std == pytest.approx(0.7 * mech.std)
+    exact_a, _ = split_release(agg, 0.5, seed=0)
+    assert exact_a.noise is None
+
+
 @pytest.mark.parametrize("method", ["leave-tables-out", "split"])
 def test_choose_lambda_theta_runs_on_tables_only(problem, method):
     ch = choose_lambda_theta(

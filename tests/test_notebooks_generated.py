@@ -35,8 +35,12 @@ def _comparable(nbtools, cell) -> tuple[str, str, tuple[str, ...]]:
     return cell.cell_type, source, tuple(cell.get("metadata", {}).get("tags", []))
 
 
-def test_there_are_five_generators() -> None:
-    assert GENERATORS == ["nb01", "nb02", "nb03", "nb04", "nb05"]
+def test_every_lesson_has_a_generator() -> None:
+    assert {"nb01", "nb02", "nb03", "nb04", "nb05"} <= set(GENERATORS)
+    notebooks = sorted(p.name[:2] for p in TOOLS.parent.glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks == [g[2:] for g in GENERATORS], (
+        "a notebook without a generator (or the reverse)"
+    )
 
 
 @pytest.mark.parametrize("stem", GENERATORS)
@@ -46,7 +50,7 @@ def test_committed_notebook_equals_generator(stem: str) -> None:
     got = [_comparable(nbtools, c) for c in committed.cells]
     want = [_comparable(nbtools, c) for c in generated.cells]
     assert len(got) == len(want), f"{name}: {len(got)} cells committed, generator makes {len(want)}"
-    for i, (g, w) in enumerate(zip(got, want)):
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g == w, f"{name} cell {i} differs from notebooks/tools/{stem}.py; regenerate it"
 
 
@@ -57,5 +61,9 @@ def test_no_marker_comments_and_no_visible_answers(stem: str) -> None:
     for cell in committed.cells:
         assert "NBVAL_" not in cell.source, f"{name}: nbval markers belong in the cell tags"
         if cell.cell_type == "code":
-            assert "answer" not in cell.get("metadata", {}).get("tags", []), f"{name}: an answer cell runs on Run All"
-    assert any(nbtools.is_checked(c) and c.outputs for c in committed.cells), f"{name}: no checked output stored"
+            assert "answer" not in cell.get("metadata", {}).get("tags", []), (
+                f"{name}: an answer cell runs on Run All"
+            )
+    assert any(nbtools.is_checked(c) and c.outputs for c in committed.cells), (
+        f"{name}: no checked output stored"
+    )

@@ -54,13 +54,40 @@ def test_adkdd21_sigma_table5(eps, delta, sigma, digits):
 def test_analytic_sigma(eps, delta, sigma):
     s = GaussianMechanism(eps, delta, 1.0).sigma
     assert abs(s - sigma) < 1e-5
-    assert achieved_delta(s, eps, 1.0) == pytest.approx(delta, rel=1e-9)
+    # δ of N(0, s²) at ε, computed without the project's code, two ways
+    assert _delta_balle_wang(s, eps, 1.0) == pytest.approx(delta, rel=1e-9)
+    assert _delta_hockey_stick(s, eps, 1.0) == pytest.approx(delta, rel=1e-6)
+    assert achieved_delta(s, eps, 1.0) == pytest.approx(_delta_balle_wang(s, eps, 1.0), rel=1e-9)
+
+
+def _delta_balle_wang(sigma: float, eps: float, l2: float) -> float:
+    """Balle & Wang (2018), Thm 8: δ = Φ(Δ/2σ − εσ/Δ) − e^ε Φ(−Δ/2σ − εσ/Δ), evaluated
+    directly with scipy.stats.norm (both terms from log Φ, so e^ε cannot overflow)."""
+    from scipy import stats
+
+    u, v = l2 / (2 * sigma), eps * sigma / l2
+    log_a = stats.norm.logcdf(u - v)
+    log_b = eps + stats.norm.logcdf(-u - v)
+    return float(np.exp(log_a) - np.exp(log_b))
+
+
+def _delta_hockey_stick(sigma: float, eps: float, l2: float) -> float:
+    """The definition: δ(ε) = ∫ (p(x) − e^ε q(x))₊ dx for p = N(0, σ²), q = N(Δ, σ²) (the
+    worst-case neighbouring pair), by numerical integration with scipy.stats.norm."""
+    from scipy import integrate, stats
+
+    def f(x):
+        return max(stats.norm.pdf(x, 0.0, sigma) - math.exp(eps) * stats.norm.pdf(x, l2, sigma), 0.0)
+
+    x_star = l2 / 2 - eps * sigma**2 / l2  # the integrand is positive exactly for x < x*
+    val, _ = integrate.quad(f, x_star - 40 * sigma, x_star, epsabs=0.0, epsrel=1e-10, limit=200)
+    return val
 
 
 def test_analytic_stable_large_eps_and_scaling():
     s = analytic_gaussian_sigma(50, 1e-6, 1.0)
     assert math.isfinite(s) and s > 0
-    assert achieved_delta(s, 50, 1.0) == pytest.approx(1e-6, rel=1e-9)
+    assert _delta_balle_wang(s, 50, 1.0) == pytest.approx(1e-6, rel=1e-9)
     # σ scales linearly with Δ2
     assert analytic_gaussian_sigma(1, 1e-5, SQ66) == pytest.approx(3.7306316 * SQ66, rel=1e-6)
 
@@ -129,6 +156,13 @@ def test_sensitivity_layout():
     assert sensitivity(lay) == (20.0, pytest.approx(math.sqrt(20)))
     assert sensitivity(lay, "queries") == (10.0, pytest.approx(math.sqrt(10)))
     assert sensitivity(33, "both") == (66.0, pytest.approx(SQ66))
+    # replace-one neighbours: 2 rows per table move (count ±1, label sum ±≤1): 4T entries
+    assert sensitivity(lay, "replace") == (40.0, pytest.approx(2 * math.sqrt(10)))
+    lap = make_mechanism("laplace", 1.0, None, lay, accounting="replace")
+    assert lap.scale == pytest.approx(2 * make_mechanism("laplace", 1.0, None, lay).scale)
+    gau = make_mechanism("gaussian", 1.0, 1e-6, lay, accounting="replace")
+    ref = make_mechanism("gaussian", 1.0, 1e-6, lay)
+    assert gau.sigma == pytest.approx(math.sqrt(2) * ref.sigma, rel=1e-9)
     m = make_mechanism("laplace", 1.0, None, lay)
     assert isinstance(m, LaplaceMechanism) and m.l1_sensitivity == 20
     g = make_mechanism("Gaussian", 1.0, 1e-5, lay, accounting="queries", calibration="adkdd21")

@@ -65,8 +65,9 @@ def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     if not sweep:
         g.add_argument("--epsilon", type=float, default=None, help="privacy budget ε > 0")
     g.add_argument("--delta", type=float, default=1e-7, help="δ of the Gaussian mechanism (1e-7)")
-    g.add_argument("--accounting", choices=("both", "queries"), default="both",
-                   help="both: counts and label sums (Δ1 = 2T); queries: the paper's T queries")  # fmt: skip
+    g.add_argument("--accounting", choices=("both", "queries", "replace"), default="both",
+                   help="both: counts and label sums (Δ1 = 2T); queries: the paper's T queries; "
+                   "replace: replace-one neighbours (Δ1 = 4T, Δ2 = 2√T)")  # fmt: skip
     g.add_argument("--calibration", choices=("analytic", "classic", "adkdd21"), default="analytic")
     if not sweep:
         g.add_argument("--noise-aware", action="store_true", help="MRF-N: model the noise")
@@ -128,7 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_options(sw)
     _add_train_options(sw)
     _add_noise_options(sw, sweep=True)
-    sw.add_argument("--epsilons", default="0.5,1,2,5,10", help="comma-separated ε values")
+    sw.add_argument("--epsilons", default=None,
+                    help="comma-separated ε values (0.5,1,2,5,10; --quick: 1,10)")  # fmt: skip
+    sw.add_argument("--noise-seeds", type=int, default=None,
+                    help="independent releases per ε, for error bars (3; --quick: 2)")  # fmt: skip
+    sw.add_argument("--quick", action="store_true",
+                    help="a small sweep: ε 1,10, 2 noise seeds, 150 iterations")  # fmt: skip
     sw.add_argument(
         "--out", default="sweep", help="output prefix: writes PREFIX.csv and PREFIX.png"
     )

@@ -76,12 +76,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     models = {"mrf": {"nllh_test": run.nllh_test, "seconds": run.seconds}}
     if not args.no_baselines:
         bar = ProgressBar("baselines")
-        bar(0, 4)
+        bar(0, 5)
         for i, (name, res) in enumerate(fit_baselines(problem, seed=args.seed).items()):
             models[name] = {"nllh_test": res.nllh_test, "seconds": res.seconds}
             extra = {k: v for k, v in res.info.items() if k in ("lambda", "temperature", "pair")}
             models[name].update(extra)
-            bar(i + 1, 4)
+            bar(i + 1, 5)
     out = {
         "dataset": problem.name,
         "n_train": problem.n_train,

@@ -924,9 +924,8 @@ def frozen_document():
 def build_app() -> pn.viewable.Viewable:
     """The served explorer page (one Explorer per browser session)."""
     t0 = time.perf_counter()
-    runtime.warm_up_in_background(
-        prefetch_default_data
-    )  # first page: loads the kernels while the page is being built
+    # first page: loads the kernels (and caches the default data) while the page is built
+    runtime.warm_up_in_background(prefetch_default_data)
     pn.extension("tabulator", notifications=False)
     hv.extension("bokeh", logo=False)
     page = Explorer(load_now=True).template()

@@ -517,7 +517,8 @@ class ExplorerSession(param.Parameterized):
         :class:`TimeBox` callback); a divergence pauses training with a notice."""
         box = TimeBox(budget)
         try:
-            self.trainer.step(max_iters, callbacks=[box])
+            if max_iters >= 1:
+                self.trainer.step(max_iters, callbacks=[box])
         except DivergenceError as exc:
             self.running = False
             self.notice = f"{exc} (training paused)"

@@ -78,11 +78,10 @@ settings = mrf.default_settings(problem.layout, problem.aggregated.n, n_gibbs=20
 trainer = mrf.PCDTrainer(problem.aggregated, settings, enc.X_test, enc.y_test)
 trainer.step(200)
 p_mrf = trainer.predict_proba(states[on])[:, 1]
-print("PCD P(Y=1|x) on the 4 states:", p_mrf.round(2))
 print("PCD within 0.05 of 0.1 / 0.9 / 0.9 / 0.1:", bool(np.abs(p_mrf - [0.1, 0.9, 0.9, 0.1]).max() < 0.05))
 """, check=True),
 code("""
-
+print("PCD P(Y=1|x) on the 4 states:", p_mrf.round(2))
 p_test_true = problem.dataset.true_proba_test
 scores = {
     "truth": metrics.nllh(enc.y_test, p_test_true),

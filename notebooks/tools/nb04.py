@@ -285,7 +285,6 @@ The sweep's conclusions, checked (they hold for every noise seed, so they do not
 """),
 code("""
 mean = summary["NLLH"].unstack("model")
-print(mean.round(2).to_string())
 print("ε = 10 costs under 0.02 NLLH (MRF):", bool(no_noise - mean.loc[10.0, "MRF"] < 0.02))
 print("NLLH grows with ε (MRF-N):", bool(mean["MRF-N"].is_monotonic_increasing))
 print("tuned λ_θ is never worse than T/2:", bool((sweep["NLLH"] >= sweep["NLLH at λ_θ = T/2"] - 0.005).all()))

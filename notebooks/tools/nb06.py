@@ -282,7 +282,7 @@ def held_out(data):
 
 no_noise = held_out(adult.aggregated)
 results = []
-for eps in (1.0, 4.0, 16.0, 64.0):
+for eps in (1.0, 4.0, 8.0, 16.0, 32.0, 64.0):
     central = privacy.release(adult.aggregated, privacy.make_mechanism("gaussian", epsilon=eps, delta=1e-7, layout=lay), seed=0)
     local = local_privacy.local_release(enc.X_train, enc.y_train, lay, local_privacy.make_local_mechanism(eps, lay), seed=0)
     results.append({"ε": eps, "central MRF": held_out(central), "local MRF": held_out(local),

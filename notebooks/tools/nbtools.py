@@ -87,7 +87,11 @@ def is_checked(cell) -> bool:
 def build(name: str, cells: list, outputs: dict[int, str] | None = None):
     """The notebook of ``cells`` (answers as <details> blocks holding ``outputs[i]``), not run."""
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
     nb.metadata["language_info"] = {"name": "python"}
     out = []
     for i, c in enumerate(code(SETUP, ignore=True) if c == "SETUP" else c for c in cells):
@@ -104,28 +108,38 @@ def write(name: str, cells: list) -> Path:
     path = HERE / name
     cells = [code(SETUP, ignore=True) if c == "SETUP" else c for c in cells]
     run = build(name, [c for c in cells])  # answers as Markdown: the lesson alone
-    answers = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and ANSWER_KEY in c.metadata]
+    answers = [
+        (i, c) for i, c in enumerate(cells) if c.cell_type == "code" and ANSWER_KEY in c.metadata
+    ]
     run.cells += [nbformat.v4.new_code_cell(c.source) for _, c in answers if c.source]
     run = nbformat.reads(nbformat.writes(run), as_version=4)
     from nbclient import NotebookClient
 
-    NotebookClient(run, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        run, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     n_lesson = len(cells)
     outputs, extra = {}, iter(run.cells[n_lesson:])
     for i, c in answers:
         if c.source:
             done = next(extra)
-            outputs[i] = "".join(o.get("text", "") for o in done.outputs if o.output_type == "stream")
+            outputs[i] = "".join(
+                o.get("text", "") for o in done.outputs if o.output_type == "stream"
+            )
     nb = build(name, cells, outputs)
-    for cell, done in zip(nb.cells, run.cells[:n_lesson]):
+    for cell, done in zip(nb.cells, run.cells[:n_lesson], strict=True):
         if cell.cell_type != "code":
             continue
         cell.execution_count = done.execution_count  # nbval refuses outputs of "unrun" cells
         cell.outputs = []
         if is_checked(cell):
-            bad = [o for o in done.outputs if o.output_type != "stream" or o.get("name") != "stdout"]
+            bad = [
+                o for o in done.outputs if o.output_type != "stream" or o.get("name") != "stdout"
+            ]
             if bad:
-                raise RuntimeError(f"{path.name}: a checked cell must print to stdout only:\n{cell.source[:200]}\n{bad}")
+                raise RuntimeError(
+                    f"{path.name}: a checked cell must print to stdout only:\n{cell.source[:200]}\n{bad}"
+                )
             cell.outputs = list(done.outputs)
     nbformat.validate(nb)
     nbformat.write(nb, path)

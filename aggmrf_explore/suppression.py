@@ -1,0 +1,155 @@
+"""Suppressed cells: rows a release leaves out because their true count was small.
+
+A release may declare a *suppression threshold* k per table: a row of that table is absent
+from the files if and only if its true count was ≤ k (the AdKDD'21 challenge drops every
+pair cell with count ≤ 10; census tables with k-anonymity thresholds do the same).  An
+absent row is not a zero: it says 0 ≤ d ≤ k, and, since a label sum counts a subset of the
+row's records, 0 ≤ c ≤ d.
+
+Maximum entropy with these inequality constraints (instead of d = 0) gives, per suppressed
+row r, a multiplier μ_r ≤ 0 that is active only when the model puts more than k records in
+the row (complementary slackness), and no constraint on θ_r beyond E[C_r] ≤ k (implied by
+E[D_r] ≤ k, so θ_r = 0 at the unpenalised optimum).  The PCD trainer does the same with
+moving targets (:func:`box_targets`): on a suppressed row the count target is clip(d̂, 0, k)
+— no gradient while the model's expectation is inside the box, a push to the nearest bound
+outside — and the label-sum target is clip(ĉ_model, 0, d_target), where ĉ_model is the
+label sum the θ-gradient compares (ĉ for the true gradient, (d_target / d̂)·ĉ for the
+rescaled one).  :func:`aggmrf_explore.exact_box.fit_exact_box` is the exact counterpart for small state spaces
+(L-BFGS-B on the dual, bounds μ_r ≤ 0 and θ_r ≤ 0 on the suppressed rows).
+
+:class:`Suppression` is what :class:`~aggmrf_explore.tables.AggregatedData` carries
+(``data.suppression``; None when nothing is suppressed); :func:`apply_suppression` makes a
+suppressed release from exact (or noisy) aggregates, as a data owner would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .errors import AggMRFError
+
+__all__ = [
+    "Suppression",
+    "apply_suppression",
+    "box_targets",
+    "suppressed_per_table",
+    "without_suppression",
+]
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """Which rows of a release are suppressed, and the bound on their true counts.
+
+    rows : bool (K,), True on rows absent from the release (never on the intercept row).
+    bound : float64 (K,), the table's threshold k on suppressed rows (0 elsewhere): the true
+        count of a suppressed row lies in [0, k].
+    thresholds : {table index: k} as declared by the release (tables without a threshold
+        are complete: an absent row of such a table is a true zero).
+    """
+
+    rows: np.ndarray
+    bound: np.ndarray
+    thresholds: dict[int, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        rows = np.asarray(self.rows, dtype=bool)
+        bound = np.asarray(self.bound, dtype=np.float64)
+        if rows.ndim != 1 or bound.shape != rows.shape:
+            raise AggMRFError(
+                f"suppression rows and bound must have the same shape (K,); got {rows.shape} "
+                f"and {bound.shape}."
+            )
+        if np.any(~np.isfinite(bound)) or np.any(bound < 0):
+            raise AggMRFError("suppression bounds must be finite numbers ≥ 0.")
+        object.__setattr__(self, "rows", rows)
+        object.__setattr__(self, "bound", np.where(rows, bound, 0.0))
+
+    @property
+    def n_rows(self) -> int:
+        """Number of suppressed rows."""
+        return int(self.rows.sum())
+
+
+def apply_suppression(data, thresholds: Mapping) -> object:
+    """A release of ``data`` (an AggregatedData) that leaves out small rows.
+
+    ``thresholds``: {table (index, or tuple of feature indices / names): k}.  A row of a
+    listed table is suppressed iff its *true* count is ≤ k (``data.true_d`` for a noisy
+    release, else ``data.d``); its released count and label sum become 0 and it is marked
+    in the result's ``suppression``.  Returns a new AggregatedData (``data`` is unchanged).
+    """
+    lay = data.layout
+    truth = data.true_d if data.true_d is not None else data.d
+    rows = np.zeros(lay.K, dtype=bool)
+    bound = np.zeros(lay.K)
+    declared: dict[int, float] = {}
+    for key, k in thresholds.items():
+        ti = int(key) if isinstance(key, int | np.integer) else lay.table_index(tuple(key))
+        if not 1 <= ti < lay.n_tables or not lay.tables[ti]:
+            raise AggMRFError(f"table index {ti} is not a released table.")
+        if not np.isfinite(k) or k < 0:
+            raise AggMRFError(f"suppression threshold must be a number ≥ 0; got {k!r}.")
+        sl = slice(lay.offsets[ti], lay.offsets[ti + 1])
+        hit = truth[sl] <= k
+        rows[sl] = hit
+        bound[sl] = np.where(hit, float(k), 0.0)
+        declared[ti] = float(k)
+    d, c = data.d.copy(), data.c.copy()
+    d[rows] = 0.0
+    c[rows] = 0.0
+    return replace(
+        data, d=d, c=c, meta=dict(data.meta), suppression=Suppression(rows, bound, declared)
+    )
+
+
+def without_suppression(data) -> object:
+    """The same release read naively: absent rows are true zeros ("absent = 0")."""
+    return replace(data, meta=dict(data.meta), suppression=None)
+
+
+def suppressed_per_table(data) -> dict[str, dict]:
+    """{table name: {"threshold": k, "suppressed": rows absent, "rows": table rows}} for each
+    table with a declared threshold (empty without suppression)."""
+    box = getattr(data, "suppression", None)
+    if box is None:
+        return {}
+    lay = data.layout
+    out = {}
+    for ti, k in sorted(box.thresholds.items()):
+        sl = slice(lay.offsets[ti], lay.offsets[ti + 1])
+        out[lay.table_name(lay.tables[ti])] = {
+            "threshold": float(k),
+            "suppressed": int(box.rows[sl].sum()),
+            "rows": int(lay.table_sizes[ti]),
+        }
+    return out
+
+
+def box_targets(
+    d_hat: np.ndarray,
+    c_hat: np.ndarray,
+    d: np.ndarray,
+    c: np.ndarray,
+    box: Suppression,
+    ratio: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The PCD targets (d_t, c_t), each (K,), with suppressed rows as box constraints.
+
+    d_hat, c_hat: the model's scaled statistics d̂, ĉ; d, c: the targets of released rows
+    (returned unchanged there); box: the suppression.  On suppressed rows
+    d_t = clip(d̂, 0, k) and c_t = clip(ĉ_model, 0, d_t), where ĉ_model = ratio(d_t)·ĉ
+    (``ratio``: the rescaled gradient's coordinate-wise ratio as a function of the count
+    target, e.g. ``lambda t: mrf.rescaling_ratio(d_hat, t, pen_mu, gradient)``) or ĉ when
+    ``ratio`` is None (the true gradient).  Pure: new arrays, inputs untouched.
+    """
+    r = box.rows
+    d_t = np.array(d, dtype=np.float64, copy=True)
+    c_t = np.array(c, dtype=np.float64, copy=True)
+    d_t[r] = np.clip(d_hat[r], 0.0, box.bound[r])
+    c_model = c_hat if ratio is None else ratio(d_t) * c_hat
+    c_t[r] = np.clip(c_model[r], 0.0, d_t[r])
+    return d_t, c_t
