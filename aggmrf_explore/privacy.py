@@ -629,4 +629,6 @@ def scaled_noise(mechanism: Mechanism, factor: float) -> Mechanism:
         return LaplaceMechanism(mech.epsilon, mech.l1_sensitivity * f)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClassicGaussianWarning)
-        return GaussianMechanism(mech.epsilon, mech.delta, mech.l2_sensitivity * f, mech.calibration)
+        return GaussianMechanism(
+            mech.epsilon, mech.delta, mech.l2_sensitivity * f, mech.calibration
+        )

@@ -240,11 +240,6 @@ class TableLayout:
         """True when at least one table is hashed (the chain must then be a HashedGibbsChain)."""
         return bool(np.any(self.hash_sizes))
 
-    @property
-    def hashed(self) -> bool:
-        """Same as :attr:`has_hashed_tables` (TEMPORARY alias, issue 12: remove at integration)."""
-        return self.has_hashed_tables
-
     def is_hashed(self, t: int) -> bool:
         """Whether table index t is hashed."""
         return bool(self.hash_sizes[t])

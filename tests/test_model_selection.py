@@ -95,7 +95,9 @@ def test_split_release_halves_carry_the_noise_they_have(kind):
     measured = np.sqrt(max(z.var() - thinning_var, 0.0))
     assert measured == pytest.approx(mech.std / 2, rel=0.08)
     f_a, f_b = split_release(release(agg, mech, seed=9), 0.3, seed=0)
-    assert f_a.noise.std == pytest.approx(0.3 * mech.std) and f_b.noise.std == pytest.approx(0.7 * mech.std)
+    assert f_a.noise.std == pytest.approx(0.3 * mech.std) and f_b.noise.std == pytest.approx(
+        0.7 * mech.std
+    )
     exact_a, _ = split_release(agg, 0.5, seed=0)
     assert exact_a.noise is None
 

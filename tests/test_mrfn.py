@@ -215,7 +215,9 @@ def test_trainer_noise_aware_gradient(small_noisy):
     before = Params(trainer.mu.copy(), trainer.theta.copy())
     stats_ = trainer.step(1)[0]
     d_hat, c_hat = trainer.d_hat, trainer.c_hat
-    ref_d, ref_c = brute_targets(data, d_hat, c_hat, floor=trainer.scale if st.noise_prior_floor else 0.0)
+    ref_d, ref_c = brute_targets(
+        data, d_hat, c_hat, floor=trainer.scale if st.noise_prior_floor else 0.0
+    )
     rel = lay.released
     upd = pcd_update(before, d_hat, c_hat, Targets(ref_d, ref_c), st, trainer.penalty)
     expected_noise = data.d[rel] - ref_d[rel]
@@ -303,7 +305,9 @@ def test_mrfn_beats_mrf_under_heavy_noise():
 
     for seed in range(3):
         p = prepare("synthetic", n=20000, n_features=4, n_modalities=3, coupling=1.5, seed=seed)
-        data = release(p.aggregated, make_mechanism("gaussian", 0.1, 1e-6, p.layout), seed=seed + 10)
+        data = release(
+            p.aggregated, make_mechanism("gaussian", 0.1, 1e-6, p.layout), seed=seed + 10
+        )
         base = default_settings(p.layout, data.n, n_gibbs=4000)
         score = {
             name: train_mrf(p, replace(base, **kw), 300, data=data, eval_every=10**6).nllh_test

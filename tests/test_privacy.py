@@ -77,7 +77,9 @@ def _delta_hockey_stick(sigma: float, eps: float, l2: float) -> float:
     from scipy import integrate, stats
 
     def f(x):
-        return max(stats.norm.pdf(x, 0.0, sigma) - math.exp(eps) * stats.norm.pdf(x, l2, sigma), 0.0)
+        return max(
+            stats.norm.pdf(x, 0.0, sigma) - math.exp(eps) * stats.norm.pdf(x, l2, sigma), 0.0
+        )
 
     x_star = l2 / 2 - eps * sigma**2 / l2  # the integrand is positive exactly for x < x*
     val, _ = integrate.quad(f, x_star - 40 * sigma, x_star, epsabs=0.0, epsrel=1e-10, limit=200)

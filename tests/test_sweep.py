@@ -13,25 +13,35 @@ from aggmrf_explore.cli import main
 
 SMALL = ["--dataset", "synthetic", "--n", "3000", "--iterations", "40", "--gibbs-samples", "1000"]
 COLUMNS = [
-    "epsilon", "delta", "mechanism", "sigma", "model", "nllh_test", "seconds",
+    "epsilon", "delta", "mechanism", "sigma", "model", "noise_seed", "nllh_test", "seconds",
     "mrf_noiseless", "logistic_pairs",
 ]  # fmt: skip
+MODELS = ["MRF (raw)", "MRF (projected)", "MRF-N"]
 
 
 def test_sweep_writes_csv_and_png(tmp_path, capsys):
     out = tmp_path / "sub" / "sweep_small"
     status = main(["sweep", *SMALL, "--epsilons", "1,10", "--mechanism", "gaussian",
-                   "--delta", "1e-7", "--out", str(out), "--json"])  # fmt: skip
+                   "--delta", "1e-7", "--noise-seeds", "2", "--out", str(out), "--json"])  # fmt: skip
     assert status == 0
     report = json.loads(capsys.readouterr().out)
     csv, png = tmp_path / "sub" / "sweep_small.csv", tmp_path / "sub" / "sweep_small.png"
     assert report["csv"] == str(csv) and report["png"] == str(png)
     frame = pd.read_csv(csv)
     assert list(frame.columns) == COLUMNS
-    assert len(frame) == 4
-    assert sorted(zip(frame["epsilon"], frame["model"], strict=True)) == [
-        (1.0, "MRF"), (1.0, "MRF-N"), (10.0, "MRF"), (10.0, "MRF-N")
-    ]  # fmt: skip
+    assert len(frame) == 2 * 2 * 3  # ε × noise seeds × models
+    assert sorted(
+        zip(frame["epsilon"], frame["noise_seed"], frame["model"], strict=True)
+    ) == sorted((e, k, m) for e in (1.0, 10.0) for k in (0, 1) for m in MODELS)
+    # the two seeds are different releases: different scores
+    one = frame[(frame["epsilon"] == 1.0) & (frame["model"] == "MRF-N")]["nllh_test"]
+    assert one.nunique() == 2
+    summary = pd.DataFrame(report["summary"])
+    assert list(summary["model"]) == MODELS * 2 and set(summary["n"]) == {2}
+    m = summary[(summary["epsilon"] == 1.0) & (summary["model"] == "MRF-N")]
+    assert m["mean"].iloc[0] == pytest.approx(one.mean()) and m["sd"].iloc[0] == pytest.approx(
+        one.std()
+    )
     assert set(frame["mechanism"]) == {"gaussian"} and set(frame["delta"]) == {1e-7}
     assert np.all(np.isfinite(frame[["sigma", "nllh_test", "mrf_noiseless", "logistic_pairs"]]))
     # σ shrinks as ε grows
@@ -45,7 +55,8 @@ def test_sweep_laplace(tmp_path):
     assert main(["sweep", *SMALL, "--iterations", "10", "--epsilons", "2",
                  "--mechanism", "laplace", "--out", str(out)]) == 0  # fmt: skip
     frame = pd.read_csv(out.with_suffix(".csv"))
-    assert list(frame["model"]) == ["MRF", "MRF-N"] and set(frame["mechanism"]) == {"laplace"}
+    assert list(frame["model"]) == MODELS * 3 and set(frame["mechanism"]) == {"laplace"}
+    assert list(frame["noise_seed"]) == [0] * 3 + [1] * 3 + [2] * 3  # 3 seeds by default
     assert (out.with_suffix(".png")).exists()
 
 
@@ -62,6 +73,7 @@ def test_sweep_laplace(tmp_path):
         ),
         (["--mechanism", "gaussian", "--delta", "0", "--epsilons", "1"], "delta"),
         (["--iterations", "0", "--epsilons", "1"], "--iterations must be ≥ 1"),
+        (["--noise-seeds", "0", "--epsilons", "1"], "--noise-seeds must be an integer ≥ 1"),
     ],
 )
 def test_sweep_bad_input(extra, match, tmp_path, capsys):

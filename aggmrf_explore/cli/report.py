@@ -125,7 +125,7 @@ def print_tables_run(out: dict) -> None:
     }
     print_run(printable)
     if "aggregated_nllh" in m:
-        print("aggregated-only validation on the second release (see aggmrf_explore.validation):")
+        print("aggregated-only validation on the second release (see aggmrf_explore.model_selection):")
         print(f"  cross-fit NLLH   {m['cross_fit_nllh']:.4f}  (estimates the record-level NLLH)")
         print(f"  cell-level NLLH  {m['aggregated_nllh']:.4f}  (label sums of its table cells)")
     if "lambda_theta_auto" in out:

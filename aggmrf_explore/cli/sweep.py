@@ -1,6 +1,17 @@
-"""``aggmrf-explore sweep``: what does ε cost?  MRF and the noise-aware MRF-N trained on a
-release at each ε of ``--epsilons``, against the noiseless MRF and the logistic skyline on
-records: PREFIX.csv (one row per ε and model) and PREFIX.png (test NLLH against ε)."""
+"""``aggmrf-explore sweep``: what does ε cost?  At each ε of ``--epsilons``, ``--noise-seeds``
+independent releases; on each, three models trained on the noisy tables:
+
+* ``MRF (raw)``: the plain MRF fitted to the released values as they are (targets="raw",
+  the AdKDD'21 paper's MRF baseline);
+* ``MRF (projected)``: the plain MRF fitted to d⁺ = max(d̃, 0), c⁺ = clip(c̃, 0, d⁺) (the
+  trainer's default);
+* ``MRF-N``: noise-aware training (the paper's section 5);
+
+against the noiseless MRF and the logistic skyline on records.  Writes PREFIX.csv (one row
+per ε, model and noise seed) and PREFIX.png (test NLLH against ε: mean over the noise seeds,
+error bars ± 1 standard deviation).  ``--quick``: ε 1 and 10, 2 seeds, 150 iterations (each
+overridable by its own flag).
+"""
 
 from __future__ import annotations
 
@@ -14,27 +25,55 @@ from .report import ProgressBar, noise_summary, print_json, print_sweep
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["cmd_sweep", "sweep_plot"]
+__all__ = ["cmd_sweep", "sweep_plot", "sweep_summary", "MODELS"]
+
+#: model label → TrainerSettings overrides
+MODELS = {
+    "MRF (raw)": {"targets": "raw", "noise_aware": False},
+    "MRF (projected)": {"targets": "projected", "noise_aware": False},
+    "MRF-N": {"noise_aware": True},
+}
+DEFAULT_EPSILONS = "0.5,1,2,5,10"
+QUICK = {"epsilons": "1,10", "noise_seeds": 2, "iterations": 150}
+
+
+def _options(args: argparse.Namespace) -> tuple[list[float], int, int]:
+    """(ε list, number of noise seeds ≥ 1, iterations) from the flags and ``--quick``."""
+    from ..errors import AggMRFError
+
+    quick = bool(getattr(args, "quick", False))
+    eps_text = args.epsilons if args.epsilons is not None else (
+        QUICK["epsilons"] if quick else DEFAULT_EPSILONS
+    )  # fmt: skip
+    epsilons = cli_args.float_list(eps_text, "--epsilons")
+    seeds = getattr(args, "noise_seeds", None)
+    seeds = (QUICK["noise_seeds"] if quick else 3) if seeds is None else seeds
+    if not isinstance(seeds, int) or seeds < 1:
+        raise AggMRFError(f"--noise-seeds must be an integer ≥ 1; got {seeds!r}.")
+    if quick and args.iterations is None:
+        return epsilons, seeds, QUICK["iterations"]
+    return epsilons, seeds, cli_args.iterations(args)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``sweep``: write the CSV and the PNG, print the rows; returns the exit status."""
     from dataclasses import replace
 
+    import numpy as np
     import pandas as pd
 
     from ..baselines import logistic_pairs
+    from ..errors import DivergenceError
     from ..experiment import train_mrf
     from ..privacy import release
 
-    epsilons = cli_args.float_list(args.epsilons, "--epsilons")
-    iterations = cli_args.iterations(args)
+    epsilons, n_seeds, iterations = _options(args)
     problem = cli_args.prepare_problem(args)
     # every mechanism first, so that a bad δ fails before any training
     mechs = [cli_args.make_mechanism(args, problem.layout, eps) for eps in epsilons]
     base = cli_args.trainer_settings(args, problem.layout, problem.aggregated.n)
     enc = problem.encoded
-    total = 2 + 2 * len(epsilons)
+    total = 2 + len(MODELS) * n_seeds * len(epsilons)
     bar = ProgressBar("sweep")
     done = 0
     bar(done, total)
@@ -48,18 +87,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     done += 1
     bar(done, total)
     for eps, mech in zip(epsilons, mechs, strict=True):
-        data = release(problem.aggregated, mech, seed=args.seed)
         summary = noise_summary(mech, args.accounting)
-        for aware in (False, True):
-            st = replace(base, noise_aware=aware)
-            run = train_mrf(problem, st, iterations, data=data, eval_every=iterations + 1)
-            rows.append({
-                "epsilon": eps, "delta": summary["delta"], "mechanism": summary["mechanism"],
-                "sigma": summary["sigma"], "model": "MRF-N" if aware else "MRF",
-                "nllh_test": run.nllh_test, "seconds": run.seconds,
-            })  # fmt: skip
-            done += 1
-            bar(done, total)
+        for k in range(n_seeds):
+            noise_seed = args.seed + k
+            data = release(problem.aggregated, mech, seed=noise_seed)
+            for model, overrides in MODELS.items():
+                st = replace(base, **overrides)
+                try:
+                    run = train_mrf(problem, st, iterations, data=data, eval_every=iterations + 1)
+                    score, seconds = run.nllh_test, run.seconds
+                except DivergenceError:  # reported as NaN: the plot and summary skip it
+                    score, seconds = float("nan"), float("nan")
+                rows.append({
+                    "epsilon": eps, "delta": summary["delta"], "mechanism": summary["mechanism"],
+                    "sigma": summary["sigma"], "model": model, "noise_seed": noise_seed,
+                    "nllh_test": score, "seconds": seconds,
+                })  # fmt: skip
+                done += 1
+                bar(done, total)
     frame = pd.DataFrame(rows)
     frame["mrf_noiseless"] = ref.nllh_test
     frame["logistic_pairs"] = sky.nllh_test
@@ -69,16 +114,31 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     png_path = out.with_suffix(".png")
     frame.to_csv(csv_path, index=False)
     sweep_plot(frame, problem.name, png_path)
+    table = sweep_summary(frame)
     if args.json:
-        print_json({"csv": str(csv_path), "png": str(png_path), "rows": rows,
+        clean = [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
+                 for r in rows]  # fmt: skip
+        print_json({"csv": str(csv_path), "png": str(png_path), "rows": clean,
+                    "summary": table.to_dict(orient="records"),
                     "mrf_noiseless": ref.nllh_test, "logistic_pairs": sky.nllh_test})  # fmt: skip
     else:
-        print_sweep(frame, csv_path, png_path)
+        print_sweep(table, csv_path, png_path)
     return 0
 
 
+def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean, standard deviation and count of the test NLLH over the noise seeds, one row per
+    ε and model (diverged runs, NaN, left out; ``n`` says how many runs remain)."""
+    g = frame.groupby(["epsilon", "sigma", "model"], sort=True)["nllh_test"]
+    out = g.agg(mean="mean", sd="std", n="count").reset_index()
+    order = {m: i for i, m in enumerate(MODELS)}
+    out["_o"] = out["model"].map(order)
+    return out.sort_values(["epsilon", "_o"]).drop(columns="_o").reset_index(drop=True)
+
+
 def sweep_plot(frame: pd.DataFrame, dataset: str, path: Path) -> None:
-    """Test NLLH against ε (log axis) for MRF and MRF-N with the noiseless references.
+    """Test NLLH against ε (log axis): each model's mean over the noise seeds with ± 1 sd
+    error bars, and the noiseless references.
 
     ``frame``: the sweep's rows (columns as in PREFIX.csv); ``path``: the PNG written.
     """
@@ -87,10 +147,19 @@ def sweep_plot(frame: pd.DataFrame, dataset: str, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    for model, style in (("MRF", "o-"), ("MRF-N", "s-")):
-        sub = frame[frame["model"] == model].sort_values("epsilon")
-        ax.plot(sub["epsilon"], sub["nllh_test"], style, label=f"{model} (noisy tables)")
+    table = sweep_summary(frame)
+    n_seeds = int(frame.groupby(["epsilon", "model"])["noise_seed"].nunique().max())
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
+    styles = {"MRF (raw)": "v-", "MRF (projected)": "o-", "MRF-N": "s-"}
+    offsets = {"MRF (raw)": 0.97, "MRF (projected)": 1.0, "MRF-N": 1.03}  # dodge the bars
+    for model in MODELS:
+        sub = table[table["model"] == model]
+        if sub.empty:
+            continue
+        ax.errorbar(
+            sub["epsilon"] * offsets[model], sub["mean"], yerr=sub["sd"].fillna(0.0),
+            fmt=styles[model], capsize=3, label=f"{model}",
+        )  # fmt: skip
     sky, ref = frame["logistic_pairs"].iloc[0], frame["mrf_noiseless"].iloc[0]
     ax.axhline(sky, color="k", ls="--", lw=1, label=f"logistic on records, skyline ({sky:.3f})")
     ax.axhline(ref, color="tab:green", ls=":", lw=2, label=f"MRF, no noise ({ref:.3f})")
@@ -104,9 +173,11 @@ def sweep_plot(frame: pd.DataFrame, dataset: str, path: Path) -> None:
     delta = frame["delta"].iloc[0]
     ax.set_title(
         f"What does ε cost? {dataset}, {mech} mechanism" + (f", δ={delta:g}" if delta else "")
-    )
+        + f"\nmean ± 1 sd over {n_seeds} noise seed{'s' if n_seeds > 1 else ''}",
+        fontsize=10,
+    )  # fmt: skip
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -1,0 +1,230 @@
+"""Reading and writing files someone else may have made: capped, regular files only, strict JSON.
+
+Every reader of the package (records CSVs, releases, models) goes through :func:`read_bytes`,
+and every JSON document through :func:`loads_json`; every writer checks its target with
+:func:`check_output_file` / :func:`check_output_dir` before any work starts.  Each raises
+:class:`~aggmrf_explore.errors.AggMRFError` with a message that names the file (never its
+contents) and says what to do.
+
+* :func:`read_bytes` refuses anything that is not a regular file (a directory, a FIFO, a
+  device such as ``/dev/zero``, a socket) *before* reading, opens with ``O_NONBLOCK`` so that
+  a FIFO swapped in at the last moment cannot block, and reads at most ``max_bytes`` bytes.
+* :func:`loads_json` rejects the non-standard constants ``NaN``, ``Infinity``,
+  ``-Infinity`` and duplicate keys, and reports decoding errors (not UTF-8) as such.
+* :func:`decode_text` turns bytes into text: UTF-8 (BOM or not), UTF-16 with a BOM, else
+  Latin-1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+from .errors import AggMRFError
+
+__all__ = [
+    "MAX_JSON_BYTES",
+    "MAX_CSV_BYTES",
+    "read_bytes",
+    "decode_text",
+    "loads_json",
+    "read_json",
+    "check_regular_file",
+    "check_output_file",
+    "check_output_dir",
+    "mib",
+]
+
+MAX_JSON_BYTES = 256 * 2**20  # release.json, model files and schema files: 256 MiB
+MAX_CSV_BYTES = 2 * 2**30  # a records CSV: 2 GiB (the size budget refuses big tables first)
+
+
+def mib(n: int) -> str:
+    """``n`` bytes in MiB, for messages (e.g. "3.2 MiB")."""
+    return f"{n / 2**20:.3g} MiB"
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_regular_file(path: str | Path, what: str) -> os.stat_result:
+    """Stat ``path`` (following symlinks) and raise unless it is an existing regular file.
+
+    ``what`` names the file in messages (e.g. "model file").  Returns the stat result.
+    """
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise AggMRFError(f"{what} not found: {str(p)!r}; check the path.") from None
+    except PermissionError:
+        raise AggMRFError(
+            f"{what} {str(p)!r} cannot be read (permission denied); check its permissions."
+        ) from None
+    except OSError as e:
+        raise AggMRFError(f"{what} {str(p)!r} cannot be read ({e.strerror}).") from None
+    if not stat.S_ISREG(st.st_mode):
+        hint = " give the path of a file inside it" if stat.S_ISDIR(st.st_mode) else ""
+        raise AggMRFError(
+            f"{what} {str(p)!r} is {_kind(st.st_mode)}, not a regular file;"
+            + (hint or " give the path of a regular file")
+            + "."
+        )
+    return st
+
+
+def read_bytes(path: str | Path, what: str, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` of them.
+
+    Refused (AggMRFError): a missing path, a directory / FIFO / device / socket (checked
+    before opening; the open is non-blocking and re-checked with ``fstat``), a file larger
+    than ``max_bytes`` (the message gives both sizes).  ``what`` names the file in messages.
+    """
+    p = Path(path)
+    check_regular_file(p, what)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except PermissionError:
+        raise AggMRFError(
+            f"{what} {str(p)!r} cannot be read (permission denied); check its permissions."
+        ) from None
+    except OSError as e:
+        raise AggMRFError(f"{what} {str(p)!r} cannot be opened ({e.strerror}).") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise AggMRFError(f"{what} {str(p)!r} is {_kind(st.st_mode)}, not a regular file.")
+        if st.st_size > max_bytes:
+            raise AggMRFError(
+                f"{what} {str(p)!r} is {mib(st.st_size)}, more than the {mib(max_bytes)} "
+                "allowed for it; check that it is the right file."
+            )
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise AggMRFError(
+                    f"{what} {str(p)!r} is larger than the {mib(max_bytes)} allowed for it; "
+                    "check that it is the right file."
+                )
+        return b"".join(chunks)
+    except OSError as e:
+        raise AggMRFError(f"{what} {str(p)!r} cannot be read ({e.strerror}).") from None
+    finally:
+        os.close(fd)
+
+
+def decode_text(raw: bytes, what: str, *, fallback_latin1: bool = True) -> str:
+    """Text of a file's bytes: UTF-8 (with or without BOM), UTF-16 / UTF-32 with a BOM,
+    else Latin-1 (``fallback_latin1``) or an error saying the file is not UTF-8."""
+    if raw[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        enc = "utf-32"
+    elif raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        enc = "utf-16"
+    else:
+        enc = "utf-8-sig"
+    try:
+        return raw.decode(enc)
+    except UnicodeDecodeError as e:
+        if enc == "utf-8-sig" and fallback_latin1:
+            return raw.decode("latin-1")
+        label = "UTF-8" if enc == "utf-8-sig" else enc.upper()
+        raise AggMRFError(
+            f"{what} is not valid {label} text (byte {e.start}); save it as UTF-8."
+        ) from None
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"the non-standard constant {name} (JSON numbers must be finite)")
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"the key {k[:40]!r} appears twice in one object")
+        out[k] = v
+    return out
+
+
+def loads_json(text: str | bytes, what: str) -> object:
+    """Parse strict JSON: no NaN / Infinity constants, no duplicate keys, UTF-8 (or UTF-16
+    with a BOM) when given bytes.  ``what`` names the document in messages."""
+    if isinstance(text, bytes):
+        text = decode_text(text, what, fallback_latin1=False)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        raise AggMRFError(f"{what} is empty; it should hold a JSON object.")
+    try:
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as e:
+        raise AggMRFError(
+            f"{what} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); "
+            "check that the file is the one written by aggmrf-explore."
+        ) from None
+    except ValueError as e:
+        raise AggMRFError(f"{what} is not valid JSON: it has {e}.") from None
+    except RecursionError:
+        raise AggMRFError(f"{what} is nested too deeply to be a valid file.") from None
+
+
+def read_json(path: str | Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> object:
+    """:func:`read_bytes` + :func:`loads_json`; ``what`` names the file in messages."""
+    p = Path(path)
+    return loads_json(read_bytes(p, what, max_bytes), f"{what} {p.name!r}")
+
+
+def check_output_file(path: str | Path, what: str, suffixes: tuple[str, ...] = ()) -> Path:
+    """Before any work: ``path`` can be written as a file (its directory exists, it is not
+    a directory, the suffix is one of ``suffixes`` if given).  Directories are never
+    created.  Returns the path."""
+    p = Path(path)
+    if suffixes and p.suffix.lower() not in suffixes:
+        raise AggMRFError(
+            f"{what} {str(p)!r} must end in {' or '.join(suffixes)}; got {p.suffix or 'no suffix'!r}."
+        )
+    if p.is_dir():
+        raise AggMRFError(f"{what} {str(p)!r} is a directory; give a file name.")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise AggMRFError(
+            f"{what}: the directory {str(parent)!r} does not exist; create it first "
+            f"(mkdir -p {str(parent)!r}) or choose another path."
+        )
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise AggMRFError(f"{what} {str(p)!r} cannot be written (permission denied).")
+    return p
+
+
+def check_output_dir(path: str | Path, what: str) -> Path:
+    """Before any work: ``path`` is an existing directory or can be created as one (its
+    parent exists; parents are never created).  Returns the path."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise AggMRFError(f"{what} {str(p)!r} exists and is not a directory; choose another path.")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not p.exists() and not parent.is_dir():
+        raise AggMRFError(
+            f"{what}: the directory {str(parent)!r} does not exist; create it first "
+            f"(mkdir -p {str(parent)!r}) or choose another path."
+        )
+    target = p if p.exists() else parent
+    if not os.access(target, os.W_OK):
+        raise AggMRFError(f"{what} {str(p)!r} cannot be written (permission denied).")
+    return p

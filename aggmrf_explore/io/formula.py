@@ -1,0 +1,69 @@
+"""Formula neutralisation of the CSV files the project writes (OWASP's "CSV injection" rule).
+
+A spreadsheet opening a CSV runs a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
+carriage return as a formula (``=cmd|' /C calc'!A0``).  Every CSV writer of the package
+(releases, models, predictions, sweeps) passes its cells and header through
+:func:`neutralise_cell` / :func:`neutralise_frame`, which prefix such a cell with ``'``
+unless it is a plain number (``-4``, ``+1.5e3``).  Every reader passes them back through
+:func:`restore_cell` / :func:`restore_frame`, so reading a written file gives the original
+values exactly.
+
+The rule is a bijection: a cell that starts with ``'`` followed by something that would be
+neutralised is itself neutralised (``'=x`` is written ``''=x``), so ``restore`` never strips
+a quote that a label really has; a hand-written ``'abc`` reads as ``'abc``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+__all__ = ["FORMULA_STARTS", "neutralise_cell", "restore_cell", "neutralise_frame", "restore_frame"]
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _needs(cell: str) -> bool:
+    i = 0
+    while i < len(cell) and cell[i] == "'":
+        i += 1
+    rest = cell[i:]
+    if not rest or rest[0] not in FORMULA_STARTS:
+        return False
+    return i > 0 or _NUMBER.fullmatch(rest) is None
+
+
+def neutralise_cell(cell: object) -> object:
+    """``cell`` as written to a CSV: a string starting like a formula gets a leading ``'``
+    (numbers and non-strings are returned unchanged)."""
+    if isinstance(cell, str) and _needs(cell):
+        return "'" + cell
+    return cell
+
+
+def restore_cell(cell: object) -> object:
+    """Inverse of :func:`neutralise_cell`: the original value of a cell read from a CSV."""
+    if isinstance(cell, str) and cell.startswith("'") and _needs(cell[1:]):
+        return cell[1:]
+    return cell
+
+
+def neutralise_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` with every string cell and column name neutralised."""
+    out = frame.copy()
+    for c in out.columns:
+        if out[c].dtype == object:
+            out[c] = out[c].map(neutralise_cell)
+    out.columns = [neutralise_cell(str(c)) for c in out.columns]
+    return out
+
+
+def restore_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (read with ``dtype=str``) with every cell and column name restored, in place."""
+    frame.columns = [restore_cell(str(c)) for c in frame.columns]
+    for c in frame.columns:
+        if frame[c].dtype == object:
+            frame[c] = frame[c].map(restore_cell)
+    return frame

@@ -1,0 +1,249 @@
+""":class:`MHGibbsChain`: the persistent chain with Metropolis-within-Gibbs for large M_f.
+
+Implements the :class:`~.chain.Chain` protocol for any layout (exact or hashed tables).
+Per feature the kernel is chosen by cost (:func:`mh_features`): the full conditional costs
+about M_f (T_f + 1) operations per site (a gather per value and table, an exp per value),
+a Metropolis–Hastings move about 2 T_f + 4 (two gathers per table, one alias draw, one
+exp); MH mixes more slowly per move (its moves are rejected with probability 1 − the
+acceptance rate), so it is used only when it is at least ``MH_COST_MARGIN`` = 8 times
+cheaper: M_f (T_f + 1) > 8 (2 T_f + 4).  On an all-pairs layout with 19 features (T_f = 19)
+that is M_f > 17.
+
+A chain can hold a *shard*: the samples ``first .. first + count − 1`` of a chain of
+``n_samples``; its draws are exactly those of the same samples in the whole chain (the
+counter-based uniforms are keyed by the global sample index), and
+:meth:`MHGibbsChain.integer_statistics` returns exact integer partial sums, so shards
+reduce to the one-chain statistics bit for bit (:mod:`aggmrf_explore.distributed`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .hashed import HashedStructure
+from .mh import (
+    FIXED_BITS,
+    PROPOSAL_UNIFORM,
+    alias_table,
+    init_samples_offset,
+    mh_accumulate,
+    mh_rows_logits,
+    mh_sweep,
+)
+from .rng import stream_key
+from .rows import table_arrays
+
+__all__ = ["MHGibbsChain", "mh_features", "integer_to_float", "MH_COST_MARGIN"]
+
+MH_COST_MARGIN = 8.0
+
+
+def mh_features(layout, margin: float = MH_COST_MARGIN) -> np.ndarray:
+    """bool (D,): the features updated by MH, M_f (T_f + 1) > margin · (2 T_f + 4)."""
+    m = np.asarray(layout.n_modalities, dtype=np.int64)
+    T_f = np.array([sum(1 for t in layout.tables if f in t) for f in range(m.size)])
+    return m * (T_f + 1) > margin * (2 * T_f + 4)
+
+
+def _cdfs(m: np.ndarray, marginals: list) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Checked, normalised marginals and their CDFs (one (M_f,) array each)."""
+    if len(marginals) != m.size:
+        raise ValueError(f"{len(marginals)} marginals for {m.size} features; give one per feature.")
+    ps, cdfs = [], []
+    for f, p in enumerate(marginals):
+        p = np.asarray(p, dtype=np.float64)
+        if p.shape != (int(m[f]),) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
+            raise ValueError(
+                f"marginal of feature {f} must be {int(m[f])} finite non-negative weights, not all 0."
+            )
+        ps.append(p / p.sum())
+        cdfs.append(np.cumsum(p / p.sum()))
+    return ps, cdfs
+
+
+class MHGibbsChain:
+    """Persistent Gibbs samples (x̃_i, ỹ_i) with MH site updates for large-M_f features.
+
+    Parameters: ``layout`` (TableLayout), ``n_samples`` n' (of the whole chain),
+    ``marginals`` (one (M_f,) weight vector per feature: the initial independent draw and
+    the MH proposals), ``seed``; ``use_mh`` (bool (D,), default :func:`mh_features`);
+    ``first``, ``count``: hold only samples first .. first + count − 1 (a shard).
+
+    codes : int32 (count, D) read-only snapshot;  rows : int64 (count, T) read-only snapshot.
+    acceptance : MH acceptance rate of the last sweep over the MH features (None if no
+    feature uses MH);  acceptance_by_feature : float64 (D,), NaN for full-conditional ones.
+    """
+
+    def __init__(
+        self,
+        layout,
+        n_samples: int,
+        marginals: list,
+        seed: int,
+        use_mh: np.ndarray | None = None,
+        first: int = 0,
+        count: int | None = None,
+    ) -> None:
+        n_samples = int(n_samples)
+        if n_samples <= 0:
+            raise ValueError(f"n_samples must be a positive integer; got {n_samples}.")
+        first = int(first)
+        count = n_samples - first if count is None else int(count)
+        if first < 0 or count <= 0 or first + count > n_samples:
+            raise ValueError(
+                f"shard {first}..{first + count - 1} is not inside 0..{n_samples - 1}."
+            )
+        if layout.K >= 2**31:
+            raise ValueError("more than 2^31 table rows; use feature hashing to reduce K")
+        if n_samples >= 2 ** (62 - FIXED_BITS):
+            raise ValueError(f"n_samples = {n_samples} is too large for exact statistics.")
+        m = np.asarray(layout.n_modalities, dtype=np.int64)
+        D = m.size
+        ps, cdfs = _cdfs(m, marginals)
+        self.K = int(layout.K)
+        self.seed = int(seed)
+        self.sweeps = 0
+        self.n_total = n_samples
+        self.first = first
+        self.use_mh = mh_features(layout) if use_mh is None else np.asarray(use_mh, dtype=np.bool_)
+        if self.use_mh.shape != (D,):
+            raise ValueError(f"use_mh must have shape ({D},).")
+        ptr, tab, stride = [0], [], []
+        for f in range(D):
+            for t, feats in enumerate(layout.tables):
+                if f in feats:
+                    tab.append(t)
+                    stride.append(int(layout.strides[t, f]))
+            ptr.append(len(tab))
+        tabs = table_arrays(
+            layout.tables, layout.strides, layout.offsets, layout.hash_sizes, layout.hash_salts
+        )
+        self.structure = HashedStructure(
+            n_modalities=m,
+            feat_ptr=np.asarray(ptr, dtype=np.int64),
+            feat_tab=np.asarray(tab, dtype=np.int64),
+            feat_stride=np.asarray(stride, dtype=np.int64),
+            tables=tabs,
+        )
+        qs = [(1.0 - PROPOSAL_UNIFORM) * p + PROPOSAL_UNIFORM / p.size for p in ps]
+        probs, aliases = zip(*(alias_table(q) for q in qs), strict=True)
+        self._mh = (
+            self.use_mh,
+            np.concatenate([[0], np.cumsum(m)]).astype(np.int64),
+            np.concatenate(probs),
+            np.concatenate(aliases).astype(np.int64),
+            np.log(np.concatenate(qs)),
+        )
+        cdf_ptr = np.concatenate([[0], np.cumsum([c.size for c in cdfs])]).astype(np.int64)
+        self._x = init_samples_offset(np.concatenate(cdfs), cdf_ptr, count, self.seed, first)
+        self._y = np.zeros(count, dtype=np.uint8)
+        self._y_drawn = False
+        self._z = np.zeros(count)
+        self._fixed = np.zeros(count, dtype=np.int64)
+        self._rows_t = np.zeros((len(layout.tables), count), dtype=np.int32)
+        self._W = np.zeros(2 * self.K)
+        n_blocks = (count + 63) // 64
+        self._counts = np.zeros((n_blocks, 2 * D), dtype=np.int64)
+        self._rows_theta: np.ndarray | None = None  # θ of _rows_t / _z / _fixed
+        self._stats: tuple[np.ndarray, np.ndarray] | None = None
+        self.accepted = np.zeros(D, dtype=np.int64)  # last sweep's MH moves per feature
+        self.proposed = np.zeros(D, dtype=np.int64)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def n_samples(self) -> int:
+        """Samples held by this chain (count)."""
+        return int(self._x.shape[0])
+
+    @property
+    def codes(self) -> np.ndarray:
+        out = self._x.copy()
+        out.flags.writeable = False
+        return out
+
+    @property
+    def rows(self) -> np.ndarray:
+        self._ensure_rows(np.zeros(self.K) if self._rows_theta is None else self._rows_theta)
+        out = self._rows_t.T.astype(np.int64)
+        out.flags.writeable = False
+        return out
+
+    @property
+    def memory_bytes(self) -> int:
+        arrays = (self._x, self._y, self._z, self._fixed, self._rows_t, self._W, self._counts)
+        return int(sum(a.nbytes for a in arrays))
+
+    @property
+    def acceptance(self) -> float | None:
+        """Accepted / proposed MH moves of the last sweep (None without MH features or sweeps)."""
+        p = int(self.proposed.sum())
+        return None if p == 0 else float(self.accepted.sum() / p)
+
+    @property
+    def acceptance_by_feature(self) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.proposed > 0, self.accepted / self.proposed, np.nan)
+
+    # ------------------------------------------------------------------ kernels
+    def _check(self, a: np.ndarray, name: str) -> np.ndarray:
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        if a.shape != (self.K,):
+            raise ValueError(f"{name} must have shape ({self.K},); got {a.shape}.")
+        return a
+
+    def sweep(self, mu: np.ndarray, theta: np.ndarray, statistics: bool = True) -> None:
+        """One sweep under (μ, θ), float64 (K,) each; with ``statistics`` the rows and σ's
+        of the new state under θ are computed for :meth:`statistics`."""
+        mu, theta = self._check(mu, "mu"), self._check(theta, "theta")
+        self._W[: self.K] = mu
+        self._W[self.K :] = mu + theta
+        keys = [stream_key(self.seed, self.sweeps, i) for i in (0, 2, 1)]
+        mh_sweep(
+            self._x, self._y, self._z, self._W, theta, self.structure, self._mh,
+            self.first, keys[0], keys[1], keys[2], not self._y_drawn, self._counts,
+        )  # fmt: skip
+        D = self._x.shape[1]
+        self.accepted = self._counts[:, :D].sum(axis=0)
+        self.proposed = self._counts[:, D:].sum(axis=0)
+        self._y_drawn = True
+        self._rows_theta = None
+        self._stats = None
+        self.sweeps += 1
+        if statistics:
+            self._ensure_rows(theta)
+
+    def _ensure_rows(self, theta: np.ndarray) -> None:
+        if self._rows_theta is not None and np.array_equal(theta, self._rows_theta):
+            return
+        mh_rows_logits(self._x, theta, self.structure.tables, self._rows_t, self._z, self._fixed)
+        self._rows_theta = theta.copy()
+        self._stats = None
+
+    def logits(self, theta: np.ndarray) -> np.ndarray:
+        """φ(x̃_i)·θ for every sample held, float64 (count,)."""
+        theta = self._check(theta, "theta")
+        self._ensure_rows(theta)
+        return self._z.copy()
+
+    def integer_statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact partial sums, int64 (K,) each: counts Σ_i φ(x̃_i) and
+        Σ_i round(σ(φ(x̃_i)·θ) 2^32) φ(x̃_i) over the samples held."""
+        theta = self._check(theta, "theta")
+        self._ensure_rows(theta)
+        if self._stats is None:
+            d = np.zeros(self.K, dtype=np.int64)
+            c = np.zeros(self.K, dtype=np.int64)
+            mh_accumulate(self._rows_t, self._fixed, d, c)
+            self._stats = (d, c)
+        return self._stats[0].copy(), self._stats[1].copy()
+
+    def statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Unscaled d̂ = Σ_i φ(x̃_i) and ĉ = Σ_i σ(φ(x̃_i)·θ) φ(x̃_i), float64 (K,) each
+        (σ in units of 2^-32: exact sums, thread and shard independent)."""
+        d, c = self.integer_statistics(theta)
+        return integer_to_float(d, c)
+
+
+def integer_to_float(d: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(d, c) int64 partial sums → float64 (d̂, ĉ): exact conversions (below 2^53)."""
+    return d.astype(np.float64), c.astype(np.float64) * float(2.0**-FIXED_BITS)
