@@ -1,4 +1,4 @@
-from nbtools import SETUP, answer, code, md, write
+from nbtools import answer, code, md, write
 
 NAME = "02_training_pcd.ipynb"
 
