@@ -8,7 +8,9 @@ callback stops training early by raising :class:`StopTraining`.
 
 - :class:`Progress`: ``report(done, total)`` every few iterations (the CLI's progress bar,
   the notebook widget, the explorer);
-- :class:`HeldOutNLLH`: the NLLH of held-out coded records, every ``every`` iterations;
+- :class:`HeldOutNLLH`: the NLLH of held-out coded records, every ``every`` iterations (of
+  the reported model, the iterate average when the trainer averages; ``live=True`` adds the
+  last iterate's);
 - :class:`History`: the list of every iteration's statistics and its DataFrame.
 
 This module imports nothing from :mod:`.mrf`: the trainer is duck-typed (:class:`Trainer`).
@@ -41,7 +43,10 @@ class Trainer(Protocol):
     settings: Any  # mrf.TrainerSettings
 
     @property
-    def model(self) -> Any: ...  # mrf.MRFModel
+    def model(self) -> Any: ...  # mrf.MRFModel: the reported model (maybe an iterate average)
+
+    @property
+    def live_model(self) -> Any: ...  # mrf.MRFModel: the last iterate
 
 
 Callback = Callable[[Trainer, Any], None]  # cb(trainer, stats: mrf.IterationStats) -> None
@@ -77,11 +82,18 @@ class HeldOutNLLH:
     ``settings.eval_every``, read at each iteration so ``trainer.update(eval_every=…)``
     applies); ``last`` is the most recent value (None before the first).  With ``layout``
     the records' table rows are computed (and the codes checked) at once, else at the first
-    call from ``trainer.layout``.
+    call from ``trainer.layout``.  The score is that of ``trainer.model``, the reported model
+    (the iterate average once the trainer averages); with ``live=True`` also
+    ``stats.nllh_live``, the last iterate's (``last_live``), computed only while the two differ.
     """
 
     def __init__(
-        self, X: np.ndarray, y: np.ndarray, every: int | None = None, layout: Any = None
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        every: int | None = None,
+        layout: Any = None,
+        live: bool = False,
     ) -> None:
         y = np.asarray(y)
         if y.shape != (np.asarray(X).shape[0],):
@@ -91,7 +103,9 @@ class HeldOutNLLH:
         self.X = X
         self.y = y.astype(np.float64)
         self.every = every
+        self.live = bool(live)
         self.last: float | None = None
+        self.last_live: float | None = None
         self.rows = None if layout is None else layout.rows(X).astype(np.int32)
 
     def __call__(self, trainer: Trainer, stats: Any) -> None:
@@ -100,8 +114,14 @@ class HeldOutNLLH:
         if it % every == 0 or it == 1:
             if self.rows is None:
                 self.rows = trainer.layout.rows(self.X).astype(np.int32)
-            self.last = nllh(self.y, trainer.model.proba_of_rows(self.rows))
+            model = trainer.model
+            self.last = nllh(self.y, model.proba_of_rows(self.rows))
             stats.nllh_eval = self.last
+            if self.live:
+                live = trainer.live_model
+                same = live.theta is model.theta or np.array_equal(live.theta, model.theta)
+                self.last_live = self.last if same else nllh(self.y, live.proba_of_rows(self.rows))
+                stats.nllh_live = self.last_live
 
 
 class History:

@@ -4,6 +4,13 @@ Minimises the convex objective  F(μ, θ) = n log Z − μ·d − θ·c + λ_μ�
 (intercept unpenalised) with L-BFGS, where Z = Σ_x exp(φ(x)·μ) (1 + exp(φ(x)·θ)) is
 computed over every x ∈ Π_f {0..M_f−1}.  Its gradient is Lemma 2 plus the penalty:
 ∇_μ = E[D] − d + 2λ_μ μ,  ∇_θ = E[C] − c + 2λ_θ θ.
+
+This is the objective the PCD trainer (``mrf.PCDTrainer``) minimises with the same λ_μ,
+λ_θ and the same intercept handling (row 0 unpenalised in both μ and θ; μ_0 cancels in Z, so
+the trainer keeps it fixed while here it is a flat direction): ``mrf.pcd_update`` with
+exact expectations has g_μ = ∇_μ and, at μ's fixed point, g_θ = ∇_θ for the unbiased and the
+true gradient (tested in tests/test_exact.py).  The targets are the projected aggregates
+d⁺ = max(d̃, 0), c⁺ = clip(c̃, 0, d⁺) as in the trainer, or the raw ones (``targets="raw"``).
 """
 
 from __future__ import annotations
@@ -67,11 +74,14 @@ def fit_exact(
     lambda_theta: float = 0.0,
     tol: float = 1e-12,
     max_iter: int = 5000,
+    targets: str = "projected",
 ) -> MRFModel:
     """The exact (regularised) max-ent MRF for aggregated data; returns an MRFModel.
 
     With λ = 0 the optimum matches the data exactly: E[D] = d and E[C] = c (Lemma 2).
     d and c may be fractional (e.g. expected counts of an infinite-data limit with n = 1).
+    targets: "projected" (the trainer's default) or "raw" (noisy values as released, as
+    ``TrainerSettings(targets="raw")``; needs λ > 0 where a raw value is negative).
     """
     lay = data.layout
     if lambda_mu < 0 or lambda_theta < 0 or not np.isfinite(lambda_mu + lambda_theta):
@@ -79,8 +89,11 @@ def fit_exact(
     rows = _rows(lay)
     K = lay.K
     n = float(data.n) if data.meta.get("n_exact") is None else float(data.meta["n_exact"])
-    projected = data.projected()  # noisy aggregates: d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺)
-    d, c = projected.d, projected.c
+    if targets not in ("projected", "raw"):
+        raise AggMRFError(f"targets must be 'projected' or 'raw'; got {targets!r}.")
+    # noisy aggregates: d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺) unless raw
+    fitted = data if targets == "raw" else data.projected()
+    d, c = fitted.d, fitted.c
     reg_mu = np.full(K, lambda_mu)
     reg_theta = np.full(K, lambda_theta)
     if lay.intercept:

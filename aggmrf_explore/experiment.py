@@ -89,11 +89,13 @@ def train_mrf(
     data: AggregatedData | None = None,
     progress: Callable[[int, int], None] | None = None,
     eval_every: int | None = None,
+    chain_factory: Callable | None = None,
 ) -> MRFRun:
     """Train the MRF on ``data`` (default: the problem's exact aggregates) and score it on test.
 
     ``progress(done, total)`` is called every few iterations.  ``eval_every``: held-out
-    NLLH every this many iterations (default: the settings' eval_every).
+    NLLH every this many iterations (default: the settings' eval_every).  ``chain_factory``:
+    see :class:`~aggmrf_explore.mrf.PCDTrainer`.
     """
     if not isinstance(iterations, int | np.integer) or iterations < 1:
         raise AggMRFError(f"iterations must be a positive integer; got {iterations!r}.")
@@ -110,6 +112,7 @@ def train_mrf(
         settings,
         enc.X_test if evaluate else None,
         enc.y_test if evaluate else None,
+        chain_factory=chain_factory,
     )
     trainer.fit(iterations, [Progress(progress, iterations)] if progress else ())
     p = trainer.predict_proba(enc.X_test)[:, 1]

@@ -58,56 +58,60 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def check_regular_file(path: str | Path, what: str) -> os.stat_result:
+def check_regular_file(path: str | Path, what: str, shown: str | None = None) -> os.stat_result:
     """Stat ``path`` (following symlinks) and raise unless it is an existing regular file.
 
-    ``what`` names the file in messages (e.g. "model file").  Returns the stat result.
+    ``what`` says what the file is in messages (e.g. "model file"), ``shown`` how to name
+    it (default: its path, quoted).  Returns the stat result.
     """
     p = Path(path)
+    shown = shown if shown is not None else repr(str(p))
     try:
         st = os.stat(p)
     except FileNotFoundError:
-        raise AggMRFError(f"{what} not found: {str(p)!r}; check the path.") from None
+        raise AggMRFError(f"{what} not found: {shown}; check the path.") from None
     except PermissionError:
         raise AggMRFError(
-            f"{what} {str(p)!r} cannot be read (permission denied); check its permissions."
+            f"{what} {shown} cannot be read (permission denied); check its permissions."
         ) from None
     except OSError as e:
-        raise AggMRFError(f"{what} {str(p)!r} cannot be read ({e.strerror}).") from None
+        raise AggMRFError(f"{what} {shown} cannot be read ({e.strerror}).") from None
     if not stat.S_ISREG(st.st_mode):
         hint = " give the path of a file inside it" if stat.S_ISDIR(st.st_mode) else ""
         raise AggMRFError(
-            f"{what} {str(p)!r} is {_kind(st.st_mode)}, not a regular file;"
+            f"{what} {shown} is {_kind(st.st_mode)}, not a regular file;"
             + (hint or " give the path of a regular file")
             + "."
         )
     return st
 
 
-def read_bytes(path: str | Path, what: str, max_bytes: int) -> bytes:
+def read_bytes(path: str | Path, what: str, max_bytes: int, shown: str | None = None) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes`` of them.
 
     Refused (AggMRFError): a missing path, a directory / FIFO / device / socket (checked
     before opening; the open is non-blocking and re-checked with ``fstat``), a file larger
-    than ``max_bytes`` (the message gives both sizes).  ``what`` names the file in messages.
+    than ``max_bytes`` (the message gives both sizes).  ``what`` says what the file is in
+    messages, ``shown`` how to name it (default: its path, quoted).
     """
     p = Path(path)
-    check_regular_file(p, what)
+    shown = shown if shown is not None else repr(str(p))
+    check_regular_file(p, what, shown)
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except PermissionError:
         raise AggMRFError(
-            f"{what} {str(p)!r} cannot be read (permission denied); check its permissions."
+            f"{what} {shown} cannot be read (permission denied); check its permissions."
         ) from None
     except OSError as e:
-        raise AggMRFError(f"{what} {str(p)!r} cannot be opened ({e.strerror}).") from None
+        raise AggMRFError(f"{what} {shown} cannot be opened ({e.strerror}).") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise AggMRFError(f"{what} {str(p)!r} is {_kind(st.st_mode)}, not a regular file.")
+            raise AggMRFError(f"{what} {shown} is {_kind(st.st_mode)}, not a regular file.")
         if st.st_size > max_bytes:
             raise AggMRFError(
-                f"{what} {str(p)!r} is {mib(st.st_size)}, more than the {mib(max_bytes)} "
+                f"{what} {shown} is {mib(st.st_size)}, more than the {mib(max_bytes)} "
                 "allowed for it; check that it is the right file."
             )
         chunks, total = [], 0
@@ -119,12 +123,12 @@ def read_bytes(path: str | Path, what: str, max_bytes: int) -> bytes:
             total += len(chunk)
             if total > max_bytes:
                 raise AggMRFError(
-                    f"{what} {str(p)!r} is larger than the {mib(max_bytes)} allowed for it; "
+                    f"{what} {shown} is larger than the {mib(max_bytes)} allowed for it; "
                     "check that it is the right file."
                 )
         return b"".join(chunks)
     except OSError as e:
-        raise AggMRFError(f"{what} {str(p)!r} cannot be read ({e.strerror}).") from None
+        raise AggMRFError(f"{what} {shown} cannot be read ({e.strerror}).") from None
     finally:
         os.close(fd)
 
@@ -149,15 +153,32 @@ def decode_text(raw: bytes, what: str, *, fallback_latin1: bool = True) -> str:
         ) from None
 
 
-def _no_constant(name: str) -> float:
-    raise ValueError(f"the non-standard constant {name} (JSON numbers must be finite)")
+class _Constant:
+    """Stands for NaN / Infinity while parsing, so that the error can say where it was."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _find_constant(value: object, path: str = "") -> tuple[str, str] | None:
+    """(where, constant) of the first :class:`_Constant` in a parsed JSON value."""
+    stack = [(value, path)]
+    while stack:
+        v, at = stack.pop()
+        if isinstance(v, _Constant):
+            return at or "(top level)", v.name
+        if isinstance(v, dict):
+            stack.extend((x, f"{at}.{k[:40]}" if at else k[:40]) for k, x in reversed(v.items()))
+        elif isinstance(v, list):
+            stack.extend((x, f"{at}[{i}]") for i, x in reversed(list(enumerate(v))))
+    return None
 
 
 def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
     out: dict = {}
     for k, v in pairs:
         if k in out:
-            raise ValueError(f"the key {k[:40]!r} appears twice in one object")
+            raise ValueError(f"the key {k[:40]!r} twice in one object")
         out[k] = v
     return out
 
@@ -172,7 +193,7 @@ def loads_json(text: str | bytes, what: str) -> object:
     if not text.strip():
         raise AggMRFError(f"{what} is empty; it should hold a JSON object.")
     try:
-        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+        value = json.loads(text, parse_constant=_Constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as e:
         raise AggMRFError(
             f"{what} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); "
@@ -182,6 +203,13 @@ def loads_json(text: str | bytes, what: str) -> object:
         raise AggMRFError(f"{what} is not valid JSON: it has {e}.") from None
     except RecursionError:
         raise AggMRFError(f"{what} is nested too deeply to be a valid file.") from None
+    bad = _find_constant(value)
+    if bad is not None:
+        raise AggMRFError(
+            f"{what}: {bad[0]} is {bad[1]}, which is not a JSON number (numbers must be finite); "
+            "fix or regenerate the file."
+        )
+    return value
 
 
 def read_json(path: str | Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> object:

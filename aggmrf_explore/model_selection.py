@@ -90,7 +90,7 @@ import pandas as pd
 from .errors import AggMRFError
 from .kernels import sample_logits
 from .mrf import MRFModel, PCDTrainer, default_settings, sigmoid
-from .privacy import scaled_noise
+from .privacy import GaussianMechanism, scaled_noise
 from .tables import AggregatedData, TableLayout
 
 __all__ = [
@@ -288,7 +288,7 @@ def sub_release(agg: AggregatedData, keep: Sequence[int]) -> AggregatedData:
 
 
 def split_release(
-    agg: AggregatedData, fraction: float = 0.5, seed: int = 0
+    agg: AggregatedData, fraction: float = 0.5, seed: int = 0, fission: bool = True
 ) -> tuple[AggregatedData, AggregatedData]:
     """Split a release into two as if its records had been split at random (thinning).
 
@@ -298,13 +298,22 @@ def split_release(
     independent, so A's tables agree with each other only up to sampling noise (the
     trainer tolerates that, as it tolerates privacy noise).
 
-    Noisy releases b = A + L are projected (d⁺, c⁺) and rounded first, then thinned the
-    same way: half A's value is then ≈ A_A + L/2, a random half A_A of the true records plus
-    half the noise (and half B's the other half plus the same L/2).  So each half carries
-    the mechanism scaled by ½ (``privacy.scaled_noise``): Gaussian σ/2, Laplace scale b/2,
-    which is what MRF-N on a half must assume (for another ``fraction`` f: f·L and (1 − f)·L).  Two caveats: the halves' noises are the
-    same L/2 (perfectly correlated, not two independent releases), and thinning the noise
-    adds a binomial variance ≈ |L|/4 (≲ σ/5 in variance, i.e. negligible once σ ≳ 2).
+    Noisy releases b = A + L (noise sd σ) are projected (d⁺, c⁺) and rounded first, then
+    thinned the same way: with f = ``fraction``, half A's value is ≈ A_A + f·L (a random
+    f-share A_A of the true records plus f·L) and half B's ≈ A_B + (1 − f)·L: the same L,
+    so the two halves' noises are perfectly correlated.  Hence:
+
+    * Gaussian noise, ``fission=True`` (default; Gaussian data fission): add W to every
+      released value of A and subtract it from B, W ~ N(0, f(1 − f)σ²) i.i.d. (its own
+      random stream).  The halves' noises f·L + W and (1 − f)·L − W are then independent,
+      with sd σ√f and σ√(1 − f): σ/√2 each for f = ½.  Each half carries that mechanism.
+    * Laplace noise (no such split exists) or ``fission=False``: each half carries the
+      mechanism scaled by its share, f·σ and (1 − f)·σ (σ/2, Laplace scale b/2, for f = ½),
+      and the two noises are the same f·L, (1 − f)·L, correlated.
+
+    In both cases the mechanism is ``privacy.scaled_noise`` of the release's (what MRF-N on
+    a half must assume); thinning the noise itself adds a binomial variance ≈ f(1 − f)|L|,
+    negligible once σ ≳ 2.
     """
     if not 0 < fraction < 1:
         raise AggMRFError(f"fraction must be in (0, 1); got {fraction!r}.")
@@ -319,11 +328,23 @@ def split_release(
     cA[rel] = rng.hypergeometric(
         c[rel].astype(np.int64), (d[rel] - c[rel]).astype(np.int64), dA[rel].astype(np.int64)
     )
+    parts = [
+        (dA.astype(np.float64), cA.astype(np.float64), fraction),
+        ((d - dA).astype(np.float64), (c - cA).astype(np.float64), 1.0 - fraction),
+    ]
+    split_noise = fission and isinstance(agg.noise, GaussianMechanism)
+    if split_noise:
+        tau = agg.noise.sigma * np.sqrt(fraction * (1.0 - fraction))
+        w = np.random.default_rng([seed, 1]).normal(0.0, tau, (2, int(rel.sum())))
+        for (dd, cc, _), sign in zip(parts, (1.0, -1.0), strict=True):
+            dd[rel] += sign * w[0]
+            cc[rel] += sign * w[1]
     halves = []
     starts = lay.offsets[int(lay.intercept) : -1]
-    for dd, cc, share in ((dA, cA, fraction), (d - dA, c - cA, 1.0 - fraction)):
-        dd, cc = dd.astype(np.float64), cc.astype(np.float64)
-        noise = None if agg.noise is None else scaled_noise(agg.noise, share)
+    for dd, cc, share in parts:
+        noise = None
+        if agg.noise is not None:
+            noise = scaled_noise(agg.noise, np.sqrt(share) if split_noise else share)
         if lay.intercept:
             dd[0] = float(np.add.reduceat(dd, starts).sum()) / lay.n_released_tables
             cc[0] = float(np.add.reduceat(cc, starts).sum()) / lay.n_released_tables

@@ -27,7 +27,7 @@ its μ (which cancels in Z) is never moved.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import NamedTuple
 
@@ -57,12 +57,13 @@ __all__ = [
     "expected_floor",
     "rescaling_ratio",
     "divergence",
+    "GRADIENTS",
 ]
 
 GRADIENTS = ("rescaled", "rescaled-paper", "rescaled-unbiased", "true")
 TARGETS = ("projected", "raw")
-# settings that move the optimum PCD converges to: changing one restarts the iterate average
-FIXED_POINT_SETTINGS = ("lambda_mu", "lambda_theta", "gradient", "targets", "noise_prior_floor")
+# changing any other setting with PCDTrainer.update restarts the iterate average
+KEEP_AVERAGE_SETTINGS = ("eval_every", "average")
 AVERAGE_START_RELAXATIONS = 2.0  # the average starts after ⌈2/α_θ⌉ iterations
 AVERAGE_ETA = 2.0  # polynomial-decay averaging: iterate k of the average weighs ∝ k^η
 THETA_BOUND = 50.0  # a step taking some |θ| past this is rejected as divergent
@@ -91,16 +92,18 @@ class TrainerSettings:
     iteration under 1.5× a plain one on Adult).
     targets: what the plain MRF fits on a noisy release: "projected" (default; d⁺ = max(d̃, 0),
     c⁺ = clip(c̃, 0, d⁺)) or "raw" (d̃, c̃ as released, the AdKDD'21 paper's MRF baseline;
-    a negative d̃ only enters differences and the rescaling ratio's numerator, never a
-    denominator: the ratio divides by d̂ ≥ 0 and the preconditioners are floored at s).
+    no count is ever a denominator: d̃ enters g_μ = d̂ − d̃ + … and the rescaling ratio's
+    numerator (divided by d̂ ≥ 0; where the numerator is ≤ 0 the unbiased ratio falls back
+    to 1, the paper's d̃/d̂ goes negative as it would in the paper), and the preconditioners
+    are floored at s).
     Initial values always come from the projection; MRF-N ignores this setting.
     noise_prior_floor: MRF-N's binomial priors use max(d̂, s), max(ĉ, s) (s = n/n', one Gibbs
     sample's weight), so a cell the chain has not visited can still be pulled up by a large
     released value (no absorption at zero; ``privacy.noise_aware_targets``).
     average: report the iterate average (μ̄, θ̄) as the model (``PCDTrainer.model``) instead of
     the last iterate; average_start: iterations before the average starts, counted from the
-    start of training or from the last change of the fixed point (λ, gradient, targets;
-    None: the rule ⌈2/α_θ⌉).  See :class:`PCDTrainer` ("Iterate averaging").
+    start of training or from the last ``PCDTrainer.update`` (None: the rule ⌈2/α_θ⌉).  See
+    :class:`PCDTrainer` ("Iterate averaging").
     """
 
     n_gibbs: int = 10_000
@@ -220,6 +223,7 @@ class IterationStats:
     lambda_theta: float
     n_averaged: int = 0  # iterates in the running average (0: the model is the last iterate)
     nllh_live: float | None = None  # held-out NLLH of the last iterate (HeldOutNLLH(live=True))
+    acceptance: float | None = None  # MH acceptance rate of the sweep (MHGibbsChain only)
 
 
 # ---------------------------------------------------------------------- the pure update
@@ -342,6 +346,9 @@ class PCDTrainer:
     settings : TrainerSettings; None → default_settings(layout, n)
     X_eval, y_eval : optional held-out coded records (n_eval, D) and labels; they install a
         :class:`callbacks.HeldOutNLLH` (every ``settings.eval_every`` iterations).
+    chain_factory : optional ``f(layout, n_gibbs, marginals, seed) -> Chain`` (default
+        ``kernels.make_chain``), e.g. ``partial(make_chain, sampler="mh")`` or a sharded
+        chain of :mod:`aggmrf_explore.distributed`.
 
     ``fit(n_iter, callbacks)`` / ``step(k, callbacks)`` run iterations (the one training
     loop; each callback is ``cb(trainer, stats)``, see :mod:`.callbacks`); ``update(...)``
@@ -359,8 +366,9 @@ class PCDTrainer:
       θ̄_k = θ̄_{k−1} + w_k (θ_k − θ̄_{k−1}), so iterate j weighs ∝ j(j+1) — an average over
       a window that grows with the run (the first half of it weighs ≈ 1/8) and keeps
       forgetting the early, still-moving iterates;
-    - ``update()`` of a setting that moves the optimum (λ_μ, λ_θ, gradient, targets) restarts
-      it (with the same delay); step sizes, clipping and preconditioning do not.
+    - ``update()`` that changes any setting but ``eval_every`` and ``average`` restarts it
+      (with the same delay): λ or the gradient move the optimum, and new step sizes (e.g.
+      after a divergence) start a new regime whose early iterates should not be mixed in.
 
     It is always kept (``averaged``, ``n_averaged``); ``settings.average`` decides whether
     ``model`` (held-out NLLH, predictions, exports) is the average or the last iterate.
@@ -379,6 +387,7 @@ class PCDTrainer:
         settings: TrainerSettings | None = None,
         X_eval: np.ndarray | None = None,
         y_eval: np.ndarray | None = None,
+        chain_factory: Callable | None = None,
     ) -> None:
         if not isinstance(data, AggregatedData):
             raise AggMRFError("data must be an AggregatedData (see tables.aggregate).")
@@ -408,16 +417,21 @@ class PCDTrainer:
         self._fit_targets = Targets(data.d, data.c) if raw else self._projected
         self._noise_targets: Targets | None = None
         self.mu, self.theta = self._initial_parameters()
-        self.chain = make_chain(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
+        factory = make_chain if chain_factory is None else chain_factory
+        self.chain = factory(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
         self.recorder = History()
         self._monitors: list[Callback] = [self.recorder]
-        if X_eval is not None:
-            self._monitors.append(HeldOutNLLH(X_eval, y_eval, layout=lay))
+        # the held-out NLLH of X_eval, y_eval (None without them); ``held_out.live = True``
+        # adds the last iterate's NLLH (stats.nllh_live) while the model is an average
+        self.held_out = None if X_eval is None else HeldOutNLLH(X_eval, y_eval, layout=lay)
+        if self.held_out is not None:
+            self._monitors.append(self.held_out)
         self.iteration = 0
         self.d_hat = np.zeros(lay.K)
         self.c_hat = np.zeros(lay.K)
         self.status = "ready"
         self._last_nllh: float | None = None
+        self.last_error: str | None = None  # why the last rejected step was rejected
         self._restart_average()
 
     # ------------------------------------------------------------------ set-up
@@ -468,9 +482,10 @@ class PCDTrainer:
                 f"{', '.join(sorted(frozen))} cannot change mid-run; build a new PCDTrainer (reset)."
             )
         new = replace(self.settings, **changes).validate()
-        moved = any(getattr(new, k) != getattr(self.settings, k) for k in FIXED_POINT_SETTINGS)
-        self.settings = new
-        if moved or "average_start" in changes:
+        old, self.settings = self.settings, new
+        if any(
+            getattr(new, k) != getattr(old, k) for k in changes if k not in KEEP_AVERAGE_SETTINGS
+        ):
             self._restart_average()
 
     # ------------------------------------------------------------------ iterate averaging
@@ -595,11 +610,13 @@ class PCDTrainer:
         problem = divergence(upd, tg, st, self.layout)
         if problem:
             self.status = "diverged"
-            raise DivergenceError(
+            self.last_error = (
                 f"training diverged at iteration {self.iteration + 1}: {problem} The step was "
                 f"rejected: μ and θ are those of iteration {self.iteration}, the last good state; "
                 "change α or λ with trainer.update(...) and continue, or reset."
             )
+            raise DivergenceError(self.last_error)
+        self.last_error = None
         self.mu, self.theta = new_mu, new_theta
         self.d_hat, self.c_hat = d_hat, c_hat
         self.iteration += 1
@@ -618,6 +635,7 @@ class PCDTrainer:
             lambda_mu=st.lambda_mu,
             lambda_theta=st.lambda_theta,
             n_averaged=self.n_averaged if st.average else 0,
+            acceptance=getattr(self.chain, "acceptance", None),
         )
         self.status = "training"
         stop = False

@@ -37,6 +37,7 @@ __all__ = [
     "box_targets",
     "suppressed_per_table",
     "without_suppression",
+    "suppression_from_presence",
 ]
 
 
@@ -49,11 +50,15 @@ class Suppression:
         count of a suppressed row lies in [0, k].
     thresholds : {table index: k} as declared by the release (tables without a threshold
         are complete: an absent row of such a table is a true zero).
+    cells : {table index: source cells left out}, when the source had finer cells than the
+        release's rows (values folded into "(other)": a folded row holds the listed cells'
+        sum and misses up to k per folded cell left out); default: the absent rows.
     """
 
     rows: np.ndarray
     bound: np.ndarray
     thresholds: dict[int, float] = field(default_factory=dict)
+    cells: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         rows = np.asarray(self.rows, dtype=bool)
@@ -153,3 +158,29 @@ def box_targets(
     c_model = c_hat if ratio is None else ratio(d_t) * c_hat
     c_t[r] = np.clip(c_model[r], 0.0, d_t[r])
     return d_t, c_t
+
+
+def suppression_from_presence(
+    layout,
+    present: np.ndarray,
+    thresholds: Mapping[int, float],
+    cells: Mapping[int, int] | None = None,
+) -> Suppression | None:
+    """The suppression a release declares: the rows of each table ti of ``thresholds``
+    ({table index: k}) that its file does not list (``present``: bool (K,), False there);
+    ``cells``: {table index: source cells left out} where declared (see :class:`Suppression`).
+    None when no table declares a threshold."""
+    if not thresholds:
+        return None
+    rows = np.zeros(layout.K, dtype=bool)
+    bound = np.zeros(layout.K)
+    for ti, k in thresholds.items():
+        sl = slice(layout.offsets[ti], layout.offsets[ti + 1])
+        rows[sl] = ~np.asarray(present[sl], dtype=bool)
+        bound[sl] = float(k)
+    return Suppression(
+        rows,
+        bound,
+        {int(t): float(k) for t, k in thresholds.items()},
+        {int(t): int(v) for t, v in (cells or {}).items()},
+    )

@@ -2,6 +2,14 @@
 
     python benchmarks/explorer_sessions.py [--seconds 60] [--adult-seconds 20] [--rounds 3]
     python benchmarks/explorer_sessions.py --skip-adult --rounds 0   # start-up and first Play only
+    python benchmarks/explorer_sessions.py --starts-only   # first start (fresh numba cache) + warm start
+
+``--starts`` (implied by ``--starts-only``) first measures two server starts: a *first start*
+with ``NUMBA_CACHE_DIR`` pointing at an empty temporary directory (numba compiles every
+kernel, as on a fresh virtual environment) and a *warm start* on the cache it filled.  For
+each: ``panel serve`` → HTTP 200, → page visible (the status line shows, e.g. "compiling
+the sampler (first start only)…"), → training possible (status "iteration 0"), and the first
+Play; with the load average (the machine is shared: the compile time scales with it).
 
 Prints, one per line:
 - time from ``panel serve`` to HTTP 200, and to a usable page (status line shows iteration 0);
@@ -18,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -65,6 +75,46 @@ def wait_closed(proc, closed_before: int, n: int, timeout: float) -> tuple[int, 
     return count, time.perf_counter() - t0
 
 
+def measure_start(browser, label: str, cache: str, timeout: float = 900.0) -> None:
+    """One server start on numba cache directory ``cache``: print its timings."""
+    os.environ["NUMBA_CACHE_DIR"] = cache
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    port = free_port()
+    proc, http_s = start_server(port, timeout=timeout)
+    try:
+        ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+        page = ctx.new_page()
+        page.goto(f"http://127.0.0.1:{port}/explorer")
+        status = page.locator(".aggmrf-status p").first
+        status.wait_for(state="visible", timeout=timeout * 1000)
+        visible, first_text = time.perf_counter() - t0, status.inner_text()
+        deadline = time.perf_counter() + timeout
+        while "iteration 0" not in status.inner_text() and time.perf_counter() < deadline:
+            page.wait_for_timeout(100)
+        usable = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        page.get_by_role("button", name="▶ Play").first.click()
+        while time.perf_counter() < deadline:
+            m = re.search(r"iteration ([\d,]+)", status.inner_text())
+            if m and int(m.group(1).replace(",", "")) > 0:
+                break
+            page.wait_for_timeout(50)
+        play = time.perf_counter() - t1
+        ctx.close()
+        print(
+            f"{label}: HTTP 200 after {http_s:.1f} s; page visible after {visible:.1f} s "
+            f"(status {first_text!r}); training possible after {usable:.1f} s; "
+            f"first Play → training {play:.2f} s; load average {load0:.1f} → "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        )
+        for line in server_log(proc).splitlines():
+            if line.startswith("aggmrf explorer:"):
+                print(f"    terminal: {line}")
+    finally:
+        stop_server(proc)
+
+
 def children(pid: int) -> list[int]:
     try:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -86,8 +136,25 @@ def main() -> None:
         " an unused session after --unused-session-lifetime 15 s, checked every 17 s), before"
         " reading RSS (the explorer releases their memory 5 s after they are destroyed)",
     )
+    ap.add_argument("--starts", action="store_true", help="first start + warm start first")
+    ap.add_argument("--starts-only", action="store_true", help="only the two starts")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
+
+    if args.starts or args.starts_only:
+        saved = os.environ.get("NUMBA_CACHE_DIR")
+        with tempfile.TemporaryDirectory(prefix="aggmrf-numba-") as cache:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                measure_start(browser, "first start (empty numba cache)", cache)
+                measure_start(browser, "warm start (numba cache filled)", cache)
+                browser.close()
+        if saved is None:
+            os.environ.pop("NUMBA_CACHE_DIR", None)
+        else:
+            os.environ["NUMBA_CACHE_DIR"] = saved
+        if args.starts_only:
+            return
 
     port = free_port()
     proc, http_s = start_server(port)

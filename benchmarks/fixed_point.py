@@ -12,7 +12,7 @@ PCD is run with n' = 10 000 Gibbs samples and the default step sizes, once per �
 Printed: max over every state x of |P(Y=1|x) − P_exact(Y=1|x)| for the reported model (the
 iterate average, ``TrainerSettings(average=True)``) and for the last iterate.
 
-    python benchmarks/fixed_point.py                 # the full figure (≈ 2–4 min on one core)
+    python benchmarks/fixed_point.py                 # the full figure (≈ 1–3 min on one core)
     python benchmarks/fixed_point.py --iterations 1500
 """
 
@@ -53,7 +53,9 @@ def gaps(
     )
     out = {}
     for gradient in GRADIENTS:
-        tr = PCDTrainer(agg, default_settings(lay, agg.n, **{**base.__dict__, "gradient": gradient}))
+        tr = PCDTrainer(
+            agg, default_settings(lay, agg.n, **{**base.__dict__, "gradient": gradient})
+        )
         tr.fit(iterations)
         avg = np.abs(tr.model.predict_proba(states)[:, 1] - p_exact).max()
         last = np.abs(tr.live_model.predict_proba(states)[:, 1] - p_exact).max()
@@ -63,7 +65,7 @@ def gaps(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iterations", type=int, default=4000)
+    ap.add_argument("--iterations", type=int, default=6000)
     args = ap.parse_args()
     print(f"n' = 10 000 Gibbs samples, {args.iterations} iterations, default step sizes;")
     print("max over all states x of |P(Y=1|x) − exact regularised optimum|\n")

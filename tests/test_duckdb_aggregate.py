@@ -76,7 +76,7 @@ def test_duckdb_rejects_what_pandas_rejects(tmp_path):
 def test_dask_dataframe_on_local_cluster():
     """Dask DataFrame partitions on a LocalCluster (processes=False: threads in this
     process, to keep the test fast; the reduction runs in a fixed order either way)."""
-    dd = pytest.importorskip("dask.dataframe")
+    import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
     X, y, lay, df = _encoded("adult")

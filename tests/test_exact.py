@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy.special import logsumexp
@@ -9,6 +11,7 @@ from scipy.special import logsumexp
 from aggmrf_explore import AggMRFError, AggregatedData, TableLayout, aggregate
 from aggmrf_explore.datasets import xor_distribution, xor_expected_tables, xor_states
 from aggmrf_explore.exact import all_states, expected_statistics, fit_exact
+from aggmrf_explore.mrf import Params, PCDTrainer, Targets, default_settings, pcd_update
 
 
 def test_xor_maxent_predicts_09_01():
@@ -81,3 +84,28 @@ def test_too_large_state_space():
     agg = AggregatedData(lay, np.ones(lay.K), np.zeros(lay.K), 10)
     with pytest.raises(AggMRFError, match="exact enumeration is limited"):
         fit_exact(agg)
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_same_objective_as_the_trainer(random_layout_data, intercept):
+    """fit_exact minimises what PCD does: at the exact regularised optimum, the trainer's
+    update fed exact expectations has g_μ = 0 and g_θ = 0 (unbiased and true gradients;
+    intercept unpenalised in both), while the paper's ratio still pushes θ."""
+    _, X, y, _ = random_layout_data
+    lay = TableLayout.all_pairs([2, 3, 4], intercept=intercept)
+    agg = aggregate(X[:600], y[:600], lay)
+    lam_mu, lam_theta = 2.0, 7.0
+    model = fit_exact(agg, lam_mu, lam_theta)
+    Ed, Ec = expected_statistics(lay, model.mu, model.theta, agg.n)
+    base = default_settings(lay, agg.n, lambda_mu=lam_mu, lambda_theta=lam_theta)
+    penalty = PCDTrainer(agg, base).penalty
+    assert penalty.intercept == intercept and penalty.reg_theta[0] == (0.0 if intercept else 1.0)
+    grads = {}
+    for g in ("rescaled-unbiased", "true", "rescaled-paper"):
+        st = replace(base, gradient=g)
+        upd = pcd_update(Params(model.mu, model.theta), Ed, Ec, Targets(agg.d, agg.c), st, penalty)
+        grads[g] = upd
+    for g in ("rescaled-unbiased", "true"):
+        np.testing.assert_allclose(grads[g].g_mu, 0.0, atol=1e-5 * agg.n)
+        np.testing.assert_allclose(grads[g].g_theta, 0.0, atol=1e-5 * agg.n)
+    assert np.abs(grads["rescaled-paper"].g_theta).max() > 15 * 1e-5 * agg.n

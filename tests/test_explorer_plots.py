@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from aggmrf_explore.explorer import plots
+from aggmrf_explore.explorer.series import downsample
 
 hv.extension("bokeh")
 
@@ -39,14 +40,17 @@ def _labels(obj) -> set[str]:
 def test_nllh_plot_has_fixed_layers_titles_and_units():
     refs = {plots.REFERENCE_NAMES[0]: 0.42, plots.REFERENCE_NAMES[1]: 0.2}
     ov = plots.nllh_plot(_history(), refs)
-    assert len(ov) == 1 + len(plots.REFERENCE_NAMES)
-    assert "MRF (from tables)" in _labels(ov)
-    assert set(plots.REFERENCE_NAMES) <= _labels(ov)
+    labels = _labels(ov)
+    assert plots.MRF_NAME in labels
+    assert {"skyline", "naive Bayes", "best pair"} <= labels
     fig = _render(ov)
     assert "NLLH" in fig.title.text
     assert "iteration" in fig.xaxis[0].axis_label
     assert "NLLH" in fig.yaxis[0].axis_label
     assert fig.legend and len(fig.legend[0].items) >= 3
+    # the legend sits outside the data (one row above the plot), not over the curves
+    assert fig.legend[0] in fig.above
+    assert fig.toolbar_location is None  # no toolbar in the title row over the title
     # same structure with no data and no references
     empty = plots.nllh_plot(None, {})
     assert len(empty) == len(ov)
@@ -58,15 +62,106 @@ def test_nllh_plot_ignores_nan_and_inf():
     h.loc[3, "nllh_eval"] = np.inf
     ov = plots.nllh_plot(h, {plots.REFERENCE_NAMES[0]: float("nan")})
     _render(ov)
+    d = plots.nllh_data(h)
+    assert np.isfinite(d.layers[plots.MRF_NAME][1]).all()
 
 
-def test_convergence_plot_log_axis_and_floor():
-    ov = plots.convergence_plot(_history(), floor=0.01)
-    labels = _labels(ov)
-    assert "Monte-Carlo floor of n' samples" in labels
+def _every_third(n: int) -> pd.DataFrame:
+    """A long history as the explorer records it on Adult: NLLH every 3rd iteration."""
+    it = np.arange(1, n + 1)
+    curve = 0.13 + 0.28 * (1 - np.exp(-it / 400))
+    return pd.DataFrame(
+        {
+            "iteration": it,
+            "d_error": 0.5 / np.sqrt(it),
+            "c_error": 0.6 / np.sqrt(it),
+            "nllh_eval": np.where(it % 3 == 0, curve, np.nan),
+        }
+    )
+
+
+@pytest.mark.parametrize("n", [4296, 3907, 7600, 9000])
+def test_nllh_curve_of_a_long_run_follows_every_measured_point(n):
+    """Bug 1 of issue 14: ⌈n / 1500⌉ a multiple of 3 left no NLLH point (3 907) or a straight
+    line between two (4 296): each series is now downsampled on its own measured rows."""
+    h = _every_third(n)
+    x, y = plots.nllh_data(h).layers[plots.MRF_NAME]
+    measured = h.dropna(subset=["nllh_eval"])
+    assert len(x) >= 100 and np.isfinite(y).all()
+    assert x[-1] == measured["iteration"].iloc[-1]  # up to the current value
+    assert x[0] == measured["iteration"].iloc[0]
+    # no straight-line artefact: no gap wider than a few buckets, and the points lie on
+    # the measured curve (the last value of each bucket)
+    assert np.diff(x).max() <= 3 * np.ceil(len(measured) / plots.NLLH_MAX_POINTS)
+    truth = np.interp(x, measured["iteration"], measured["nllh_eval"])
+    assert np.allclose(y, truth)
+    assert len(x) <= plots.NLLH_MAX_POINTS + 2
+
+
+def test_downsample_keeps_last_value_and_envelope():
+    x = np.arange(1, 1001, dtype=float)
+    y = np.where(x % 2 == 0, 1.0, 3.0)
+    s = downsample(x, y, max_points=100, how="last")
+    assert len(s) == 101 and s.x[-1] == 1000 and s.y[-1] == 1.0
+    assert (s.lo[1:] == 1.0).all() and (s.hi[1:] == 3.0).all()
+    m = downsample(x, y, max_points=100, how="mean")
+    assert np.allclose(m.y[1:], 2.0)
+    bx, by = m.band()
+    assert len(bx) == 2 * len(m) and by.max() == 3.0 and by.min() == 1.0
+    # unmeasured values (None / NaN / inf) are not points
+    s = downsample([1, 2, 3, 4], [None, 1.0, np.inf, 2.0])
+    assert list(s.x) == [2.0, 4.0]
+    assert len(downsample([], [])) == 0
+    with pytest.raises(ValueError):
+        downsample([1], [1], how="median")
+
+
+def _mrfn_history(n: int, floor: float) -> pd.DataFrame:
+    """MRF-N as the trainer records it: targets refreshed on iterations 1, 4, 7, … (error
+    below the Monte-Carlo floor right after the refresh), above the floor in between."""
+    it = np.arange(1, n + 1)
+    phase = (it - 1) % 3
+    d = np.select([phase == 0, phase == 1], [0.4 * floor, 1.6 * floor], 2.2 * floor)
+    return pd.DataFrame(
+        {"iteration": it, "d_error": d, "c_error": d * 1.1, "nllh_eval": np.full(n, 0.3)}
+    )
+
+
+@pytest.mark.parametrize("n", [4296, 9000])
+def test_mrfn_convergence_is_not_a_flat_line_below_the_floor(n):
+    floor = 0.02
+    d = plots.convergence_data(_mrfn_history(n, floor), floor=floor)
+    x, y = d.layers[plots.CONVERGENCE_NAMES[0]]
+    assert len(x) >= 100
+    assert np.median(y) > floor  # the bucket means: 1.4 × the floor
+    bx, by = d.layers["d̂ range"]
+    assert by.min() < floor < by.max()  # the band shows the refresh dips and the rises
+    assert x[-1] == n
+
+
+def test_convergence_plot_log_axis_readable_ticks_and_floor_on_top():
+    it = np.arange(1, 3001)
+    h = pd.DataFrame(
+        {
+            "iteration": it,
+            "d_error": 0.04 + 0.3 * np.exp(-it / 50),
+            "c_error": 0.05 + 0.3 * np.exp(-it / 50),
+            "nllh_eval": np.nan,
+        }
+    )
+    ov = plots.convergence_plot(h, floor=0.038)
+    assert "Monte-Carlo floor" in _labels(ov)
     fig = _render(ov)
     assert fig.y_scale.__class__.__name__ == "LogScale"
     assert "relative L1" in fig.yaxis[0].axis_label
+    ticks = list(fig.yaxis[0].ticker.ticks)
+    # the curves end near 0.04: labelled ticks below and above them, at 1-2-5 values
+    assert any(t <= 0.04 for t in ticks) and any(0.04 < t <= 0.1 for t in ticks), ticks
+    assert len(ticks) >= 3 and fig.yaxis[0].ticker.minor_ticks
+    # the dashed floor is the last glyph drawn: over the curves, never hidden under them
+    lines = [r for r in fig.renderers if hasattr(r, "glyph")]
+    assert lines[-1].glyph.line_dash == [6] or lines[-1].glyph.line_dash == "dashed"
+    assert np.allclose(lines[-1].data_source.data["error"], 0.038)
     # nan/inf/zero errors never break the log axis
     h = _history()
     h.loc[0, "d_error"] = np.nan
@@ -76,10 +171,138 @@ def test_convergence_plot_log_axis_and_floor():
     _render(plots.convergence_plot(None, None))
 
 
-def test_thin_keeps_last_point():
-    h = _history(5000)
-    t = plots.thin(h, 100)
-    assert len(t) <= 102 and t["iteration"].iloc[-1] == 5000
+@pytest.mark.parametrize(
+    "lo,hi,must", [(0.02, 0.1, 0.05), (0.005, 0.9, 0.01), (1e-5, 3.0, 1e-3), (0.031, 0.049, 0.04)]
+)
+def test_log_ticks_label_the_range(lo, hi, must):
+    majors, minors = plots.log_ticks(lo, hi)
+    assert 3 <= len(majors) <= 9 and must in majors, majors
+    assert all(lo <= t <= hi for t in majors + minors)
+    assert not set(majors) & set(minors)
+    assert plots.log_ticks(0, 1) == ([], [])
+
+
+def test_off_scale_nllh_gets_a_marker_and_its_value():
+    h = _history()
+    h.loc[h["iteration"] == 48, "nllh_eval"] = -16.04  # the last measured one
+    d = plots.nllh_data(h)
+    mx, my = d.layers[plots.OFF_SCALE]
+    assert len(mx) == 1 and mx[0] == 48
+    assert d.ylim[0] <= my[0] <= d.ylim[1]  # on the plot, at its bottom edge
+    assert "−16" in d.layers["off-scale value"]["text"][0]
+    fig = _render(plots.nllh_plot(h))
+    assert any(type(r.glyph).__name__ == "Text" for r in fig.renderers)
+    # a value on the scale: no marker
+    assert len(plots.nllh_data(_history()).layers[plots.OFF_SCALE][0]) == 0
+
+
+def test_pinned_runs_are_ghosts_with_a_legend():
+    a = plots.pin_run(_every_third(900), "xor · rescaled gradient · 900 it")
+    b = plots.pin_run(_every_third(600), "xor · true gradient · 600 it")
+    live = _every_third(300)
+    ov = plots.nllh_plot(live, {}, pinned=[a, b])
+    assert {"pin 1", "pin 2", plots.MRF_NAME} <= _labels(ov)
+    d = plots.nllh_data(live, {}, pinned=[a, b])
+    assert d.xlim[1] >= 900  # the longer pinned run fits
+    px, py = d.layers["pin 1"]
+    assert len(px) == 300 and px[-1] == 900 and np.allclose(py[-1], a.nllh.y[-1])
+    fig = _render(ov)
+    legend = [item.label.value for item in fig.legend[0].items]
+    assert legend[:3] == ["pin 1", "pin 2", plots.MRF_NAME]
+    caption = plots.pins_caption([a, b])
+    assert "**pin 1**: xor · rescaled gradient · 900 it" in caption
+    assert "**pin 2**: xor · true gradient · 600 it" in caption
+    assert plots.pins_caption([]) == ""
+    conv = plots.convergence_plot(live, 0.01, pinned=[a, b])
+    assert {"pin 1", "pin 2"} <= _labels(conv)
+    # at most MAX_PINS ghosts: the oldest go
+    many = [plots.pin_run(live, f"run {i}") for i in range(plots.MAX_PINS + 2)]
+    names = [k for k in plots.nllh_data(live, {}, many).layers if k.startswith("pin ")]
+    assert len(names) == plots.MAX_PINS
+    assert plots.pins_caption(many).endswith(f"run {plots.MAX_PINS + 1}")
+    label = plots.run_label(
+        {"dataset": "adult", "gradient": "true", "lambda_theta": 53.0, "n_gibbs": 10000,
+         "mechanism": "gaussian", "epsilon": 1.0, "noise_aware": True},
+        4512,
+    )  # fmt: skip
+    assert label == "adult · true gradient · λθ 53 · n' 10,000 · gaussian ε 1 · MRF-N · 4,512 it"
+
+
+def test_live_plot_updates_pins_in_place():
+    """A new pin of the same count is data: the live figure takes its curve in place."""
+    from aggmrf_explore.explorer.liveplots import LivePlot
+
+    lp = LivePlot(plots.nllh_plot, plots.nllh_data)
+    a = plots.pin_run(_every_third(900), "first")
+    b = plots.pin_run(_every_third(600), "second")
+    lp.update({"history": _every_third(300), "references": {}, "pinned": [a]}, key=1)
+    fig = lp.fig
+    lp.update({"history": _every_third(330), "references": {}, "pinned": [b]}, key=1)
+    assert lp.fig is fig
+    assert [item.label.value for item in fig.legend[0].items][:2] == ["pin 1", plots.MRF_NAME]
+    ghost = lp.renderers[0].data_source.data
+    assert max(ghost[next(iter(ghost))]) == 600
+    live = lp.renderers[1].data_source.data
+    assert max(live[next(iter(live))]) == 330
+    # the log-axis ticks follow the data
+    lc = LivePlot(plots.convergence_plot, plots.convergence_data)
+    lc.update({"history": _every_third(300), "floor": 0.01, "pinned": []}, key=0)
+    lc.update({"history": _every_third(3000), "floor": 0.001, "pinned": []}, key=0)
+    assert min(lc.fig.yaxis[0].ticker.ticks) <= 0.001 * 1.6
+
+
+def test_scoreboard_line():
+    refs = {plots.REFERENCE_NAMES[0]: 0.42, plots.REFERENCE_NAMES[1]: 0.31}
+    line = plots.scoreboard(0.4012, refs)
+    assert "0.4012" in line and "skyline 0.4200" in line and "naive Bayes 0.3100" in line
+    assert "-0.0188" in line
+    assert "fitting" in plots.scoreboard(None, {})
+
+
+def test_table_display_speaks_words_and_whole_counts():
+    frame = pd.DataFrame(
+        {
+            "age": ["<30", "30+"],
+            "count": [12.0, 30.0],
+            "label_sum": [3.0, 9.0],
+            "d_hat": [11.84, 30.27],
+            "c_hat": [2.95, 9.01],
+        }
+    )
+    out = plots.table_display(frame)
+    assert list(out.columns) == ["age", "count d", "model d̂", "label sum c", "model ĉ"]
+    assert out["count d"].dtype.kind == "i" and out["count d"].tolist() == [12, 30]
+    assert out["model d̂"].tolist() == [11.8, 30.3]
+    noisy = frame.assign(true_count=[10.0, 31.0], true_label_sum=[3.0, 8.0], count=[12.4, 29.2])
+    out = plots.table_display(noisy)
+    assert list(out.columns)[-2:] == ["true count", "true label sum"]
+    assert "released count d (noisy)" in out.columns
+    assert out["released count d (noisy)"].tolist() == [12.4, 29.2]
+
+
+def test_privacy_curve_fills_in_point_by_point():
+    runs = [
+        {"dataset": "adult", "epsilon": 1.0, "nllh": 0.30, "noise_aware": False},
+        {"dataset": "adult", "epsilon": 0.1, "nllh": 0.12, "noise_aware": False},
+        {"dataset": "adult", "epsilon": 0.1, "nllh": 0.20, "noise_aware": True},
+        {"dataset": "bank", "epsilon": 5.0, "nllh": 0.9, "noise_aware": False},
+    ]
+    live = {"dataset": "adult", "epsilon": 10.0, "nllh": 0.35}
+    d = plots.privacy_curve_data(runs, live, skyline=0.38, dataset="adult")
+    x, y = d.layers["MRF (finished runs)"]
+    assert list(x) == [0.1, 1.0] and list(y) == [0.12, 0.30]  # in ε order
+    assert list(d.layers["MRF-N (finished runs)"][0]) == [0.1]
+    assert list(d.layers["this run (training)"][0]) == [10.0]
+    sx, sy = d.layers["skyline: logistic on the records"]
+    assert sx[0] <= 0.1 and sx[-1] >= 10 and set(sy) == {0.38}
+    assert "3 finished runs" in d.title
+    fig = _render(plots.privacy_curve_plot(runs, live, 0.38, "adult"))
+    assert fig.x_scale.__class__.__name__ == "LogScale"
+    assert "ε" in fig.xaxis[0].axis_label
+    # same layers with nothing yet
+    empty = plots.privacy_curve_data([], None, None)
+    assert list(empty.layers) == list(d.layers)
+    _render(plots.privacy_curve_plot(None))
 
 
 def test_dhat_scatter_coloured_by_table_kind():
@@ -150,7 +373,27 @@ def test_xor_plot():
     # each bar is coloured by its model (not by its state): the colour column follows the bars
     src = next(r.data_source for r in fig.renderers if hasattr(r, "data_source"))
     assert [x[1] for x in src.data["xoffsets"]] == list(src.data["color"])
+    # the legend (models in data order) is the bar order within each state
+    assert [str(f[1]) for f in fig.x_range.factors[:4]] == list(plots.XOR_MODELS)
+    first_seen = list(dict.fromkeys(src.data["color"]))
+    assert first_seen == list(plots.XOR_MODELS)
     _render(plots.xor_plot(None))
+
+
+def test_xor_title_is_computed_from_the_exact_solution():
+    """Bug 5 of issue 14: at n = 100 the exact bars are ≈ 1.0 / 0.0 / 0.8 / 0.2, not 0.9 / 0.1."""
+    frame = pd.DataFrame(
+        {
+            "state": ["x = (0, 0, 0)", "x = (0, 1, 1)", "x = (1, 0, 1)", "x = (1, 1, 0)"],
+            "truth": [0.25, 0.75, 0.75, 0.25],
+            "exact max-ent": [0.998, 0.002, 0.801, 0.2],
+        }
+    )
+    title = plots.xor_title(frame)
+    assert "exact max-ent 1.00 / 0.00 / 0.80 / 0.20" in title
+    assert "truth 0.25 / 0.75 / 0.75 / 0.25" in title
+    assert "0.9 / 0.1" not in title
+    assert _render(plots.xor_plot(frame.assign(**{"live MRF": 0.5}))).title.text == title
 
 
 def test_explanations_exist_for_every_plot():

@@ -152,7 +152,8 @@ def test_divergence_pauses_with_message():
         if not s.running:
             break
     if not s.running:
-        assert "diverged" in s.notice
+        assert "diverged" in s.warning and "Likely cause" in s.warning
+        assert s.notice == ""  # a warning, not a routine notice
     # whatever happened, the views have no NaN / inf
     h = s.history()
     for c in ("d_error", "c_error"):
@@ -306,3 +307,122 @@ def test_upload_registry_columns_and_eviction():
     reg.register(b"x,y\n1,2\n")
     with pytest.raises(AggMRFError, match="upload it again"):
         reg.columns(h)
+
+
+# ---------------------------------------------------------------- issue 14 (bugs 3, 4; teaching aids)
+def test_one_feature_subset_trains_without_best_pair():
+    """Building a subset by clicking starts with one feature: it must load (no "best_pair
+    needs at least two features" revert), the best pair joins at two features."""
+    s = ExplorerSession(dataset="synthetic", n_samples=1000, n_gibbs=200)
+    f = s.bundle.all_features
+    assert s.propose("features", f[:1]) is None
+    assert s.features == f[:1] and s.bundle.layout.n_features == 1
+    assert "best_pair" not in s.baselines and "naive_bayes" in s.baselines
+    s.step(2)
+    assert s.propose("features", f[:2]) is None
+    assert s.features == f[:2] and "best_pair" in s.baselines
+
+
+def test_dataset_switch_returns_hand_set_settings_to_the_defaults():
+    s = ExplorerSession(dataset="xor", n_samples=1000, n_gibbs=500)
+    s.propose("lambda_theta", 50.0)
+    s.propose("step_theta", 2.0)
+    s.propose("train_seed", 7)
+    assert not s.auto_defaults
+    s.propose("dataset", "toy")
+    assert s.errors == {}
+    assert s.auto_defaults and s.n_gibbs == 10_000 and s.train_seed == 0
+    from aggmrf_explore.mrf import default_settings
+
+    d = default_settings(s.bundle.layout, s.bundle.aggregated.n)
+    assert (s.lambda_theta, s.step_theta) == (d.lambda_theta, d.step_theta)
+    assert s.trainer.settings.lambda_theta == d.lambda_theta
+
+
+def test_keep_settings_pins_hand_set_values_across_a_switch():
+    s = ExplorerSession(dataset="xor", n_samples=1000, n_gibbs=500)
+    s.propose("keep_settings", True)
+    s.propose("lambda_theta", 50.0)
+    s.propose("dataset", "toy")
+    assert s.lambda_theta == 50.0 and s.n_gibbs == 500 and not s.auto_defaults
+
+
+def test_status_never_shows_the_previous_run_under_the_new_dataset():
+    s = ExplorerSession(dataset="xor", n_samples=1000, n_gibbs=300)
+    s.step(40)
+    seen: list[str] = []
+    s.param.watch(lambda e: seen.append(e.new), "status")
+    s.propose("dataset", "toy")
+    stale = [t for t in seen if "toy" in t and "iteration 40" in t]
+    assert not stale, stale
+    assert "iteration 0" in s.status and s.status.endswith("toy (Table 1)")
+
+
+def test_routine_notice_expires_after_training(monkeypatch):
+    from aggmrf_explore.explorer import store
+
+    s = ExplorerSession(dataset="xor", n_samples=1000, n_gibbs=300)
+    s.propose("n_samples", 1200)
+    assert "changed" in s.notice
+    monkeypatch.setattr(store, "NOTICE_SECONDS", 0.0)
+    s.play()
+    s.tick(0.02)
+    s.tick(0.02)
+    assert s.notice == ""
+
+
+def test_divergence_warning_names_the_last_change():
+    s = ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=200)
+    s.step(5)
+    s.propose("precondition", False)
+    s.propose("step_mu", 10.0)
+    s.propose("step_theta", 10.0)
+    cause = s.divergence_cause()
+    assert "α_θ was raised from" in cause and "to 10" in cause and "iteration 5" in cause
+    s.reset()  # a fresh run: no change since, the hand-set step sizes are the suspects
+    assert "hand-set step sizes" in s.divergence_cause() and "α_θ = 10" in s.divergence_cause()
+
+
+def test_privacy_runs_collect_one_point_per_finished_run():
+    s = ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=300)
+    s.propose("mechanism", "gaussian")
+    s.propose("epsilon", 1.0)
+    s.step(25)
+    assert s.privacy_point()["epsilon"] == 1.0
+    s.propose("epsilon", 5.0)  # re-release: the ε = 1 run is finished
+    assert len(s.privacy_runs) == 1
+    run = s.privacy_runs[0]
+    assert set(run) >= {"epsilon", "nllh", "iterations"}
+    assert run["epsilon"] == 1.0 and run["iterations"] == 25 and math.isfinite(run["nllh"])
+    s.step(3)
+    s.propose("epsilon", 2.0)  # too short a run: no point
+    assert len(s.privacy_runs) == 1
+
+
+def test_triplet_table_moves_xor_toward_the_truth():
+    s = ExplorerSession(dataset="xor", n_samples=4000, n_gibbs=1000)
+    s.step(150)
+    before = s.xor_frame()
+    assert s.propose("triples", True) is None
+    assert "X1 × X2 × X3" in s.bundle.layout.table_names
+    s.step(300)
+    after = s.xor_frame()
+    err_before = np.abs(before["live MRF"] - before["truth"]).max()
+    err_after = np.abs(after["live MRF"] - after["truth"]).max()
+    assert err_before > 0.1 and err_after < 0.06, (err_before, err_after)
+    s.propose("dataset", "toy")  # another dataset: the toggle goes back off
+    assert not s.triples
+
+
+def test_lesson_link_round_trip():
+    from aggmrf_explore.explorer.lesson import lesson_link, parse_lesson
+
+    settings = {"dataset": "adult", "gradient": "true", "lambda_theta": 10.0, "n_gibbs": 10_000}
+    defaults = {"dataset": "xor", "gradient": "rescaled", "lambda_theta": 3.0, "n_gibbs": 10_000}
+    link = lesson_link(
+        "http://h/explorer", settings, defaults, ["lambda_mu", "step_mu"], "Try <b>λ</b> & see"
+    )
+    assert "n_gibbs" not in link and "gradient=true" in link
+    les = parse_lesson(link.split("?", 1)[1], ["lambda_mu", "step_mu", "dataset"])
+    assert les.hide == ["lambda_mu", "step_mu"] and les.text == "Try <b>λ</b> & see"
+    assert parse_lesson("hide=bogus,dataset", ["dataset"]).unknown == ["bogus"]

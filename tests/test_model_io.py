@@ -73,3 +73,61 @@ def test_bad_model_file(tmp_path):
     p.write_text('{"format": "something-else"}')
     with pytest.raises(AggMRFError, match="not an aggmrf model"):
         load_model(p)
+
+
+# ---------------------------------------------------------------------- hostile models (issue 13)
+@pytest.mark.parametrize(
+    "edit, pattern",
+    [
+        (lambda m: m.__setitem__("version", 2), "version"),
+        (lambda m: m.__setitem__("version", "1"), "version"),
+        (lambda m: m["intercept"].__setitem__("theta", 1e308), "theta"),
+        (lambda m: m["tables"][0]["rows"][0].__setitem__("theta", "x"), "theta"),
+        (lambda m: m["tables"][0]["rows"][0].__setitem__("mu", None), "mu"),
+        (lambda m: m["schema"]["features"][0].__setitem__("modalities", 3), "modalities"),
+        (lambda m: m.__setitem__("tables", "all"), "tables"),
+    ],
+)
+def test_model_fields_checked(tmp_path, fitted, edit, pattern):
+    _, enc, _, model = fitted
+    m = json.loads(export_model_json(model, enc))
+    edit(m)
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(m))
+    with pytest.raises(AggMRFError, match=pattern):
+        load_model(p)
+
+
+def test_model_json_constants_and_directories_refused(tmp_path, fitted):
+    p = tmp_path / "m.json"
+    p.write_text('{"format": "aggmrf-model", "intercept": {"theta": Infinity}}')
+    with pytest.raises(AggMRFError, match="intercept.theta is Infinity"):
+        load_model(p)
+    with pytest.raises(AggMRFError, match="directory"):
+        load_model(tmp_path)
+
+
+def test_save_model_checks_path_and_never_creates_directories(tmp_path, fitted):
+    _, enc, _, model = fitted
+    with pytest.raises(AggMRFError, match="does not exist"):
+        save_model(tmp_path / "nodir" / "m.json", model, enc)
+    assert not (tmp_path / "nodir").exists()
+    with pytest.raises(AggMRFError, match=r"\.json or \.csv"):
+        save_model(tmp_path / "m.txt", model, enc)
+
+
+def test_model_csv_formula_cells_round_trip(tmp_path):
+    df = pd.DataFrame({"=f": ["-x", "@y", "=z", "-1"] * 25, "k": ["a", "b"] * 50})
+    enc = Encoder().fit(df)
+    lay = TableLayout.all_pairs(
+        enc.n_modalities, enc.feature_names, modality_labels=enc.modality_labels
+    )
+    model = MRFModel(lay, np.zeros(lay.K), np.linspace(-1, 1, lay.K))
+    save_model(tmp_path / "m.csv", model, enc)
+    text = (tmp_path / "m.csv").read_text()
+    assert "'=f" in text and "'-x" in text and "'@y" in text and ",-1," in text
+    back = load_model(tmp_path / "m.csv")
+    np.testing.assert_array_equal(back.model.theta, model.theta)
+    np.testing.assert_array_equal(
+        back.predict_proba(df), model.predict_proba(enc.transform(df))[:, 1]
+    )

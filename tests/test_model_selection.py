@@ -69,10 +69,18 @@ def test_sub_and_split_release(problem):
     assert np.all(a.c <= a.d) and abs(a.n - agg.n / 2) < 0.1 * agg.n
 
 
-@pytest.mark.parametrize("kind", ["gaussian", "laplace"])
-def test_split_release_halves_carry_the_noise_they_have(kind):
-    """Thinning b = A + L gives half A ≈ A_A + L/2: each half's mechanism is scaled by ½
-    (σ/2, Laplace b/2), and that matches the noise measured against the true half counts."""
+@pytest.mark.parametrize(
+    "kind,fission,factor,independent",
+    [
+        ("gaussian", True, np.sqrt(0.5), True),  # data fission: σ/√2 each, independent
+        ("gaussian", False, 0.5, False),  # plain thinning: L/2 each, the same L
+        ("laplace", True, 0.5, False),  # no fission for Laplace noise
+    ],
+)
+def test_split_release_halves_carry_the_noise_they_have(kind, fission, factor, independent):
+    """Each half's mechanism is the noise it actually has, measured against the true counts:
+    z_A = d_A − d/2 (noise + thinning of the true records) has sd² ≈ (factor·σ)² + d/4,
+    and the halves' noises are independent exactly when split by fission."""
     from aggmrf_explore import TableLayout
     from aggmrf_explore.privacy import make_mechanism, release
 
@@ -83,21 +91,24 @@ def test_split_release_halves_carry_the_noise_they_have(kind):
     agg = aggregate(X, y, lay)
     mech = make_mechanism(kind, 0.1, 1e-6, lay)  # std ≈ 250–400 counts, cells of 2 000+
     rel = lay.released
-    z = []
+    za, zb = [], []
     for seed in range(5):
         noisy = release(agg, mech, seed=seed)
-        a, b = split_release(noisy, 0.5, seed=seed)
-        assert a.noise.std == pytest.approx(mech.std / 2) and b.noise.std == a.noise.std
+        a, b = split_release(noisy, 0.5, seed=seed, fission=fission)
+        assert a.noise.std == pytest.approx(factor * mech.std) and b.noise.std == a.noise.std
         assert type(a.noise) is type(mech) and a.noise.epsilon == mech.epsilon
-        z.append(a.d[rel] - agg.d[rel] / 2)  # noise + thinning of the true records
-    z = np.concatenate(z)
+        za.append(a.d[rel] - agg.d[rel] / 2)
+        zb.append(b.d[rel] - agg.d[rel] / 2)
+    za, zb = np.concatenate(za), np.concatenate(zb)
     thinning_var = agg.d[rel].mean() / 4  # Var Binomial(d, ½), averaged over cells
-    measured = np.sqrt(max(z.var() - thinning_var, 0.0))
-    assert measured == pytest.approx(mech.std / 2, rel=0.08)
-    f_a, f_b = split_release(release(agg, mech, seed=9), 0.3, seed=0)
-    assert f_a.noise.std == pytest.approx(0.3 * mech.std) and f_b.noise.std == pytest.approx(
-        0.7 * mech.std
-    )
+    measured = np.sqrt(max(za.var() - thinning_var, 0.0))
+    assert measured == pytest.approx(factor * mech.std, rel=0.08)
+    corr = np.corrcoef(za, zb)[0, 1]
+    assert abs(corr) < 0.08 if independent else corr > 0.8
+    f_a, f_b = split_release(release(agg, mech, seed=9), 0.3, seed=0, fission=fission)
+    fa, fb = (np.sqrt(0.3), np.sqrt(0.7)) if independent else (0.3, 0.7)
+    assert f_a.noise.std == pytest.approx(fa * mech.std)
+    assert f_b.noise.std == pytest.approx(fb * mech.std)
     exact_a, _ = split_release(agg, 0.5, seed=0)
     assert exact_a.noise is None
 

@@ -187,6 +187,21 @@ def test_mrfn_is_not_the_gradient_of_the_per_coordinate_likelihood(small_noisy):
 
     plain, _ = exact_fixed_point(data, projected, iterations=50)
     assert per_coordinate_ll(params) > per_coordinate_ll(plain)
+    # its gradient at MRF-N's fixed point (central differences) is clearly not 0
+    w0, K, h = np.concatenate([params.mu, params.theta]), lay.K, 1e-4
+    g = []
+    for k in range(1, 2 * K):
+        e = np.zeros_like(w0)
+        e[k] = h
+        up, down = w0 + e, w0 - e
+        g.append(
+            (
+                per_coordinate_ll(Params(up[:K], up[K:]))
+                - per_coordinate_ll(Params(down[:K], down[K:]))
+            )
+            / (2 * h)
+        )
+    assert np.abs(g).max() > 0.05, np.abs(g).max()
 
 
 # ------------------------------------------------------------------ the gradient, unit level
@@ -319,3 +334,34 @@ def test_mrfn_beats_mrf_under_heavy_noise():
         }
         assert score["mrf-n"] > score["projected"] + 0.05, (seed, score)
         assert score["mrf-n"] > score["raw"] + 0.2, (seed, score)
+
+
+_MRFN_DETERMINISM = """
+import hashlib
+from aggmrf_explore.experiment import prepare, train_mrf
+from aggmrf_explore.mrf import default_settings
+from aggmrf_explore.privacy import make_mechanism, release
+pb = prepare("synthetic", n=4000, seed=1)
+data = release(pb.aggregated, make_mechanism("gaussian", 0.5, 1e-6, pb.layout), seed=3)
+st = default_settings(pb.layout, data.n, n_gibbs=3000, seed=5, noise_aware=True, noise_refresh=1)
+tr = train_mrf(pb, st, 15, data=data).trainer
+print(hashlib.sha256(tr.theta.tobytes() + tr.mu.tobytes()).hexdigest())
+"""
+
+
+def test_mrfn_same_numbers_with_1_and_2_threads():
+    """The posterior kernel runs in parallel over coordinates: same seed, same bits."""
+    import os
+    import subprocess
+    import sys
+
+    out = []
+    for threads in ("1", "2"):
+        env = {**os.environ, "NUMBA_NUM_THREADS": threads}
+        res = subprocess.run(
+            [sys.executable, "-c", _MRFN_DETERMINISM],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        out.append(res.stdout.strip())
+    assert out[0] == out[1] and len(out[0]) == 64

@@ -60,6 +60,23 @@ def test_sweep_laplace(tmp_path):
     assert (out.with_suffix(".png")).exists()
 
 
+def test_sweep_quick(tmp_path):
+    """--quick: ε 1 and 10, 2 noise seeds, 150 iterations (each flag still overrides it)."""
+    out = tmp_path / "quick"
+    small = ["--dataset", "synthetic", "--n", "2000", "--gibbs-samples", "500"]
+    assert main(["sweep", *small, "--quick", "--out", str(out)]) == 0
+    frame = pd.read_csv(out.with_suffix(".csv"))
+    assert sorted(set(frame["epsilon"])) == [1.0, 10.0] and sorted(set(frame["noise_seed"])) == [
+        0,
+        1,
+    ]
+    assert len(frame) == 2 * 2 * 3
+    assert main(["sweep", *small, "--quick", "--epsilons", "3", "--noise-seeds", "1",
+                 "--iterations", "5", "--out", str(out)]) == 0  # fmt: skip
+    frame = pd.read_csv(out.with_suffix(".csv"))
+    assert set(frame["epsilon"]) == {3.0} and len(frame) == 3
+
+
 @pytest.mark.parametrize(
     "extra,match",
     [

@@ -206,3 +206,132 @@ def test_hand_written_noise_forms(records):
         mechanism_from_meta({"mechanism": "laplace"})
     with pytest.raises(AggMRFError, match="must be an object"):
         mechanism_from_meta(["gaussian"])
+
+
+# ---------------------------------------------------------------------- hostile releases (issue 13)
+def _hostile_release(tmp_path):
+    """A release whose labels and feature names look like spreadsheet formulas."""
+    from aggmrf_explore.encoding import Encoder
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame(
+        {
+            "=cmd|' /C calc'!A0": rng.choice(["-2+3", "+x", "@SUM(1)", "'=q", "plain"], 400),
+            "size": rng.choice(["S", "-1", "\tT"], 400),
+        }
+    )
+    y = rng.integers(0, 2, 400)
+    enc = Encoder().fit(df)
+    lay = TableLayout.all_pairs(
+        enc.n_modalities, enc.feature_names, modality_labels=enc.modality_labels
+    )
+    agg = aggregate(enc.transform(df), y, lay)
+    write_release(agg, tmp_path / "r", enc)
+    return agg, tmp_path / "r"
+
+
+def test_formula_cells_neutralised_and_read_back(tmp_path):
+    agg, path = _hostile_release(tmp_path)
+    for f in path.glob("*.csv"):
+        for cell in (
+            pd.read_csv(f, dtype=str, keep_default_na=False, header=None).to_numpy().ravel()
+        ):
+            assert cell[:1] not in ("=", "+", "@", "\t") and not (
+                cell.startswith("-") and cell != "-1"
+            ), cell
+    rel = read_release(path)
+    assert rel.schema.feature_names == agg.layout.feature_names
+    assert rel.schema.modality_labels == [list(m) for m in agg.layout.modality_labels]
+    np.testing.assert_array_equal(rel.data.d, agg.d)
+
+
+@pytest.mark.parametrize(
+    "value, pattern",
+    [
+        ("../x.csv", "plain file name"),
+        ("/etc/passwd", "plain file name"),
+        ("sub/x.csv", "plain file name"),
+        (".", "plain file name"),
+        (5, "must be a string"),
+    ],
+)
+def test_table_file_confined(tmp_path, records, value, pattern):
+    agg = records[-1]
+    write_release(agg, tmp_path / "r")
+    meta = json.loads((tmp_path / "r" / "release.json").read_text())
+    meta["tables"][0]["file"] = value
+    (tmp_path / "r" / "release.json").write_text(json.dumps(meta))
+    with pytest.raises(AggMRFError, match=pattern):
+        read_release(tmp_path / "r")
+
+
+def test_symlink_out_fifo_and_oversized_table_refused(tmp_path, records):
+    import os
+
+    agg = records[-1]
+    write_release(agg, tmp_path / "r")
+    meta = json.loads((tmp_path / "r" / "release.json").read_text())
+    first = tmp_path / "r" / meta["tables"][0]["file"]
+    outside = tmp_path / "outside.csv"
+    outside.write_text(first.read_text())
+    first.unlink()
+    os.symlink(outside, first)
+    with pytest.raises(AggMRFError, match="outside the release directory"):
+        read_release(tmp_path / "r")
+    first.unlink()
+    os.mkfifo(first)
+    with pytest.raises(AggMRFError, match="FIFO"):
+        read_release(tmp_path / "r")
+    first.unlink()
+    first.write_text("x" * (3 * 2**20))
+    with pytest.raises(AggMRFError, match="MiB"):
+        read_release(tmp_path / "r")
+
+
+@pytest.mark.parametrize(
+    "text, pattern",
+    [
+        (b'{"n": NaN}', "NaN"),
+        (b'{"n": 1, "n": 2}', "twice"),
+        (b'{"n": 1e18}', "between"),
+        (b'{"n": "many"}', "integer"),
+        (b'{"version": 2}', "version"),
+        (b'{"format": "x"}', "format"),
+        (b'{"features": []}', "features"),
+        (b'{"noise": "gaussian"}', "noise"),
+        (b"\xff\xfe\xff", "UTF"),
+    ],
+)
+def test_manifest_fields_checked(tmp_path, records, text, pattern):
+    agg = records[-1]
+    write_release(agg, tmp_path / "r")
+    (tmp_path / "r" / "release.json").write_bytes(text)
+    with pytest.raises(AggMRFError, match=pattern):
+        read_release(tmp_path / "r")
+
+
+def test_size_budget_before_reading_tables(tmp_path, records):
+    from aggmrf_explore.budget import Budget
+
+    agg = records[-1]
+    write_release(agg, tmp_path / "r")
+    with pytest.raises(AggMRFError, match="max-rows"):
+        read_release(tmp_path / "r", budget=Budget(max_rows=10))
+    assert read_release(tmp_path / "r", budget=Budget(max_rows=agg.layout.K)).data.n == agg.n
+
+
+def test_n_inconsistent_with_totals_warns(tmp_path, records):
+    agg = records[-1]
+    write_release(agg, tmp_path / "r")
+    meta = json.loads((tmp_path / "r" / "release.json").read_text())
+    meta["n"] = 10 * int(agg.n)
+    (tmp_path / "r" / "release.json").write_text(json.dumps(meta))
+    with pytest.warns(ReleaseWarning, match="declares n"):
+        rel = read_release(tmp_path / "r")
+    assert any("declares n" in w for w in rel.warnings)
+
+
+def test_writer_never_creates_parents(tmp_path, records):
+    with pytest.raises(AggMRFError, match="does not exist"):
+        write_release(records[-1], tmp_path / "a" / "b")
+    assert not (tmp_path / "a").exists()

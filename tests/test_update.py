@@ -1,12 +1,15 @@
 """The pure PCD update (mrf.pcd_update) on a hand-computed example of 4 coordinates.
 
 Row 0 is the intercept (unpenalised, its μ never moves), row 2 has d̂ = 0 (the ratio falls
-back to 1 and the μ preconditioner to its floor s), row 3 has a clipped θ direction.  The
-expected numbers are written out from the formulas of the mrf module docstring:
+back to 1 and the μ preconditioner to its floor s), row 3 has a clipped θ direction (and,
+for the unbiased ratio, d − 2λ_μ μ = 0: the fallback r = 1).  The expected numbers are
+written out from the formulas of the mrf module docstring:
 
-    g_μ = d̂ − d + 2λ_μ μ            g_θ = (d/d̂)·ĉ − c + 2λ_θ θ
-    h_μ = max(d̂ + 2λ_μ, s)          h_θ = max((d/d̂)·ĉ + 2λ_θ, s)
+    g_μ = d̂ − d + 2λ_μ μ            g_θ = r·ĉ − c + 2λ_θ θ
+    h_μ = max(d̂ + 2λ_μ, s)          h_θ = max(r·ĉ + 2λ_θ, s)
     μ' = μ − α_μ clip(g_μ/h_μ)       θ' = θ − α_θ clip(g_θ/h_θ)
+
+with r = d/d̂ (the paper's ratio) or r = (d − 2λ_μ μ)/d̂ (unbiased: 1 at μ's fixed point).
 """
 
 from __future__ import annotations
@@ -14,11 +17,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aggmrf_explore.mrf import Params, Penalty, Targets, TrainerSettings, pcd_update
+from aggmrf_explore.mrf import (
+    Params,
+    Penalty,
+    Targets,
+    TrainerSettings,
+    pcd_update,
+    rescaling_ratio,
+)
 
+DEFAULT_RESCALED = "rescaled-paper"  # what gradient="rescaled" computes
 S = 2.0  # n / n'
 SETTINGS = TrainerSettings(
-    n_gibbs=10, lambda_mu=0.5, lambda_theta=0.5, step_mu=0.5, step_theta=0.25, clip=1.5
+    n_gibbs=10,
+    lambda_mu=0.5,
+    lambda_theta=0.5,
+    step_mu=0.5,
+    step_theta=0.25,
+    clip=1.5,
+    gradient="rescaled-paper",
 )  # 2λ_μ = 2λ_θ = 1
 MU = np.array([0.3, -0.5, 0.2, 1.0])
 THETA = np.array([-1.0, 0.5, -0.25, 3.0])
@@ -34,7 +51,11 @@ def _update(settings=SETTINGS, penalty=PENALTY):
     return pcd_update(Params(MU, THETA), D_HAT, C_HAT, Targets(D, C), settings, penalty)
 
 
-def test_rescaled_preconditioned_update_by_hand():
+def _with(**changes):
+    return TrainerSettings(**{**SETTINGS.__dict__, **changes})
+
+
+def test_rescaled_paper_preconditioned_update_by_hand():
     args = [MU, THETA, D_HAT, C_HAT, D, C]
     before = [a.copy() for a in args]
     u = _update()
@@ -70,7 +91,7 @@ def test_rescaled_preconditioned_update_by_hand():
 
 
 def test_true_gradient_by_hand():
-    u = _update(settings=TrainerSettings(**{**SETTINGS.__dict__, "gradient": "true"}))
+    u = _update(settings=_with(gradient="true"))
     np.testing.assert_allclose(u.c_model, C_HAT)  # ĉ itself, no rescaling
     np.testing.assert_allclose(
         u.g_theta, [6 - 5, 2 - 4 + 1 * 0.5, 0 - 1 + 1 * -0.25, 3 - 0.5 + 1 * 3.0]
@@ -81,7 +102,7 @@ def test_true_gradient_by_hand():
 
 
 def test_without_preconditioning_by_hand():
-    st = TrainerSettings(**{**SETTINGS.__dict__, "precondition": False})
+    st = _with(precondition=False)
     u = _update(settings=st)
     assert u.h_mu == u.h_theta == 15.0  # n·T/K (above the floor s)
     np.testing.assert_allclose(u.dir_mu, [0.0, -2.5 / 15, -2.8 / 15, 4 / 15])
@@ -98,3 +119,51 @@ def test_without_intercept_row_zero_is_an_ordinary_row():
     assert u.g_theta[0] == pytest.approx(60 / 11 - 5 + 1 * -1.0)
     assert u.dir_mu[0] == pytest.approx((2 + 0.3) / (22 + 1))
     assert u.params.mu[0] != MU[0]
+
+
+def test_rescaled_unbiased_update_by_hand():
+    """r = (d − 2λ_μ μ)/d̂; fallback r = 1 where d̂ = 0 (row 2) or d − 2λ_μ μ ≤ 0 (row 3)."""
+    u = _update(settings=_with(gradient="rescaled-unbiased"))
+    # numerators d − 2λ_μ·reg·μ = [20, 10.5, 2.8, 0]; row 0 unpenalised
+    np.testing.assert_allclose(u.ratio, [20 / 22, 10.5 / 8, 1.0, 1.0])
+    np.testing.assert_allclose(u.c_model, [6 * 20 / 22, 2 * 10.5 / 8, 0.0, 3.0])
+    np.testing.assert_allclose(
+        u.g_theta, [60 / 11 - 5, 2.625 - 4 + 0.5, 0 - 1 - 0.25, 3 - 0.5 + 3.0]
+    )
+    np.testing.assert_allclose(u.h_theta, [60 / 11, 2.625 + 1, S, 3 + 1])
+    np.testing.assert_allclose(u.dir_theta, [(5 / 11) / (60 / 11), -0.875 / 3.625, -1.25 / 2, 5.5 / 4])
+    np.testing.assert_allclose(u.g_mu, [2.0, -2.5, -2.8, 4.0])  # μ's update is unchanged
+    np.testing.assert_allclose(u.dir_mu, _update().dir_mu)
+    # a negative numerator (raw noisy targets) also falls back to the true gradient
+    r = rescaling_ratio(np.array([5.0]), np.array([-3.0]), np.array([0.0]), "rescaled-unbiased")
+    assert r.tolist() == [1.0]
+
+
+def test_unbiased_ratio_is_one_at_the_fixed_point_of_mu():
+    """Where μ is at its fixed point (d̂ = d − 2λ_μ μ) the unbiased θ-gradient is the true
+    gradient; the paper's ratio is d/(d − 2λ_μ μ) ≠ 1 there."""
+    mu = np.array([0.0, -1.5, -0.4, 2.0])
+    pen = 2 * SETTINGS.lambda_mu * REG * mu
+    d_hat = D - pen  # [20, 11.5, 3.4, -1]: the last one is no fixed point (d̂ ≥ 0)
+    d_hat[3] = 0.5
+    c_hat = np.array([6.0, 2.0, 1.0, 0.25])
+
+    def upd(gradient):
+        st = _with(gradient=gradient)
+        return pcd_update(Params(mu, THETA), d_hat, c_hat, Targets(D, C), st, PENALTY)
+
+    unbiased, true, paper = upd("rescaled-unbiased"), upd("true"), upd("rescaled-paper")
+    np.testing.assert_array_equal(unbiased.ratio[:3], 1.0)
+    np.testing.assert_allclose(unbiased.g_theta[:3], true.g_theta[:3], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(paper.ratio[:3], D[:3] / d_hat[:3])
+    assert np.all(np.abs(paper.g_theta[1:3] - true.g_theta[1:3]) > 0.05)
+
+
+def test_default_gradient_names():
+    """'rescaled' is the default; 'rescaled-paper' is the paper's ratio d/d̂."""
+    assert TrainerSettings().gradient == "rescaled"
+    paper = _update()
+    np.testing.assert_allclose(paper.ratio, [20 / 22, 10 / 8, 1.0, 1 / 4])
+    default = _update(settings=_with(gradient="rescaled"))
+    same = _update(settings=_with(gradient=DEFAULT_RESCALED))
+    np.testing.assert_array_equal(default.ratio, same.ratio)

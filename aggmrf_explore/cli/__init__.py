@@ -7,6 +7,7 @@ run        train the MRF (optionally on a noisy release) and the baselines, prin
 aggregate  records → a release: tables + release.json (:mod:`.aggregate`)
 predict    probabilities of records under an exported model (:mod:`.predict`)
 xor        the XOR counterexample: truth, exact max-ent, PCD and logistic per state (:mod:`.xor`)
+import-criteo  the AdKDD'21 challenge files → a release with two labels (:mod:`.import_criteo`)
 sweep      what-if over ε: MRF and noise-aware MRF-N at each ε, CSV + PNG of test NLLH vs ε
            (:mod:`.sweep`)
 
@@ -22,6 +23,7 @@ from collections.abc import Callable
 
 from ..errors import AggMRFError
 from .aggregate import cmd_aggregate
+from .import_criteo import cmd_import_criteo
 from .parser import build_parser
 from .predict import cmd_predict
 from .report import error
@@ -37,6 +39,7 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "sweep": cmd_sweep,
     "aggregate": cmd_aggregate,
     "predict": cmd_predict,
+    "import-criteo": cmd_import_criteo,
 }
 
 

@@ -26,7 +26,8 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     src = g.add_mutually_exclusive_group()
     src.add_argument("--dataset", help="toy, xor, synthetic, adult or bank")
     src.add_argument("--csv", help="your own CSV file (needs --label)")
-    g.add_argument("--label", help="label column of --csv (binary: 0/1, yes/no, true/false, …)")
+    g.add_argument("--label", help="label column of --csv (binary: 0/1, yes/no, true/false, …); "
+                   "with --tables: which label of a release with several, or 'all'")  # fmt: skip
     g.add_argument("--test-csv", help="a separate test CSV (default: split --csv)")
     g.add_argument(
         "--test-fraction", type=float, default=0.3, help="test share when splitting (0.3)"
@@ -81,6 +82,19 @@ def _add_release_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lenient", action="store_true",
                    help="inconsistent tables are warnings, not errors")  # fmt: skip
     g.add_argument("--export-model", help="write the fitted model (.json or .csv)")
+    g.add_argument("--validation-csv",
+                   help="a small labelled granular sample: choose λθ and the iteration count "
+                   "on it (instead of the records-free split); run --tables only")  # fmt: skip
+
+
+def _add_scale_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("bigger data (issue 19)")
+    g.add_argument("--sampler", choices=("auto", "gibbs", "mh"), default="auto",
+                   help="Gibbs kernel: full conditionals, Metropolis-within-Gibbs for large "
+                   "M_f, or auto (mh when some M_f > 1000)")  # fmt: skip
+    g.add_argument("--scheduler", default=None,
+                   help="shard the Gibbs samples on Dask: local:N (a LocalCluster of N worker "
+                   "processes) or tcp://HOST:PORT (an existing scheduler); uses the mh sampler")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-baselines", action="store_true", help="skip the baselines")
     run.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     _add_release_options(run)
+    _add_scale_options(run)
 
     agg = sub.add_parser(
         "aggregate", help="aggregate records into a release (tables + release.json)"
@@ -124,6 +139,20 @@ def build_parser() -> argparse.ArgumentParser:
     xor.add_argument("--iterations", type=int, default=600)
     xor.add_argument("--seed", type=int, default=0)
     xor.add_argument("--json", action="store_true")
+
+    ic = sub.add_parser(
+        "import-criteo", help="the AdKDD'21 challenge files → a release (click and sale)"
+    )
+    ic.add_argument("pairs", help="aggregated_pairs.csv of the challenge")
+    ic.add_argument("singles", help="aggregated_singles.csv of the challenge")
+    ic.add_argument("--out", required=True, help="output release directory")
+    ic.add_argument("--max-modalities", type=int, default=None,
+                    help="keep at most this many values per feature (the most frequent); the "
+                    "others become '(other)' (default: keep all)")  # fmt: skip
+    ic.add_argument("--suppression", type=float, default=10.0,
+                    help="pair rows with true count ≤ this were dropped (10)")  # fmt: skip
+    ic.add_argument("--sigma", type=float, default=17.0, help="the declared Gaussian noise σ (17)")
+    ic.add_argument("--json", action="store_true", help="print the import report as JSON")
 
     sw = sub.add_parser("sweep", help="MRF and MRF-N over a list of ε: CSV and PNG")
     _add_data_options(sw)

@@ -124,6 +124,19 @@ def print_tables_run(out: dict) -> None:
         "mrf": {"nllh_test": m.get("nllh_test", float("nan")), "seconds": m["seconds"]}
     }
     print_run(printable)
+    sup = out.get("suppression")
+    if sup:  # issue 17: rows absent from tables with a threshold, trained as 0 ≤ d ≤ k
+        print(f"suppressed rows: {sup['suppressed_rows']} of {sup['rows']} in "
+              f"{sup['tables_with_threshold']} table(s) with a threshold "
+              "(absent ⇔ true count ≤ k; trained as 0 ≤ d ≤ k)")  # fmt: skip
+        for name, v in list(sup["tables"].items())[:8]:
+            print(f"  {name:<28} k = {v['threshold']:g}: {v['suppressed']} of {v['rows']} rows")
+        if len(sup["tables"]) > 8:
+            print(f"  … and {len(sup['tables']) - 8} more tables (--json lists every one)")
+    if "validation_csv" in out:
+        v = out["validation_csv"]
+        print(f"chosen on the labelled sample ({v['n_sample']} records): λθ = "
+              f"{v['lambda_theta']:g}, {v['iterations']} iterations (sample NLLH {v['sample_nllh']:.4f})")  # fmt: skip
     if "aggregated_nllh" in m:
         print("aggregated-only validation on the second release (see aggmrf_explore.model_selection):")
         print(f"  cross-fit NLLH   {m['cross_fit_nllh']:.4f}  (estimates the record-level NLLH)")

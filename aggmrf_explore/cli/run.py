@@ -12,11 +12,37 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import asdict, replace
+from pathlib import Path
 
+from ..errors import AggMRFError
 from . import args as cli_args
 from .report import ProgressBar, noise_summary, print_json, print_run, print_tables_run, warn
 
-__all__ = ["cmd_run", "cmd_run_tables", "auto_lambda"]
+__all__ = [
+    "cmd_run",
+    "cmd_run_tables",
+    "tables_report",
+    "suppression_summary",
+    "auto_lambda",
+    "chain_factory_for",
+]
+
+
+def chain_factory_for(args: argparse.Namespace):
+    """The trainer's chain factory for ``--sampler`` / ``--scheduler`` (None: the default)."""
+    scheduler = getattr(args, "scheduler", None)
+    sampler = getattr(args, "sampler", "auto")
+    if scheduler:
+        from ..distributed import cluster_chain_factory
+
+        return cluster_chain_factory(scheduler)
+    if sampler != "auto":
+        from functools import partial
+
+        from ..kernels import make_chain
+
+        return partial(make_chain, sampler=sampler)
+    return None
 
 
 def auto_lambda(args: argparse.Namespace, data, settings, iterations: int, validation=None):
@@ -47,6 +73,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``run``: train on records' tables (``--tables``: on a release); returns the exit status."""
     if args.tables:
         return cmd_run_tables(args)
+    if args.validation_csv:
+        raise AggMRFError(
+            "--validation-csv goes with --tables (a release; records have their own split)."
+        )
     from ..baselines import fit_baselines
     from ..experiment import train_mrf
     from ..privacy import release
@@ -71,7 +101,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = train_mrf(
         problem, settings, iterations, data=data,
         progress=ProgressBar("MRF" + ("-N" if args.noise_aware else "")),
-        eval_every=iterations + 1,
+        eval_every=iterations + 1, chain_factory=chain_factory_for(args),
     )  # fmt: skip
     models = {"mrf": {"nllh_test": run.nllh_test, "seconds": run.seconds}}
     if not args.no_baselines:
@@ -112,7 +142,44 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_run_tables(args: argparse.Namespace) -> int:
-    """``run --tables``: train on a release, no records; returns the exit status."""
+    """``run --tables``: train on a release, no records; returns the exit status.
+
+    ``--label NAME`` picks one label of a release with several (default: its primary one);
+    ``--label all`` fits each label in turn (same seed and settings) and reports each under
+    ``labels`` (the text report prints one block per label).
+    """
+    from ..io import read_release
+
+    cli_args.check_release_source(args)
+    if args.validation_csv and args.lambda_theta == "auto":
+        raise AggMRFError("--validation-csv chooses λθ itself; drop --lambda-theta auto.")
+    if args.validation_csv and args.validation_tables:
+        raise AggMRFError("--validation-csv and --validation-tables: give one of them.")
+    if args.label != "all":
+        out = tables_report(args, args.label)
+    else:
+        labels = read_release(args.tables, strict=not args.lenient).meta.get("labels") or [None]
+        out = {"dataset": str(args.tables), "labels": {}}
+        for lab in labels:
+            sub = argparse.Namespace(**{**vars(args), "label": lab})
+            if args.export_model and lab is not None:
+                p = Path(args.export_model)
+                sub.export_model = str(p.with_name(f"{p.stem}.{lab}{p.suffix}"))
+            out["labels"][lab or "label"] = tables_report(sub, lab)
+    if args.json:
+        print_json(out, default=float)
+    elif "labels" in out:
+        for lab, one in out["labels"].items():
+            print(f"== label {lab} ==")
+            print_tables_run(one)
+    else:
+        print_tables_run(out)
+    return 0
+
+
+def tables_report(args: argparse.Namespace, label: str | None) -> dict:
+    """Train on label ``label`` of the release ``--tables`` (None: its primary label); the
+    report ``run --tables --json`` prints."""
     from ..callbacks import Progress
     from ..io import read_release
     from ..metrics import nllh
@@ -120,15 +187,14 @@ def cmd_run_tables(args: argparse.Namespace) -> int:
     from ..mrf import PCDTrainer
 
     t0 = time.perf_counter()
-    cli_args.check_release_source(args)
-    rel = read_release(args.tables, strict=not args.lenient)
+    rel = read_release(args.tables, strict=not args.lenient, label=label)
     for w in rel.warnings:
         warn(w)
     data, schema = rel.data, rel.schema
     cli_args.check_noise_aware_release(args, data)
     val = None
     if args.validation_tables:
-        val = read_release(args.validation_tables, strict=not args.lenient).data
+        val = read_release(args.validation_tables, strict=not args.lenient, label=label).data
     settings = cli_args.trainer_settings(args, data.layout, data.n)
     if args.noise_aware:
         settings = replace(settings, noise_aware=True)
@@ -139,32 +205,49 @@ def cmd_run_tables(args: argparse.Namespace) -> int:
     test = None
     if args.test_csv:
         df = cli_args.read_records(args.test_csv)
-        label = cli_args.label_of_test_records(args, df, schema.label)
-        test = (schema.transform(df), schema.encode_label(df[label]))
+        col = cli_args.label_of_test_records(args, df, schema.label)
+        test = (schema.transform(df), schema.encode_label(df[col]))
     prep = time.perf_counter() - t0
     t1 = time.perf_counter()
-    bar = ProgressBar("MRF" + ("-N" if settings.noise_aware else ""))
-    trainer = PCDTrainer(data, settings).fit(iterations, [Progress(bar, iterations)])
+    chosen = None
+    if args.validation_csv:
+        from ..sample_selection import choose_on_sample
+
+        df = cli_args.read_records(args.validation_csv)
+        col = cli_args.label_of_test_records(
+            argparse.Namespace(**{**vars(args), "test_csv": args.validation_csv}), df, schema.label
+        )
+        chosen = choose_on_sample(
+            data, schema.transform(df), schema.encode_label(df[col]), settings, iterations,
+            progress=ProgressBar("λθ on the sample"),
+        )  # fmt: skip
+        settings = replace(settings, lambda_theta=chosen.lambda_theta)
+        iterations = chosen.iterations
+        model = chosen.model
+    else:
+        bar = ProgressBar("MRF" + ("-N" if settings.noise_aware else ""))
+        trainer = PCDTrainer(data, settings, chain_factory=chain_factory_for(args))
+        trainer.fit(iterations, [Progress(bar, iterations)])
+        model = trainer.model
     mrf = {"seconds": time.perf_counter() - t1}
     if test is not None:
-        mrf["nllh_test"] = nllh(test[1], trainer.predict_proba(test[0])[:, 1])
+        mrf["nllh_test"] = nllh(test[1], model.predict_proba(test[0])[:, 1])
     if val is not None:
-        sc = aggregated_nllh(trainer.model, sample_codes(trainer), val)
+        sc = aggregated_nllh(model, sample_codes(trainer), val)
         mrf["aggregated_nllh"] = sc.score
         over = {"seed": settings.seed, "n_gibbs": settings.n_gibbs}
         over["noise_aware"] = settings.noise_aware
         ref = fit_reference(val, data, iterations=max(1, iterations // 2), settings_overrides=over)
-        mrf["cross_fit_nllh"] = ref.score(trainer.model)
+        mrf["cross_fit_nllh"] = ref.score(model)
     if args.export_model:
         from ..io import save_model
 
-        save_model(
-            args.export_model, trainer.model, schema, {**asdict(settings), "iterations": iterations}
-        )
+        save_model(args.export_model, model, schema, {**asdict(settings), "iterations": iterations})
     lay = data.layout
     accounting = (rel.meta.get("noise") or {}).get("accounting", "both")
     out = {
         "dataset": str(args.tables),
+        "label": schema.label,
         "n_train": int(data.n),
         "n_test": int(len(test[1])) if test is not None else 0,
         "n_features": lay.n_features,
@@ -173,15 +256,30 @@ def cmd_run_tables(args: argparse.Namespace) -> int:
         "settings": {**asdict(settings), "iterations": iterations},
         "models": {"mrf": mrf},
         "noise": noise_summary(data.noise, accounting),
+        "suppression": suppression_summary(data),
         "seconds": {"prepare": prep, "total": time.perf_counter() - t0},
         "warnings": rel.warnings,
     }
     if auto is not None:
         out["lambda_theta_auto"] = auto.to_dict()
+    if chosen is not None:
+        out["validation_csv"] = chosen.to_dict()
     if args.export_model:
         out["model_file"] = str(args.export_model)
-    if args.json:
-        print_json(out, default=float)
-    else:
-        print_tables_run(out)
-    return 0
+    return out
+
+
+def suppression_summary(data) -> dict | None:
+    """{"tables": {name: {"threshold", "suppressed", "rows"}}, "suppressed_rows", ...} of a
+    release with suppressed tables (None without)."""
+    from ..suppression import suppressed_per_table
+
+    per = suppressed_per_table(data)
+    if not per:
+        return None
+    return {
+        "tables_with_threshold": len(per),
+        "suppressed_rows": int(sum(v["suppressed"] for v in per.values())),
+        "rows": int(sum(v["rows"] for v in per.values())),
+        "tables": per,
+    }

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import csv as _csv
 import gzip
 import io
 import zlib
@@ -13,6 +14,7 @@ import pandas as pd
 
 from ..encoding import check_no_missing, encode_label
 from ..errors import AggMRFError
+from ..files import MAX_CSV_BYTES, decode_text, mib, read_bytes
 from .dataset import Dataset, other_class, select_features
 from .splits import check_fraction, stratified_split
 
@@ -22,45 +24,58 @@ MIN_CSV_ROWS = 10
 _NA_VALUES = ["", "NA", "N/A", "NaN", "nan", "null", "NULL"]
 
 
-def read_csv_file(path: str | Path) -> pd.DataFrame:
+def _shown(path: Path, name: str | None) -> str:
+    """How messages name the file: ``name`` (e.g. an upload's own name) or the path."""
+    return repr(name) if name is not None else repr(str(path))
+
+
+def _header(text: str, sep: str) -> list[str]:
+    """The header line's column names, read by the csv module (quotes honoured)."""
+    try:
+        return [c.strip() for c in next(_csv.reader(io.StringIO(text), delimiter=sep))]
+    except (StopIteration, _csv.Error):
+        return []
+
+
+def read_csv_file(
+    path: str | Path, *, name: str | None = None, max_bytes: int = MAX_CSV_BYTES
+) -> pd.DataFrame:
     """The records of a CSV file (',', ';' or tab separated, header line; may be gzip).
 
     The separator is the most frequent of the three in the header line; UTF-8 (with or
-    without BOM), else Latin-1.  Column names and string cells are stripped; empty and
-    "NA"-like cells become NaN.  A missing, empty, binary or unparsable file raises
-    AggMRFError saying what to do.  Returns the DataFrame (n records, header columns).
+    without BOM), UTF-16 / UTF-32 with a BOM, else Latin-1.  Column names and string cells
+    are stripped; empty and "NA"-like cells become NaN.  Refused with an AggMRFError saying
+    what to do: a missing path, a directory / FIFO / device, a file over ``max_bytes``
+    (default :data:`~aggmrf_explore.files.MAX_CSV_BYTES`), an empty, binary or unparsable
+    file, duplicate column names.  ``name`` is how messages call the file (default: its
+    path; e.g. an upload's own name instead of a server's temporary path).  Returns the
+    DataFrame (n records, header columns).
     """
     p = Path(path)
-    if not p.exists():
-        raise AggMRFError(
-            f"file not found: {str(p)!r} (working directory {Path.cwd()}); check the path."
-        )
-    if p.is_dir():
-        raise AggMRFError(f"{str(p)!r} is a directory; give the path of a CSV file.")
-    raw = p.read_bytes()
+    shown = _shown(p, name)
+    raw = read_bytes(p, "CSV file", max_bytes, shown)
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
+            raw = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(max_bytes + 1)
         except (OSError, EOFError, zlib.error) as e:
-            raise AggMRFError(
-                f"{str(p)!r} looks gzip-compressed but cannot be read: {e}."
-            ) from None
+            raise AggMRFError(f"{shown} looks gzip-compressed but cannot be read: {e}.") from None
+        if len(raw) > max_bytes:
+            raise AggMRFError(f"{shown} decompresses to more than {mib(max_bytes)}; too large.")
     if not raw.strip():
-        raise AggMRFError(f"{str(p)!r} is empty; a CSV needs a header line and records.")
-    head = raw[:65536]
-    if b"\x00" in head:
+        raise AggMRFError(f"{shown} is empty; a CSV needs a header line and records.")
+    try:
+        text = decode_text(raw, f"CSV file {shown}")
+    except AggMRFError as e:
+        raise AggMRFError(f"{e} (e.g. in a spreadsheet: Save as → CSV UTF-8)") from None
+    if "\x00" in text[:65536]:
         raise AggMRFError(
-            f"{str(p)!r} looks like a binary file, not a CSV text file (it has NUL bytes); "
+            f"{shown} looks like a binary file, not a CSV text file (it has NUL bytes); "
             "export your data as CSV (comma or semicolon separated, header line first)."
         )
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
     printable = sum(ch.isprintable() or ch in "\r\n\t" for ch in text[:65536])
     if printable < 0.95 * min(len(text), 65536):
         raise AggMRFError(
-            f"{str(p)!r} does not look like a CSV text file (too many non-printable characters); "
+            f"{shown} does not look like a CSV text file (too many non-printable characters); "
             "export your data as CSV."
         )
     first = text.lstrip().splitlines()[0]
@@ -68,8 +83,16 @@ def read_csv_file(path: str | Path) -> pd.DataFrame:
     sep = max(counts, key=lambda s: counts[s])
     if counts[sep] == 0:
         raise AggMRFError(
-            f"{str(p)!r}: no ',' or ';' separator in the header line {first[:80]!r}; "
+            f"{shown}: no ',' or ';' separator in the header line {first[:80]!r}; "
             "a CSV needs at least a feature column and a label column."
+        )
+    header = _header(text.lstrip(), sep)
+    dup = sorted({c for c in header if header.count(c) > 1})
+    if dup:
+        shown_dup = ", ".join(repr(c[:40]) for c in dup[:5])
+        raise AggMRFError(
+            f"{shown} has duplicate column names ({shown_dup}); each column needs its own "
+            "name: rename or remove the duplicates."
         )
     try:
         df = pd.read_csv(
@@ -80,12 +103,17 @@ def read_csv_file(path: str | Path) -> pd.DataFrame:
             na_values=_NA_VALUES,
         )
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
         raise AggMRFError(
-            f"could not parse {str(p)!r} as a {sep!r}-separated CSV: {msg}. Check that every line "
+            f"could not parse {shown} as a {sep!r}-separated CSV: {msg}. Check that every line "
             "has the same number of fields and that quotes are balanced."
         ) from None
     df.columns = [str(c).strip() for c in df.columns]
+    if len(set(df.columns)) != len(df.columns):
+        dup = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
+        raise AggMRFError(
+            f"{shown} has duplicate column names {dup[:5]}; rename or remove the duplicates."
+        )
     return _strip_strings_keep_na(df)
 
 
@@ -95,6 +123,20 @@ def _strip_strings_keep_na(df: pd.DataFrame) -> pd.DataFrame:
         if not pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
             df[c] = s.where(s.isna(), s.astype(str).str.strip())
     return df
+
+
+def _check_split(n: int, frac: float, y) -> None:
+    """The split keeps ≥ MIN_CSV_ROWS training records, both classes among them, and a test
+    record (the sizes of :func:`stratified_split`)."""
+    n_test = min(max(int(round(frac * n)), 1), n - 1)
+    n_train = n - n_test
+    classes = len(set(y.tolist()))
+    if n_train < MIN_CSV_ROWS or n_train < 2 * classes:
+        raise AggMRFError(
+            f"the split (--test-fraction / test_fraction {frac:g}) keeps only {n_train} of {n} "
+            f"records for training, too few to learn from (at least {MIN_CSV_ROWS}); lower "
+            "--test-fraction (e.g. 0.3) or give a separate --test-csv."
+        )
 
 
 def load_csv(
@@ -108,6 +150,8 @@ def load_csv(
     seed: int = 0,
     positive: object | None = None,
     unseen: str = "error",
+    min_count: int = 1,
+    name: str | None = None,
 ) -> Dataset:
     """Load your own CSV (',' or ';' separated, header line) with a binary ``label`` column.
 
@@ -116,9 +160,11 @@ def load_csv(
     ``positive`` is given.  Cells of used columns must not be empty / NaN.  ``unseen``:
     what a test value never seen in training becomes — "error" (default: it would silently
     borrow the other tables' evidence) or "other" (an extra "(other)" modality).
+    ``min_count``: categories seen fewer times are merged into "(other)" (1: off).
+    ``name``: how messages call the file (default: its path).
     """
     frac = check_fraction(test_fraction) if test_csv is None else None
-    df = read_csv_file(path)
+    df = read_csv_file(path, name=name)
     if label not in df.columns:
         close = [c for c in df.columns if c.lower() == str(label).lower()]
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -141,7 +187,7 @@ def load_csv(
         test=test_df if test_df is not None else df.iloc[:0],
         label=label,
         citation="user data",
-        encoding={"unseen": unseen},
+        encoding={"unseen": unseen, **({"min_count": int(min_count)} if min_count != 1 else {})},
     )
     ds = select_features(ds, features, drop_features)
     if len(ds.feature_columns) == 0:
@@ -166,6 +212,7 @@ def load_csv(
         train, test = full.reset_index(drop=True), ds.test.reset_index(drop=True)
         split = f"test file {test_csv}"
     else:
+        _check_split(len(full), frac, y)
         tr, te = stratified_split(y, frac, seed)
         train = full.iloc[tr].reset_index(drop=True)
         test = full.iloc[te].reset_index(drop=True)

@@ -31,7 +31,10 @@ import holoviews as hv
 import numpy as np
 import panel as pn
 
-from . import plots, runtime
+from . import plots, runtime, url
+from .caches import UPLOAD_MAX_BYTES, format_bytes
+from .escape import escape_html, escape_markdown
+from .lesson import lesson_link, parse_lesson
 from .liveplots import LivePlot, XorPlot, static_figure
 from .problems import (
     CHEAP_BASELINES,
@@ -42,8 +45,11 @@ from .problems import (
     peek_problem,
     register_upload,
     upload_columns,
+    upload_name,
 )
-from .store import DATA_KEYS, URL_KEYS, ExplorerSession, error_message
+from .shortcuts import Shortcuts
+from .store import DATA_KEYS, URL_KEYS, ExplorerSession, baseline_names, error_message
+from .upload_widget import UploadPicker
 
 __all__ = ["Explorer", "build_app", "frozen_document", "TICK_MS", "TICK_BUDGET"]
 
@@ -54,6 +60,8 @@ HEAVY_REFRESH = 2.0
 SMALL_DATASETS = ("toy", "xor", "synthetic")  # all baselines fitted with the data (< 3 s)
 BASELINE_GROUPS = (CHEAP_BASELINES, SLOW_BASELINES)
 WARM_WAIT = 10.0  # seconds the server's first page waits for the kernels and default data
+COMPACT_ALERT = ":host { padding: 4px 12px !important; margin-bottom: 4px; } p { margin: 0; }"
+PLOT_HEIGHT = 250  # pixels per training plot (two rows fit 1280×720 with the header)
 
 
 DATASET_LABELS = {
@@ -90,6 +98,25 @@ CSS = """
 """
 
 
+# the banner shown when the websocket closes (the page can no longer talk to the server)
+CONNECTION_LOST_JS = """
+if (!document.getElementById('aggmrf-connection-lost')) {
+  const b = document.createElement('div');
+  b.id = 'aggmrf-connection-lost';
+  b.setAttribute('role', 'alert');
+  b.style.cssText = 'position:fixed;top:0;left:0;right:0;z-index:100000;padding:12px;' +
+    'background:#b00020;color:#fff;font:600 16px sans-serif;text-align:center;';
+  b.textContent = 'Connection to the server lost \u2014 reload the page to continue. ';
+  const a = document.createElement('button');
+  a.textContent = 'Reload';
+  a.style.cssText = 'margin-left:12px;font:600 14px sans-serif;';
+  a.onclick = () => window.location.reload();
+  b.appendChild(a);
+  document.body.appendChild(b);
+}
+"""
+
+
 def _log_grid(lo_exp: int, hi_exp: int, mantissas=(1, 2, 5), zero: bool = False) -> list[float]:
     vals = [0.0] if zero else []
     for e in range(lo_exp, hi_exp + 1):
@@ -107,8 +134,8 @@ def _fmt(v: float) -> str:
 
 def prefetch_default_data() -> None:
     """Cache the first screen's data and baselines (run by the warm-up thread)."""
-    bundle = get_problem("toy", None, 0, None, True, True)
-    get_baselines(bundle, CHEAP_BASELINES)
+    bundle = get_problem(**ExplorerSession(lazy=True).data_key())
+    get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
     get_baselines(bundle, SLOW_BASELINES)
     runtime.log("default data prefetched")
 
@@ -145,6 +172,7 @@ class Explorer(pn.viewable.Viewer):
         self._build_plots()
         self._build_layout()
         if sync_url:
+            self._read_lesson()
             self._sync_url()
         if self.session.bundle is not None and not self.session.busy:
             # a session its owner loaded already (a notebook): draw it now, nothing to wait for
@@ -155,6 +183,7 @@ class Explorer(pn.viewable.Viewer):
         doc = pn.state.curdoc
         if doc is not None and doc.session_context is not None:
             doc.on_session_destroyed(self._on_destroyed)
+            self._watch_connection(doc)
             runtime.SESSIONS.add(self)
 
     def _on_destroyed(self, session_context) -> None:
@@ -172,7 +201,7 @@ class Explorer(pn.viewable.Viewer):
         runtime.release_memory_soon()
 
     # ------------------------------------------------------------------ widgets
-    def _bind(self, name: str, widget, to_w=None, from_w=None, prop: str = "value"):
+    def _bind(self, name: str, widget, to_w=None, from_w=None, prop: str = "value", css=None):
         to_w = to_w or (lambda v: v)
         from_w = from_w or (lambda v: v)
 
@@ -198,16 +227,21 @@ class Explorer(pn.viewable.Viewer):
         finally:
             self._syncing = False
         err = pn.pane.Markdown("", css_classes=["aggmrf-error"], visible=False, margin=(0, 10))
-        self._error_panes[name] = err
-        return pn.Column(
+        # a setting may have two controls (ε: sidebar and Privacy tab): "name@k" keys
+        key = name if name not in self._error_panes else f"{name}@{len(self._error_panes)}"
+        self._error_panes[key] = err
+        box = pn.Column(
             widget,
             err,
             margin=0,
             sizing_mode="stretch_width",
-            css_classes=[f"aggmrf-control-{name}"],  # stable hooks for the browser tests
+            # stable hooks for the browser tests
+            css_classes=[css or f"aggmrf-control-{name}"],
         )
+        self._control_boxes.setdefault(name, box)
+        return box
 
-    def _log_slider(self, name: str, label: str, grid: list[float]):
+    def _log_slider(self, name: str, label: str, grid: list[float], css=None):
         opts = {_fmt(v): v for v in grid}
         w = pn.widgets.DiscreteSlider(label=label, options=opts, sizing_mode="stretch_width")
 
@@ -217,11 +251,12 @@ class Explorer(pn.viewable.Viewer):
                 w.options = opts2
             return v
 
-        return self._bind(name, w, to_w=to_w)
+        return self._bind(name, w, to_w=to_w, css=css)
 
     def _build_widgets(self) -> None:
         s = self.session
         self._error_panes: dict[str, pn.pane.Markdown] = {}
+        self._control_boxes: dict[str, pn.Column] = {}  # setting → its (first) control
         sw = dict(sizing_mode="stretch_width")
         # run controls
         self.play_button = pn.widgets.Button(label="▶ Play", color="success", **sw)
@@ -230,6 +265,14 @@ class Explorer(pn.viewable.Viewer):
         self.play_button.on_click(lambda e: self._guard(self._toggle))
         self.step_button.on_click(lambda e: self._guard(self._step))
         self.reset_button.on_click(lambda e: self._guard(self._reset))
+        # after a divergence: continue from the last good state (the trainer rejected the
+        # diverging step) with smaller steps, instead of Reset to iteration 0
+        self.continue_button = pn.widgets.Button(
+            label="Continue from last good state", color="warning",
+            visible=False, css_classes=["aggmrf-continue"], **sw,
+        )  # fmt: skip
+        self.continue_button.on_click(lambda e: self._guard(self.session.resume))
+        s.param.watch(lambda e: setattr(self.continue_button, "visible", bool(e.new)), "warning")
         self.status = pn.pane.Markdown(
             "loading…", css_classes=["aggmrf-status"], sizing_mode="stretch_width", margin=(5, 10)
         )
@@ -242,7 +285,26 @@ class Explorer(pn.viewable.Viewer):
             margin=(5, 10),
             css_classes=["aggmrf-spinner"],
         )
-        self.notice = pn.pane.Alert("", alert_type="info", visible=False, **sw)
+        compact = dict(stylesheets=[COMPACT_ALERT], margin=(0, 10))
+        self.notice = pn.pane.Alert(
+            "", alert_type="info", visible=False, css_classes=["aggmrf-notice"], **compact, **sw
+        )
+        self.warning = pn.pane.Alert(
+            "", alert_type="warning", visible=False, css_classes=["aggmrf-warning"], **compact, **sw
+        )
+        self.lesson_banner = pn.pane.Alert(
+            "",
+            alert_type="primary",
+            visible=False,
+            css_classes=["aggmrf-lesson"],
+            stylesheets=[COMPACT_ALERT],
+            margin=(0, 10),
+            **sw,
+        )
+        # space = play / pause, → = step (not while typing in an input)
+        self.shortcuts = Shortcuts(width=0, height=0, margin=0)
+        self.shortcuts.param.watch(lambda e: self._guard(self._toggle), "play")
+        self.shortcuts.param.watch(lambda e: self._guard(self._step), "step")
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, **sw)
         self.preset = pn.widgets.Select(label="Preset", options=list(PRESETS), **sw)
         self.preset.param.watch(lambda e: self._guard(lambda: self._apply_preset(e.new)), "value")
@@ -253,8 +315,16 @@ class Explorer(pn.viewable.Viewer):
         self.w_seed = pn.widgets.IntInput(label="Seed", value=s.data_seed, **sw)
         self.regenerate = pn.widgets.Button(label="Regenerate data", **sw)
         self.regenerate.on_click(lambda e: self._guard(self._regenerate))
-        self.w_upload = pn.widgets.FileInput(accept=".csv", **sw)
+        self.w_upload = UploadPicker(layout="compact", height=90, **sw)
         self.w_upload.param.watch(lambda e: self._guard(lambda: self._on_upload(e.new)), "value")
+        self.w_upload.param.watch(lambda e: self._show_upload_refusal(e.new), "refused")
+        self.upload_info = pn.pane.Markdown(
+            f"CSV with a header line, up to **{format_bytes(UPLOAD_MAX_BYTES)}**; "
+            "larger files are refused before sending.",
+            css_classes=["aggmrf-upload-info"],
+            sizing_mode="stretch_width",
+            margin=(0, 10),
+        )
         self.w_label = pn.widgets.Select(label="Label column", options=[""], **sw)
         self.w_features = pn.widgets.MultiChoice(
             label="Features (empty = all)", options=[], placeholder="all features", **sw
@@ -295,6 +365,27 @@ class Explorer(pn.viewable.Viewer):
         )
         self.w_precond = pn.widgets.Checkbox(label="preconditioning (diagonal Hessian)")
         self.w_ipt = pn.widgets.IntSlider(label="Max iterations per tick", start=1, end=200, **sw)
+        self.w_keep = pn.widgets.Checkbox(label="keep my λ, α, n' and seeds on a dataset switch")
+        self.w_triples = pn.widgets.Switch(width=50, margin=(8, 10))
+        # lesson links (Save & share)
+        self.w_lesson_text = pn.widgets.TextAreaInput(
+            name="Lesson text (shown at the top)", height=70, max_length=1000, **sw
+        )
+        self.w_lesson_hide = pn.widgets.MultiChoice(
+            name="Controls to hide", options=[], placeholder="none hidden", **sw
+        )
+        self.lesson_url = pn.widgets.TextInput(
+            name="Lesson link", disabled=False, css_classes=["aggmrf-lesson-link"], **sw
+        )
+        self.copy_lesson = pn.widgets.Button(
+            label="Copy lesson link", button_type="primary", css_classes=["aggmrf-copy"], **sw
+        )
+        self.copy_lesson.js_on_click(
+            args={"link": self.lesson_url},
+            code="if (navigator.clipboard) { navigator.clipboard.writeText(link.value) }",
+        )
+        self.w_lesson_text.param.watch(lambda e: self._refresh_lesson_link(), "value")
+        self.w_lesson_hide.param.watch(lambda e: self._refresh_lesson_link(), "value")
         # downloads
         self.dl_settings = pn.widgets.FileDownload(
             callback=lambda: io.StringIO(self.session.settings_json()),
@@ -335,6 +426,17 @@ class Explorer(pn.viewable.Viewer):
         self.c_grad = b("gradient", self.w_grad)
         self.c_precond = b("precondition", self.w_precond)
         self.c_ipt = b("iters_per_tick", self.w_ipt)
+        self.c_keep = b("keep_settings", self.w_keep)
+        self.c_triples = b("triples", self.w_triples)
+        self.c_eps_tab = self._log_slider(
+            "epsilon",
+            "ε: re-release the tables and retrain",
+            _log_grid(-2, 2),
+            css="aggmrf-privacy-epsilon",
+        )
+        self.c_eps_tab[0].param.watch(lambda e: self._guard(self._after_tab_epsilon), "value")
+        s.param.watch(self._on_warning, "warning")
+        s.param.watch(lambda *e: self._refresh_lesson_link(), list(URL_KEYS))
         s.param.watch(self._show_errors, "errors")
         # multi-parameter watchers get one event per changed parameter (a URL restore
         # changes several at once): they take *events
@@ -349,10 +451,36 @@ class Explorer(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ plots
     def _build_plots(self) -> None:
-        self.p_nllh = LivePlot(plots.nllh_plot, plots.nllh_data)
-        self.p_conv = LivePlot(plots.convergence_plot, plots.convergence_data)
-        self.p_pred = LivePlot(plots.predictions_plot, plots.predictions_data)
-        self.p_dhat = LivePlot(plots.dhat_scatter, plots.dhat_data)
+        h = PLOT_HEIGHT  # two rows of plots fit a 1280×720 projector under the header
+        self.p_nllh = LivePlot(plots.nllh_plot, plots.nllh_data, height=h)
+        self.p_conv = LivePlot(plots.convergence_plot, plots.convergence_data, height=h)
+        self.p_pred = LivePlot(plots.predictions_plot, plots.predictions_data, height=h)
+        self.p_dhat = LivePlot(plots.dhat_scatter, plots.dhat_data, height=h)
+        # the big "scoreboard" line and "Pin this run" (ghost curves, plots.PinnedRun)
+        self.pins: list = []
+        self.scoreboard = pn.pane.Markdown(
+            "",
+            css_classes=["aggmrf-scoreboard"],
+            sizing_mode="stretch_width",
+            margin=(0, 10),
+            stylesheets=["p { font-size: 19px; margin: 6px 0 2px 0; }"],
+        )
+        self.pins_md = pn.pane.Markdown(
+            "",
+            css_classes=["aggmrf-pins"],
+            sizing_mode="stretch_width",
+            margin=(0, 10),
+            visible=False,
+        )
+        self.pin_button = pn.widgets.Button(
+            label="Pin this run", width=130, margin=(2, 5), css_classes=["aggmrf-pin"]
+        )
+        self.unpin_button = pn.widgets.Button(
+            label="Clear pins", width=100, margin=(2, 5), css_classes=["aggmrf-unpin"]
+        )
+        self.pin_button.on_click(lambda e: self._guard(self._pin))
+        self.unpin_button.on_click(lambda e: self._guard(self._unpin))
+        self.p_privacy = LivePlot(plots.privacy_curve_plot, plots.privacy_curve_data, height=320)
         self.p_xor = XorPlot(height=420)
         self.noise_hist = pn.pane.Bokeh(sizing_mode="stretch_width", height=380)
         self.noise_scatter = pn.pane.Bokeh(sizing_mode="stretch_width", height=380)
@@ -381,16 +509,20 @@ class Explorer(pn.viewable.Viewer):
 
     def _build_layout(self) -> None:
         s = self.session
-        self.run_box = pn.Column(
-            pn.Row(
-                self.play_button, self.step_button, self.reset_button, sizing_mode="stretch_width"
-            ),
-            self.preset,
+        self.run_row = pn.Row(
+            self.play_button,
+            self.step_button,
+            self.reset_button,
+            self.continue_button,
+            self.shortcuts,
             sizing_mode="stretch_width",
+            css_classes=["aggmrf-run"],
         )
+        self.run_box = pn.Column(self.run_row, self.preset, sizing_mode="stretch_width")
         self.data_card = pn.Card(
             self.c_dataset,
             self.w_upload,
+            self.upload_info,
             self.c_label,
             self.c_n,
             self.c_seed,
@@ -403,6 +535,7 @@ class Explorer(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         self.privacy_card = pn.Card(
+            pn.pane.Markdown("**Noise mechanism**", margin=(0, 10)),
             self.c_mech,
             self.c_eps,
             self.c_delta,
@@ -421,9 +554,11 @@ class Explorer(pn.viewable.Viewer):
             self.c_ltheta,
             self.c_step_mu,
             self.c_step_theta,
+            pn.pane.Markdown("**Gradient**", margin=(0, 10)),
             self.c_grad,
             self.c_precond,
             self.c_ipt,
+            self.c_keep,
             title="Training",
             sizing_mode="stretch_width",
         )
@@ -431,9 +566,14 @@ class Explorer(pn.viewable.Viewer):
             self.dl_settings,
             self.dl_history,
             pn.pane.Markdown(
-                "The page URL holds every setting: copy it to share this configuration.",
+                "The page URL holds every setting: copy it to share this configuration. "
+                "A **lesson link** also hides controls and shows a text at the top:",
                 margin=(0, 10),
             ),
+            self.w_lesson_text,
+            self.w_lesson_hide,
+            self.lesson_url,
+            self.copy_lesson,
             title="Save & share",
             sizing_mode="stretch_width",
             collapsed=True,
@@ -443,14 +583,33 @@ class Explorer(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )  # fmt: skip
         self.status_bar = pn.Row(self.spinner, self.status, sizing_mode="stretch_width")
+        # a projector (1280×720) shows the four plots and the run controls at once: the
+        # explanations fold away below them
         grid = pn.GridBox(
-            pn.Column(self.p_nllh.pane, self._explain("nllh"), sizing_mode="stretch_width"),
-            pn.Column(self.p_pred.pane, self._explain("predictions"), sizing_mode="stretch_width"),
-            pn.Column(self.p_conv.pane, self._explain("convergence"), sizing_mode="stretch_width"),
-            pn.Column(self.p_dhat.pane, self._explain("dhat"), sizing_mode="stretch_width"),
+            self.p_nllh.pane,
+            self.p_pred.pane,
+            self.p_conv.pane,
+            self.p_dhat.pane,
             ncols=2,
             sizing_mode="stretch_width",
+            css_classes=["aggmrf-plots"],
         )
+        explain = pn.Card(
+            *(self._explain(k) for k in ("nllh", "predictions", "convergence", "dhat")),
+            title="What do these plots show?",
+            collapsed=True,
+            sizing_mode="stretch_width",
+        )
+        score_row = pn.Row(
+            self.scoreboard, self.pin_button, self.unpin_button, sizing_mode="stretch_width"
+        )
+        grid = pn.Column(score_row, self.pins_md, grid, explain, sizing_mode="stretch_width")
+        self.privacy_runs_md = pn.pane.Markdown(
+            "", sizing_mode="stretch_width", margin=(0, 10), css_classes=["aggmrf-privacy-runs"]
+        )
+        # the NLLH-vs-ε view of the session's runs (``store.privacy_runs``) goes in here
+        self.privacy_curve_box = pn.Column(self.p_privacy.pane, sizing_mode="stretch_width")
+        s.param.watch(lambda e: self._guard(self._refresh_privacy_runs), "privacy_runs")
         self.xor_note = pn.pane.Alert(
             "Choose the **XOR counterexample** dataset (or the XOR preset) to see this comparison.",
             alert_type="secondary",
@@ -460,6 +619,16 @@ class Explorer(pn.viewable.Viewer):
             "No noise: choose the Laplace or Gaussian mechanism in the Privacy controls.",
             alert_type="secondary",
             sizing_mode="stretch_width",
+        )
+        self.triples_row = pn.Row(
+            self.c_triples,
+            pn.pane.Markdown(
+                "**Release the triplet table (X1, X2, X3)**: with it, max-ent can "
+                "represent the truth, and the MRF moves from 0.9 / 0.1 to 0.75 / 0.25.",
+                margin=(0, 10),
+            ),
+            sizing_mode="stretch_width",
+            css_classes=["aggmrf-triples"],
         )
         self.tabs = pn.Tabs(
             ("Training", grid),
@@ -476,6 +645,9 @@ class Explorer(pn.viewable.Viewer):
                 "Privacy",
                 pn.Column(
                     self._explain("privacy"),
+                    self.c_eps_tab,
+                    self.privacy_curve_box,
+                    self.privacy_runs_md,
                     self.noise_note,
                     pn.Row(self.noise_hist, self.noise_scatter, sizing_mode="stretch_width"),
                     sizing_mode="stretch_width",
@@ -484,6 +656,7 @@ class Explorer(pn.viewable.Viewer):
             (
                 "XOR",
                 pn.Column(
+                    self.triples_row,
                     self.xor_note,
                     self.p_xor.pane,
                     self._explain("xor"),
@@ -494,8 +667,15 @@ class Explorer(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         self.tabs.param.watch(self._on_tab, "active")
+        self.w_lesson_hide.options = sorted(self._hideable())
         self.main = pn.Column(
-            self.status_bar, self.notice, self.message, self.tabs, sizing_mode="stretch_width"
+            self.lesson_banner,
+            self.status_bar,
+            self.notice,
+            self.warning,
+            self.message,
+            self.tabs,
+            sizing_mode="stretch_width",
         )
         self._on_dataset_visibility()
         del s
@@ -510,11 +690,16 @@ class Explorer(pn.viewable.Viewer):
 
     def template(self):
         """The served page: a BootstrapTemplate (no external fonts) with the controls in the sidebar."""
+        # the run controls live in the header: visible with the sidebar collapsed
+        self.run_box.objects = [self.preset]
+        self.run_row.sizing_mode = None
+        self.run_row.width = 330
         tmpl = pn.template.BootstrapTemplate(
-            title="aggmrf explorer — learning a logistic model from aggregated tables",
+            title="aggmrf explorer",
+            header=[self.run_row],
             sidebar=[self.sidebar],
             main=[self.main],
-            sidebar_width=350,
+            sidebar_width=330,
             raw_css=[CSS],
             header_background="#1f4e79",
         )
@@ -526,16 +711,53 @@ class Explorer(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ URL
     def _sync_url(self) -> None:
+        """Keep the settings and the page URL in step, key by key.
+
+        The link's settings are read with ``url.apply_query``: a bad value costs only its
+        own setting (its message shows beside its control), the others are kept.  The URL
+        then holds the settings in effect (bad values leave the address bar) and follows
+        every change.  (Panel's ``Location.sync`` applies all keys at once and drops the
+        whole link on one bad value, so it is not used.)
+        """
         loc = pn.state.location
         if loc is None or pn.state.curdoc is None:
             return
+        self._writing_url = False
+        self._location = loc
         try:
-            loc.sync(self.session, {k: k for k in URL_KEYS}, on_error=self._url_error)
+            url.apply_query(self.session, loc.search or "", URL_KEYS)
         except Exception as exc:  # noqa: BLE001
             self._show_message(f"could not read the settings in the URL: {error_message(exc)}")
+        # the page reports its own address once it is shown: read it the same way
+        loc.param.watch(self._on_url, "search")
+        self.session.param.watch(lambda *events: self._write_url(), list(URL_KEYS))
+        self._write_url()
 
-    def _url_error(self, values) -> None:
-        self._show_message(f"ignored invalid settings in the URL: {values}")
+    def _on_url(self, event) -> None:
+        """The address changed in the browser (first report, back button): read it."""
+        if self._writing_url:
+            return
+        self._guard(lambda: url.apply_query(self.session, event.new or "", URL_KEYS))
+        self._write_url()
+
+    def _write_url(self) -> None:
+        loc = getattr(self, "_location", None)
+        if loc is None:
+            return
+        search = url.with_settings(loc.search or "", self.session, URL_KEYS)
+        if search != loc.search:
+            self._writing_url = True
+            try:
+                loc.search = search
+            finally:
+                self._writing_url = False
+
+    def _watch_connection(self, doc) -> None:
+        """A "connection lost — reload" banner when the websocket closes (the server
+        stopped, the network dropped, or a message was too large for it)."""
+        from bokeh.models import CustomJS
+
+        doc.js_on_event("connection_lost", CustomJS(code=CONNECTION_LOST_JS))
 
     # ------------------------------------------------------------------ event helpers
     def _guard(self, fn):
@@ -547,28 +769,151 @@ class Explorer(pn.viewable.Viewer):
             return None
 
     def _show_message(self, text: str) -> None:
-        self.message.object = text
+        """The red message box; ``text`` may hold user-supplied strings: shown escaped."""
+        self.message.object = escape_markdown(text, limit=800)
         self.message.visible = bool(text)
+        # a red error and a blue "preparing…" notice never show together
+        self.notice.visible = bool(self.notice.object) and not text
 
     def _show_errors(self, event=None) -> None:
         errs = self.session.errors
         for name, pane in self._error_panes.items():
-            msg = errs.get(name, "")
-            pane.object = f"⚠ {msg}" if msg else ""
+            msg = errs.get(name.split("@")[0], "")
+            pane.object = f"⚠ {escape_markdown(msg, limit=600)}" if msg else ""
             pane.visible = bool(msg)
 
     def _on_notice(self, event) -> None:
         self.notice.object = event.new
-        self.notice.visible = bool(event.new)
+        self.notice.visible = bool(event.new) and not self.message.visible
+
+    def _on_warning(self, event) -> None:
+        """Divergence: a yellow warning with its likely cause (not a routine notice)."""
+        self.warning.object = f"⚠ **Training diverged.** {escape_markdown(event.new, limit=600)}"
+        self.warning.visible = bool(event.new)
 
     def _on_busy(self, event) -> None:
-        self.spinner.value = bool(event.new)
-        self.spinner.visible = bool(event.new)
-        self.spinner.label = "preparing data…" if event.new else ""
+        busy = bool(event.new)
+        waiting = runtime.warm_up_message()
+        self.spinner.value = busy
+        self.spinner.visible = busy
+        self.spinner.label = (waiting or "preparing data…") if busy else ""
         for btn in (self.play_button, self.step_button, self.reset_button):
-            btn.disabled = bool(event.new)
+            btn.disabled = busy
         self.session.update_status()
-        self.status.object = self.session.status
+        self.status.object = self.session.status if not (busy and waiting) else waiting
+
+    # ------------------------------------------------------------------ lessons
+    def _hideable(self) -> dict[str, object]:
+        """Every control a lesson link can hide: {name: its container}."""
+        out: dict[str, object] = dict(self._control_boxes)
+        out.update(
+            data=self.data_card,
+            privacy=self.privacy_card,
+            training=self.train_card,
+            presets=self.preset,
+            share=self.dl_card,
+            play=self.play_button,
+            step=self.step_button,
+            reset=self.reset_button,
+        )
+        return out
+
+    def _read_lesson(self) -> None:
+        """``hide=…`` and ``lesson=…`` of the page's link (see ``lesson.py``)."""
+        loc = pn.state.location
+        if loc is None or pn.state.curdoc is None:
+            return
+        les = parse_lesson(loc.search or "", self._hideable())
+        self._hidden = les.hide
+        if les.text:
+            self.lesson_banner.object = f"**Lesson.** {escape_markdown(les.text, limit=1000)}"
+            self.lesson_banner.visible = True
+        self._syncing = True
+        try:
+            self.w_lesson_text.value = les.text
+            self.w_lesson_hide.value = [h for h in les.hide if h in self.w_lesson_hide.options]
+        finally:
+            self._syncing = False
+        if les.unknown:
+            self._show_message(f"the lesson link names unknown controls: {', '.join(les.unknown)}")
+        self._apply_hide()
+
+    def _apply_hide(self) -> None:
+        boxes = self._hideable()
+        for name in getattr(self, "_hidden", []):
+            box = boxes.get(name)
+            if box is not None:
+                box.visible = False
+
+    def _refresh_lesson_link(self) -> None:
+        """The lesson link of the current settings, hidden controls and text."""
+        if self._syncing and not self.w_lesson_hide.options:
+            return
+        s = self.session
+        loc = pn.state.location
+        base = "http://localhost:5006/explorer"
+        if loc is not None and loc.href:
+            base = loc.href.split("?", 1)[0].split("#", 1)[0]
+        defaults = {k: s.param[k].default for k in URL_KEYS}
+        if s.auto_defaults:  # the rule sets λ and α: the link need not carry them
+            for k in ("lambda_mu", "lambda_theta", "step_mu", "step_theta"):
+                defaults[k] = getattr(s, k)
+        self.lesson_url.value = lesson_link(
+            base, s.settings(), defaults, self.w_lesson_hide.value, self.w_lesson_text.value
+        )
+
+    # ------------------------------------------------------------------ privacy curve
+    def _after_tab_epsilon(self) -> None:
+        """The Privacy tab's ε slider moved: the store re-released the tables and restarted
+        the trainer (the finished run joined ``privacy_runs``); train the new one."""
+        s = self.session
+        if self._syncing or s.trainer is None or s.busy:
+            return
+        if not s.running:
+            s.play()
+
+    def _refresh_privacy_curve(self) -> None:
+        """The NLLH-vs-ε curve: the session's finished runs and the live one (plots.py)."""
+        s = self.session
+        if s.bundle is None:
+            return
+        sky = s.references().get(plots.REFERENCE_NAMES[0])
+        live = s.privacy_point()
+        self.p_privacy.update(
+            {"runs": list(s.privacy_runs), "live": live, "skyline": sky, "dataset": s.dataset}
+        )
+
+    def _pin(self) -> None:
+        """Keep the live run's curves as a ghost on the training plots (the last MAX_PINS)."""
+        s = self.session
+        if s.trainer is None or s.iteration == 0:
+            return
+        label = plots.run_label(s.settings(), s.iteration)
+        self.pins = [*self.pins, plots.pin_run(s.history(), label)][-plots.MAX_PINS :]
+        self._refresh_fast()
+
+    def _unpin(self) -> None:
+        self.pins = []
+        self._refresh_fast()
+
+    def _refresh_privacy_runs(self) -> None:
+        self._guard(self._refresh_privacy_curve)
+        s = self.session
+        runs = [r for r in s.privacy_runs if r.get("dataset") == s.dataset]
+        if not runs:
+            self.privacy_runs_md.object = (
+                "Move ε: each finished run adds a point (ε, final test NLLH) to this session's "
+                "price-of-privacy curve."
+            )
+            return
+        rows = "\n".join(
+            f"| {r['epsilon']:g} | {r['mechanism']}{' (MRF-N)' if r['noise_aware'] else ''} "
+            f"| {r['iterations']:,} | {r['nllh']:.4f} |"
+            for r in sorted(runs, key=lambda r: r["epsilon"])
+        )
+        self.privacy_runs_md.object = (
+            "| ε | mechanism | iterations | final test NLLH |\n|---|---|---|---|\n" + rows
+        )
 
     def _on_running(self, event) -> None:
         self.play_button.label = "❚❚ Pause" if event.new else "▶ Play"
@@ -587,13 +932,17 @@ class Explorer(pn.viewable.Viewer):
         s = self.session
         ds = s.dataset
         self.w_upload.visible = self.c_label.visible = ds == "upload"
+        self.upload_info.visible = ds == "upload"
         self.c_n.visible = ds in ("xor", "synthetic")
         self.c_seed.visible = ds in ("xor", "synthetic", "adult", "bank", "upload")
         self.regenerate.visible = ds in ("xor", "synthetic")
         noisy = s.mechanism != "none"
         self.c_eps.visible = self.c_acc.visible = self.c_aware.visible = noisy
+        self.c_eps_tab.visible = noisy
         self.c_delta.visible = self.c_cal.visible = s.mechanism == "gaussian"
+        self.triples_row.visible = ds == "xor" and not s.features
         self._refresh_sigma()
+        self._apply_hide()
 
     def _refresh_sigma(self) -> None:
         s = self.session
@@ -633,11 +982,14 @@ class Explorer(pn.viewable.Viewer):
         s = self.session
         # the server's first page: nothing can train before the kernels are loaded,
         # so wait (briefly) for them and the default data, and send the page drawn
-        runtime.wait_for_warm_up(WARM_WAIT)
+        # (a first start compiles for a minute: send the page now, with a progress line)
+        runtime.wait_for_warm_up(0.0 if runtime.first_start() else WARM_WAIT)
         if not runtime.kernels_ready() or s.bundle is not None:
             return False
         bundle = peek_problem(**s.data_key())
-        if bundle is None or any(peek_baselines(bundle, w) is None for w in BASELINE_GROUPS):
+        if bundle is None or any(
+            peek_baselines(bundle, baseline_names(bundle, w)) is None for w in BASELINE_GROUPS
+        ):
             return False
         try:
             s.load(bundle)
@@ -655,17 +1007,26 @@ class Explorer(pn.viewable.Viewer):
         pn.state.execute(self._initial_load)
 
     async def _initial_load(self) -> None:
+        """Wait for the sampler (the page shows the compiler's progress meanwhile; every
+        control stays usable), then load the data."""
         if not runtime.kernels_ready():
             runtime.warm_up_in_background(prefetch_default_data)
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(runtime.DATA_EXECUTOR, self._guard, runtime.warm_up_once)
+            fut = loop.run_in_executor(runtime.DATA_EXECUTOR, self._guard, runtime.warm_up_once)
+            while not fut.done():
+                msg = runtime.warm_up_message()
+                if msg:
+                    self.spinner.label = msg
+                    self.status.object = msg
+                await asyncio.wait([fut], timeout=1.0)
         await self._load_async("")
 
     def _schedule_load(self, notice: str) -> None:
         if not self._loaded:
             return  # the initial load reads the current settings
         self.session.busy = True
-        self.session.notice = notice  # "…: data are being prepared, training restarts."
+        self._show_message("")  # a "preparing" notice and an old error never show together
+        self.session.set_notice(notice)  # "…: data are being prepared, training restarts."
         notice = notice.replace(
             "data are being prepared, training restarts", "new data loaded, training restarted"
         )
@@ -684,7 +1045,7 @@ class Explorer(pn.viewable.Viewer):
 
         def work():
             bundle = s.fetch()
-            get_baselines(bundle, CHEAP_BASELINES)
+            get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
             if small:  # a few seconds at most, cached on disk: have the skyline at once
                 get_baselines(bundle, SLOW_BASELINES)
             return bundle
@@ -696,21 +1057,30 @@ class Explorer(pn.viewable.Viewer):
             if {k: getattr(s, k) for k in DATA_KEYS} != wanted:
                 return  # settings changed meanwhile; a newer load is under way
             s.load(bundle, notice=notice)
-            self._good_data = wanted
+            previous, self._good_data = self._good_data, wanted
             self._loaded = True
             self._show_message("")
-            names = [k for k in DATA_KEYS if k in s.errors]
+            # the settings that changed now are valid; the messages of values refused
+            # earlier (a link's bad value, a reverted setting) stay beside their controls
+            names = [k for k in DATA_KEYS if k in s.errors and wanted[k] != previous.get(k)]
             if names:
                 s.errors = {k: v for k, v in s.errors.items() if k not in names}
         except Exception as exc:  # noqa: BLE001
             msg = error_message(exc)
             changed = [k for k in DATA_KEYS if getattr(s, k) != self._good_data.get(k)]
+            # a failure caused by one setting (e.g. unknown features in a link) reverts
+            # that one only; the other changed settings load again without it
+            culprit = getattr(exc, "setting", None)
+            rest = [k for k in changed if k != culprit] if culprit in changed else []
+            if culprit in changed:
+                changed = [culprit]
             s.restore({k: self._good_data[k] for k in changed})
+            s.notice = ""  # "…: data are being prepared" no longer holds
             s.errors = {**s.errors, **{k: msg for k in changed or ["dataset"]}}
             self._show_message(msg)
             self._loaded = True
             s.busy = False
-            if s.bundle is None and changed:
+            if (s.bundle is None and changed) or rest:
                 await self._load_async("")
             return
         finally:
@@ -736,7 +1106,11 @@ class Explorer(pn.viewable.Viewer):
         try:
             self.table_select.options = list(b.layout.table_names)
             self.table_select.value = s.table
-            self.w_features.options = list(b.all_features)
+            # Choices.js renders option labels as HTML: labels escaped, values raw
+            self.w_features.options = {escape_html(f): f for f in b.all_features}
+            # the value a link set before the options existed never reached the browser's
+            # Choices.js widget: send it again now that its options are there
+            self.w_features.value = []
             self.w_features.value = list(s.features)
             if s.dataset == "upload" and s.upload_hash:
                 self.w_label.options = [""] + upload_columns(s.upload_hash)
@@ -761,7 +1135,8 @@ class Explorer(pn.viewable.Viewer):
         s = self.session
         n = max(len(runtime.RUNNING), 1)
         try:
-            s.tick(TICK_BUDGET / n)
+            if self._sampler_ready():
+                s.tick(TICK_BUDGET / n)
         except Exception as exc:  # noqa: BLE001
             s.running = False
             self._show_message(f"training stopped: {error_message(exc)}")
@@ -772,14 +1147,27 @@ class Explorer(pn.viewable.Viewer):
             elif now - self._last_heavy >= HEAVY_REFRESH * n:
                 self._guard(self._refresh_heavy)  # never both in one tick
 
+    def _sampler_ready(self) -> bool:
+        """False while the kernels this run needs still compile in the background (MRF-N's
+        noise posterior on a first start): training waits, nothing blocks."""
+        if not self.session.noise_aware or runtime.extras_ready():
+            return True
+        self.session.set_notice("MRF-N's sampler is still compiling (first start only)…")
+        return False
+
     def _toggle(self) -> None:
+        if self.session.busy or self.session.trainer is None:
+            return  # (a shortcut key while data load)
         self.session.toggle()
 
     def _step(self) -> None:
         s = self.session
+        if s.busy or s.trainer is None:
+            return
         if s.running:
             s.pause()
-        s.step(1)
+        if self._sampler_ready():
+            s.step(1)
         self._refresh_all()
 
     def _reset(self) -> None:
@@ -810,16 +1198,38 @@ class Explorer(pn.viewable.Viewer):
         finally:
             self._syncing = False
 
-    def _on_upload(self, data: bytes | None) -> None:
-        if not data:
+    def _on_upload(self, files: dict | None) -> None:
+        """A file arrived ({its own name: content}): register it, offer its columns.
+        The messages of an earlier upload go away."""
+        if not files:
             return
-        h = register_upload(data)
+        name, data = next(reversed(files.items()))
+        data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        self._show_message("")
+        s = self.session
+        s.errors = {
+            k: v for k, v in s.errors.items() if k not in ("dataset", "label_column", "features")
+        }
+        try:
+            h = register_upload(data, name)
+        except Exception as exc:  # noqa: BLE001 - over the size limit
+            self._show_upload_refusal(error_message(exc))
+            return
         cols = upload_columns(h)
         self.w_label.options = [""] + cols
-        was_upload = self.session.dataset == "upload"
-        self.session.use_upload(h)
+        self.upload_info.object = (
+            f"Uploaded **{escape_markdown(upload_name(h))}** ({format_bytes(len(data))}, "
+            f"{len(cols)} columns); files up to {format_bytes(UPLOAD_MAX_BYTES)}."
+        )
+        was_upload = s.dataset == "upload"
+        s.use_upload(h)
         if not was_upload:
             self._on_dataset_visibility()
+
+    def _show_upload_refusal(self, text: str) -> None:
+        if text:
+            self._show_message(f"upload refused: {text}")
+            self.upload_info.object = f"⚠ {escape_markdown(text)}"
 
     # ------------------------------------------------------------------ refresh
     def _on_version(self, event=None) -> None:
@@ -843,7 +1253,13 @@ class Explorer(pn.viewable.Viewer):
     def _show_table(self) -> None:
         """The chosen table into the Tabulator (Bokeh's DataFrame conversion still calls
         ``reset_index(inplace=True)``, which pandas flags as deprecated: not ours to fix)."""
-        frame = self.session.table_view().round(2)
+        frame = plots.table_display(self.session.table_view())
+        # Tabulator renders titles as HTML: column names (user-supplied) escaped; text
+        # cells (modalities of an uploaded CSV) through the "plaintext" formatter
+        self.table_view.titles = {c: escape_html(c) for c in frame.columns}
+        self.table_view.formatters = {
+            c: {"type": "plaintext"} for c in frame.columns if frame[c].dtype == object
+        }
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*inplace keyword in DataFrame.reset_index")
             self.table_view.value = frame
@@ -863,8 +1279,13 @@ class Explorer(pn.viewable.Viewer):
             return
         if self.tabs.active == 0:
             h = s.history()
-            self.p_nllh.update({"history": h, "references": s.references()})
-            self.p_conv.update({"history": h, "floor": s.floor})
+            refs = s.references()
+            pins, n = self.pins, len(self.pins)
+            self.p_nllh.update({"history": h, "references": refs, "pinned": pins}, key=n)
+            self.p_conv.update({"history": h, "floor": s.floor, "pinned": pins}, key=n)
+            self.scoreboard.object = plots.scoreboard(s.trainer.last_nllh, refs)
+            self.pins_md.object = plots.pins_caption(pins)
+            self.pins_md.visible = bool(pins)
 
     def _refresh_heavy(self) -> None:
         """The visible tab's heavier views (predictions, d̂ vs d, table, XOR bars)."""
@@ -882,6 +1303,8 @@ class Explorer(pn.viewable.Viewer):
             self.p_dhat.update({"frame": dh, "iteration": s.iteration}, key=plots.dhat_kinds(dh))
         elif tab == 1:
             self._show_table()
+        elif tab == 2:
+            self._refresh_privacy_curve()
         elif tab == 3:
             xf = s.xor_frame()
             self.xor_note.visible = xf is None
@@ -926,7 +1349,7 @@ def build_app() -> pn.viewable.Viewable:
     t0 = time.perf_counter()
     # first page: loads the kernels (and caches the default data) while the page is built
     runtime.warm_up_in_background(prefetch_default_data)
-    pn.extension("tabulator", notifications=False)
+    pn.extension("tabulator", "filedropper", notifications=False)
     hv.extension("bokeh", logo=False)
     page = Explorer(load_now=True).template()
     runtime.log(f"session page built in {time.perf_counter() - t0:.2f} s")

@@ -10,6 +10,7 @@ exactly once even when several sessions ask for it at the same moment.)
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -21,7 +22,33 @@ from typing import Any
 
 from ..errors import AggMRFError
 
-__all__ = ["LockedCache", "UploadRegistry", "UPLOADS", "cache_dir", "read_json", "write_json"]
+__all__ = [
+    "LockedCache",
+    "UploadRegistry",
+    "UPLOADS",
+    "UPLOAD_MAX_BYTES",
+    "UPLOAD_CHUNK_BYTES",
+    "WEBSOCKET_MAX_MESSAGE_BYTES",
+    "UPLOAD_MAX_ROWS",
+    "check_upload_budget",
+    "format_bytes",
+    "cache_dir",
+    "read_json",
+    "write_json",
+]
+
+# Uploads.  The browser refuses a larger file before sending anything (the file picker
+# knows this limit); the server refuses it again (a client can bypass the page).  The
+# picker sends a file in chunks of UPLOAD_CHUNK_BYTES, far below the websocket's message
+# limit (Bokeh's default, 20 MiB, which `panel serve --websocket-max-message-size` sets),
+# so an upload never closes the connection.
+UPLOAD_MAX_BYTES = 10 * 2**20
+UPLOAD_CHUNK_BYTES = 2**20
+WEBSOCKET_MAX_MESSAGE_BYTES = 20 * 2**20
+# Size budget of an upload's tables: table rows K (the intercept, one row per modality of
+# each single table, M_f·M_g per pair table).  The trainer holds a few float64 arrays of K
+# per session, the aggregation a K × 2 count table: 2·10⁶ rows stay well under 1 GB.
+UPLOAD_MAX_ROWS = 2_000_000
 
 
 class LockedCache:
@@ -67,19 +94,37 @@ class LockedCache:
             self._data.clear()
 
 
-class UploadRegistry:
-    """Uploaded CSV files (bytes) keyed by a content hash; the newest ``maxsize`` are kept."""
+def format_bytes(n: float) -> str:
+    """A byte count for people: "812 B", "3.4 KB", "30.0 MB" (powers of 1024)."""
+    for unit in ("B", "KB", "MB"):
+        if n < 1024 or unit == "MB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} MB"  # pragma: no cover
 
-    def __init__(self, maxsize: int = 8) -> None:
+
+class UploadRegistry:
+    """Uploaded CSV files (bytes and the file's own name) keyed by a content hash; the
+    newest ``maxsize`` are kept, each at most ``max_bytes`` long."""
+
+    def __init__(self, maxsize: int = 8, max_bytes: int = UPLOAD_MAX_BYTES) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[str, bytes] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._data: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def register(self, data: bytes) -> str:
-        """Keep ``data`` and return its content hash (16 hex digits)."""
+    def register(self, data: bytes, name: str = "upload.csv") -> str:
+        """Keep ``data`` (the file called ``name`` on the user's machine) and return its
+        content hash (16 hex digits); refuses a file over ``max_bytes``."""
+        if len(data) > self.max_bytes:
+            raise AggMRFError(
+                f"the file {name!r} is {format_bytes(len(data))}; the explorer takes CSV files "
+                f"up to {format_bytes(self.max_bytes)}: keep fewer rows or columns, or use the "
+                "command line (aggmrf-explore aggregate)."
+            )
         h = hashlib.sha256(data).hexdigest()[:16]
         with self._lock:
-            self._data[h] = data
+            self._data[h] = (str(name), data)
             self._data.move_to_end(h)
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
@@ -88,7 +133,14 @@ class UploadRegistry:
     def get(self, upload_hash: str) -> bytes | None:
         """The bytes of an upload, or None if unknown (or evicted)."""
         with self._lock:
-            return self._data.get(upload_hash)
+            item = self._data.get(upload_hash)
+        return None if item is None else item[1]
+
+    def name(self, upload_hash: str) -> str:
+        """The file name the user uploaded (never a server path); "" if unknown."""
+        with self._lock:
+            item = self._data.get(upload_hash)
+        return "" if item is None else item[0]
 
     def columns(self, upload_hash: str) -> list[str]:
         """Column names of an uploaded CSV (header line, ',' or ';' separated)."""
@@ -101,10 +153,34 @@ class UploadRegistry:
         if not head:
             raise AggMRFError("the uploaded file is empty; upload a CSV with a header line.")
         sep = ";" if head[0].count(";") > head[0].count(",") else ","
-        return [c.strip().strip('"') for c in head[0].split(sep)]
+        return [c.strip() for c in next(csv.reader([head[0]], delimiter=sep))]
 
 
 UPLOADS = UploadRegistry(8)  # shared by the sessions of the process
+
+
+def check_upload_budget(
+    modalities: dict[str, int], singles: bool, pairs: bool, max_rows: int = UPLOAD_MAX_ROWS
+) -> int:
+    """Table rows K of an upload's layout, from its per-feature modality counts
+    ({column: M_f}), before anything is allocated; raises AggMRFError over ``max_rows``,
+    naming the columns that make the tables large and the fixes."""
+    m = {str(k): int(v) for k, v in modalities.items()}
+    counts = list(m.values())
+    rows = 1 + (sum(counts) if singles or len(counts) < 2 else 0)
+    if pairs:
+        total = sum(counts)
+        rows += (total * total - sum(c * c for c in counts)) // 2
+    if rows > max_rows:
+        worst = sorted(m, key=m.get, reverse=True)[:3]
+        named = ", ".join(f"{c!r} ({m[c]:,} values)" for c in worst)
+        raise AggMRFError(
+            f"this CSV would make {rows:,} table rows, over the explorer's budget of "
+            f"{max_rows:,}: the largest columns are {named}. Pick fewer features (leave out "
+            "ID-like columns), bin numbers into fewer bins, or use the command line with "
+            "hashed tables / --min-count."
+        )
+    return rows
 
 
 def cache_dir() -> Path:

@@ -129,7 +129,8 @@ class LivePlot:
             self._draw(kwargs, key)
             return
         d = self.data(**kwargs)
-        layers = iter(d.layers.values())
+        layers = iter(d.layers.items())
+        labels: dict = {}  # renderer → its layer's name (legend labels follow the data)
         for r in self.renderers:
             glyph = r.glyph
             if type(glyph).__name__ == "Image":
@@ -137,12 +138,60 @@ class LivePlot:
                 if img is not None:
                     r.data_source.data = {**r.data_source.data, "image": [img]}
                 continue
-            x, y = next(layers)
-            r.data_source.data = {_column(glyph.x): x, _column(glyph.y): y}
+            name, layer = next(layers)
+            labels[r.id] = name
+            r.data_source.data = _columns(glyph, layer)
         self.fig.x_range.update(start=d.xlim[0], end=d.xlim[1])
         self.fig.y_range.update(start=d.ylim[0], end=d.ylim[1])
         if self.fig.title.text != d.title:
             self.fig.title.text = d.title
+        _set_ticks(self.fig, d.extra)
+        _set_legend(self.fig, labels)
+
+
+def _columns(glyph, layer) -> dict:
+    """A layer's arrays under the column names the glyph reads (x, y and, for text, text)."""
+    if isinstance(layer, dict):
+        cols = {_column(glyph.x): layer["x"], _column(glyph.y): layer["y"]}
+        if "text" in layer and hasattr(glyph, "text"):
+            cols[_column(glyph.text)] = layer["text"]
+        return cols
+    x, y = layer
+    return {_column(glyph.x): x, _column(glyph.y): y}
+
+
+def _set_ticks(fig, extra: dict) -> None:
+    """Labelled and minor ticks of a log y axis (``extra["yticks"]``, ``extra["yminor"]``)."""
+    ticks = extra.get("yticks")
+    if not ticks:
+        return
+    from bokeh.models import FixedTicker
+
+    minor = list(extra.get("yminor", []))
+    ticker = fig.yaxis[0].ticker
+    if isinstance(ticker, FixedTicker):
+        if list(ticker.ticks) != list(ticks):
+            ticker.ticks = list(ticks)
+        if list(ticker.minor_ticks) != minor:
+            ticker.minor_ticks = minor
+    else:
+        fig.yaxis[0].ticker = FixedTicker(ticks=list(ticks), minor_ticks=minor)
+
+
+def _set_legend(fig, labels: dict) -> None:
+    """Legend entries named after their layers (a pinned run's label is data, not structure)."""
+    for legend in fig.legend:
+        for item in legend.items:
+            names = {labels.get(r.id) for r in item.renderers} - {None}
+            if len(names) != 1:
+                continue
+            name = names.pop()
+            label = item.label
+            current = (
+                label.get("value") if isinstance(label, dict) else getattr(label, "value", label)
+            )
+            if current != name:
+                item.label = {"value": name}
 
 
 class XorPlot(LivePlot):
@@ -164,6 +213,9 @@ class XorPlot(LivePlot):
             **src.data,
             field: np.asarray([lookup.get(tuple(k), 0.0) for k in src.data["xoffsets"]], float),
         }
+        title = plots.xor_title(kwargs["frame"])
+        if self.fig.title.text != title:
+            self.fig.title.text = title
 
 
 def clear_figure_cache() -> None:

@@ -15,14 +15,22 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 
+from .series import Series, downsample
+
 __all__ = [
-    "thin",
     "PlotData",
+    "PinnedRun",
+    "pin_run",
+    "run_label",
+    "log_ticks",
+    "pins_caption",
     "nllh_data",
     "convergence_data",
     "dhat_data",
     "predictions_data",
+    "privacy_curve_data",
     "xor_values",
+    "xor_title",
     "nllh_plot",
     "convergence_plot",
     "dhat_scatter",
@@ -30,8 +38,13 @@ __all__ = [
     "predictions_mode",
     "noise_histogram",
     "noisy_vs_true",
+    "privacy_curve_plot",
     "xor_plot",
+    "scoreboard",
+    "table_display",
     "REFERENCE_NAMES",
+    "MAX_PINS",
+    "MRF_NAME",
     "EXPLAIN",
 ]
 
@@ -46,15 +59,17 @@ _REF_STYLE = {
     REFERENCE_NAMES[2]: ("#8c564b", "dashdot"),
 }
 MRF_COLOR = "#1f77b4"
+MRF_NAME = "MRF"  # the live curve's layer and legend label (legends are one row: short)
 LABEL_COLORS = {"Y = 0": "#1f77b4", "Y = 1": "#d62728"}
 KIND_COLORS = {"single": "#ff7f0e", "pair": "#1f77b4", "triple": "#2ca02c"}
 FONTS = {"title": "13pt", "labels": "12pt", "xticks": "10pt", "yticks": "10pt", "legend": "10pt"}
+_LEGEND_STYLE = {"spacing": 2, "padding": 2, "margin": 0, "label_height": 14, "glyph_height": 14}
 _COMMON = dict(
     responsive=True,
     min_height=250,
     framewise=True,
     fontsize=FONTS,
-    toolbar="above",
+    toolbar=None,  # a toolbar sits in the title row and hides titles on a narrow plot
     default_tools=["save"],
 )
 
@@ -63,7 +78,10 @@ EXPLAIN = {
         "**What am I seeing?** The MRF's normalised log-likelihood on held-out records "
         "(1 − logloss / entropy of the label: 0 = base rate, higher is better) as it trains "
         "from the tables only. Dashed lines: the same metric for models fitted elsewhere — the "
-        "logistic *skyline* uses the full disaggregated records, naive Bayes only single tables."
+        "*skyline* is a logistic regression on the full disaggregated records (pair features), "
+        "*naive Bayes* uses the single-feature tables only, *best pair* the one most "
+        "informative pair table. **pin 1, pin 2, …**: runs you pinned (faint), listed above "
+        "the plots. A value below the axis gets a red ▼ marker with the value."
     ),
     "predictions": (
         "**What am I seeing?** Each test record's P(Y=1|x) under the live MRF (vertical) "
@@ -96,21 +114,12 @@ EXPLAIN = {
         "(X3 = X1 xor X2, P(Y=1|x) = 0.25 + 0.5·x3). **Why max-ent fails:** every pair table "
         "looks like independent, uniform features, so the maximum-entropy model spreads the "
         "records over all eight states, half of which never occur. The pairwise parameters "
-        "that reproduce the label sums over those eight states give 0.9 / 0.1 on the four "
-        "real ones instead of 0.75 / 0.25 — the live MRF converges to that max-ent answer, "
-        "while the logistic, fitted on the full records, recovers the truth."
+        "that reproduce the label sums over those eight states give about 0.9 / 0.1 on the "
+        "four real ones with many records (the title shows the exact values for this sample) "
+        "instead of 0.75 / 0.25 — the live MRF converges to that max-ent answer, while the "
+        "logistic, fitted on the full records, recovers the truth."
     ),
 }
-
-
-def thin(frame: pd.DataFrame, max_points: int = 1500) -> pd.DataFrame:
-    """Every k-th row (and the last) so at most ~max_points rows remain."""
-    n = len(frame)
-    if n <= max_points:
-        return frame
-    k = math.ceil(n / max_points)
-    idx = np.unique(np.r_[np.arange(0, n, k), n - 1])
-    return frame.iloc[idx]
 
 
 def _history(history: pd.DataFrame | None) -> pd.DataFrame:
@@ -118,7 +127,7 @@ def _history(history: pd.DataFrame | None) -> pd.DataFrame:
     if history is None or len(history) == 0:
         return pd.DataFrame({c: np.zeros(0) for c in cols})
     h = history[cols].copy()
-    for c in cols[1:]:
+    for c in cols:
         h[c] = pd.to_numeric(h[c], errors="coerce").astype(float)
     return h
 
@@ -133,14 +142,17 @@ def _finite(v) -> float:
 
 @dataclass
 class PlotData:
-    """What a live plot shows: one (x, y) pair of arrays per layer label, ranges, title.
+    """What a live plot shows: one layer per label, ranges, title.
 
-    The app pushes these arrays into the existing Bokeh data sources of a figure first
-    drawn by the matching HoloViews function (same labels, same layer order), so a
-    refresh never rebuilds the figure.
+    A layer is an (x, y) pair of arrays, or a dict of columns ({"x", "y", "text"}) for a
+    text layer.  The app pushes these arrays into the existing Bokeh data sources of a
+    figure first drawn by the matching HoloViews function (same labels, same layer
+    order), so a refresh never rebuilds the figure.  ``extra`` may hold "yticks" /
+    "yminor" (tick positions of a log axis), "legend" ({layer: legend label}) and
+    "image" (predictions, binned).
     """
 
-    layers: dict[str, tuple[np.ndarray, np.ndarray]]
+    layers: dict[str, tuple[np.ndarray, np.ndarray] | dict[str, np.ndarray]]
     xlim: tuple[float, float]
     ylim: tuple[float, float]
     title: str
@@ -151,107 +163,358 @@ def _xy(xs, ys) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
 
 
-def nllh_data(history: pd.DataFrame | None, references: dict[str, float] | None = None) -> PlotData:
-    """Layers and ranges of :func:`nllh_plot` (finite values only)."""
-    h = thin(_history(history))
-    h = h[np.isfinite(h["nllh_eval"].to_numpy(float))]
-    references = references or {}
-    x_max = max(float(h["iteration"].max()) if len(h) else 0.0, 10.0)
-    layers = {"MRF (from tables)": _xy(h["iteration"], h["nllh_eval"])}
-    values = list(h["nllh_eval"].to_numpy(float))
-    for name in REFERENCE_NAMES:
-        v = _finite(references.get(name))
-        if math.isfinite(v):
-            values.append(v)
-            layers[name] = _xy([0.0, x_max], [v, v])
-        else:
-            layers[name] = _xy([], [])
-    lo = min(values + [0.0])
-    hi = max(values + [0.05])
-    pad = 0.05 * (hi - lo or 1.0)
-    return PlotData(
-        layers, (0.0, x_max), (max(lo - pad, -1.0), hi + pad), "Test NLLH while training"
+# ---------------------------------------------------------------------- log-axis ticks
+_MANTISSAS = ((1,), (1, 3), (1, 2, 5), (1, 1.5, 2, 3, 4, 5, 6, 8), tuple(np.arange(1, 10, 0.5)))
+
+
+def log_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], list[float]]:
+    """Labelled (major) and minor tick positions for a log axis spanning [lo, hi] (> 0).
+
+    Majors are the coarsest of 10ⁿ, {1, 3}·10ⁿ, {1, 2, 5}·10ⁿ, {1, 1.5, 2, 3, …}·10ⁿ (then
+    steps of 0.5·10ⁿ) that
+    puts at least 3 labelled ticks in the range (at most ``max_ticks``: the coarsest
+    set with more than 3 wins when the finer one would crowd the axis); minors are every
+    integer multiple of each decade.  Bokeh's own log ticker labels only whole decades,
+    or falls back to linear ticks on a short range (0.5 and 1 on an axis whose curves
+    sit near 0.04).
+    """
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi <= lo:
+        return [], []
+    e0, e1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+
+    def within(mantissas) -> list[float]:
+        vals = (float(f"{m * 10.0**e:.6g}") for e in range(e0, e1 + 1) for m in mantissas)
+        return sorted(v for v in vals if lo <= v <= hi)
+
+    majors: list[float] = []
+    for mantissas in _MANTISSAS:
+        ticks = within(mantissas)
+        if len(ticks) > max_ticks and majors:
+            break
+        majors = ticks
+        if len(ticks) >= 3:
+            break
+    minors = [v for v in within(range(1, 10)) if v not in majors]
+    return majors, minors
+
+
+def _log_axis_hook(plot, element) -> None:
+    """HoloViews hook: the plot's y axis ticks from ``log_ticks`` of its y range."""
+    from bokeh.models import FixedTicker
+
+    fig = plot.state
+    r = fig.y_range
+    majors, minors = log_ticks(r.start, r.end)
+    if majors:
+        fig.yaxis[0].ticker = FixedTicker(ticks=majors, minor_ticks=minors)
+
+
+# ---------------------------------------------------------------------- pinned runs
+MAX_PINS = 3
+PIN_COLORS = ("#7f7f7f", "#bcbd22", "#e377c2")
+NLLH_MAX_POINTS = 800  # a training plot is ~500–800 px wide
+ERROR_MAX_POINTS = 400  # the noisy errors: fewer buckets, each with its min–max band
+
+
+@dataclass(frozen=True)
+class PinnedRun:
+    """A finished or paused run kept as a ghost on the training plots ("Pin this run").
+
+    label: what the legend says (settings and iteration); nllh: its test-NLLH curve;
+    d_error: its relative L1 error of d̂ (both downsampled once, when pinned).
+    """
+
+    label: str
+    nllh: Series
+    d_error: Series
+
+
+def pin_run(history: pd.DataFrame | None, label: str) -> PinnedRun:
+    """Freeze a run's curves (a history as in :func:`nllh_plot`) under a legend label."""
+    h = _history(history)
+    return PinnedRun(
+        str(label),
+        downsample(h["iteration"], h["nllh_eval"], NLLH_MAX_POINTS, "last"),
+        downsample(h["iteration"], _positive(h["d_error"]), ERROR_MAX_POINTS, "mean"),
     )
 
 
+def run_label(settings: dict, iteration: int) -> str:
+    """A short legend label for a run: the settings a comparison usually varies.
+
+    ``settings``: the store's settings dict (dataset, gradient, lambda_theta, n_gibbs,
+    mechanism, epsilon, noise_aware, …); missing keys are left out.
+    """
+    parts = [str(settings.get("dataset", ""))]
+    if "gradient" in settings:
+        parts.append(f"{settings['gradient']} gradient")
+    if "lambda_theta" in settings:
+        parts.append(f"λθ {float(settings['lambda_theta']):.3g}")
+    if "n_gibbs" in settings:
+        parts.append(f"n' {int(settings['n_gibbs']):,}")
+    mech = settings.get("mechanism", "none")
+    if mech and mech != "none":
+        parts.append(f"{mech} ε {float(settings.get('epsilon', float('nan'))):g}")
+        if settings.get("noise_aware"):
+            parts.append("MRF-N")
+    parts.append(f"{int(iteration):,} it")
+    return " · ".join(p for p in parts if p)
+
+
+def _pin_names(pinned) -> list[str]:
+    return [f"pin {i + 1}" for i, _ in enumerate(list(pinned)[-MAX_PINS:])]
+
+
+def pins_caption(pinned) -> str:
+    """What the pinned ghosts are (Markdown, one line): "pin 1: … · pin 2: …" (the legend
+    names them "pin 1", "pin 2" only, so it fits above a narrow plot)."""
+    pins = list(pinned)[-MAX_PINS:]
+    if not pins:
+        return ""
+    return " · ".join(
+        f"**{name}**: {p.label}" for name, p in zip(_pin_names(pins), pins, strict=True)
+    )
+
+
+# ---------------------------------------------------------------------- test NLLH
+NLLH_FLOOR = -1.0  # the NLLH axis never goes below this: lower values get a marker
+OFF_SCALE = "below the axis"
+_REF_SHORT = {
+    REFERENCE_NAMES[0]: "skyline",
+    REFERENCE_NAMES[1]: "naive Bayes",
+    REFERENCE_NAMES[2]: "best pair",
+}
+
+
+def nllh_data(
+    history: pd.DataFrame | None,
+    references: dict[str, float] | None = None,
+    pinned=(),
+) -> PlotData:
+    """Layers and ranges of :func:`nllh_plot` (finite values only).
+
+    The MRF curve is the held-out NLLH downsampled on its own measured iterations
+    (:func:`series.downsample`, last value per bucket).  ``pinned``: :class:`PinnedRun`
+    ghosts (the last ``MAX_PINS``).  A current value below the axis (< ``NLLH_FLOOR``)
+    gets a marker at the bottom edge and a text with its value.
+    """
+    h = _history(history)
+    mrf = downsample(h["iteration"], h["nllh_eval"], NLLH_MAX_POINTS, "last")
+    pins = list(pinned)[-MAX_PINS:]
+    references = references or {}
+    x_max = max([10.0, float(h["iteration"].max()) if len(h) else 0.0])
+    x_max = max([x_max, *(float(p.nllh.x.max()) for p in pins if len(p.nllh))])
+    # layer order = drawing order: ghosts under the live curve, references over it
+    layers: dict = {}
+    values = [mrf.y]
+    for name, p in zip(_pin_names(pins), pins, strict=True):
+        layers[name] = _xy(p.nllh.x, p.nllh.y)
+        values.append(p.nllh.y)
+    layers[MRF_NAME] = _xy(mrf.x, mrf.y)
+    for name in REFERENCE_NAMES:
+        v = _finite(references.get(name))
+        if math.isfinite(v):
+            values.append(np.array([v]))
+            layers[_REF_SHORT[name]] = _xy([0.0, x_max], [v, v])
+        else:
+            layers[_REF_SHORT[name]] = _xy([], [])
+    vals = np.concatenate(values)
+    lo = min(float(vals.min()) if vals.size else 0.0, 0.0)
+    hi = max(float(vals.max()) if vals.size else 0.05, 0.05)
+    pad = 0.06 * (hi - max(lo, NLLH_FLOOR) or 1.0)
+    ylim = (max(lo - pad, NLLH_FLOOR), hi + pad)
+    now = float(mrf.y[-1]) if len(mrf) else float("nan")
+    if math.isfinite(now) and now < ylim[0]:
+        mark_y = ylim[0] + 0.03 * (ylim[1] - ylim[0])
+        layers[OFF_SCALE] = _xy([mrf.x[-1]], [mark_y])
+        text = f"now {now:.3g} ▼ (below the axis)".replace("-", "−")
+        layers["off-scale value"] = {
+            "x": _xy([mrf.x[-1]], [0])[0],
+            "y": _xy([0], [ylim[0] + 0.1 * (ylim[1] - ylim[0])])[1],
+            "text": np.array([text], dtype=object),
+        }
+    else:
+        layers[OFF_SCALE] = _xy([], [])
+        layers["off-scale value"] = {
+            "x": np.zeros(0),
+            "y": np.zeros(0),
+            "text": np.zeros(0, dtype=object),
+        }
+    return PlotData(layers, (0.0, x_max * 1.02), ylim, "Test NLLH (higher is better)")
+
+
+def _legend_opts(n_items: int) -> dict:
+    """A legend outside the data: one row above the plot (short labels: the explanation
+    under the plots names them in full)."""
+    return dict(legend_position="top", legend_cols=n_items, legend_opts=_LEGEND_STYLE)
+
+
 def nllh_plot(
-    history: pd.DataFrame | None, references: dict[str, float] | None = None
+    history: pd.DataFrame | None,
+    references: dict[str, float] | None = None,
+    pinned=(),
 ) -> hv.Overlay:
     """Test NLLH vs iteration for the MRF, with the baselines as horizontal reference lines.
 
     ``references``: {name: test NLLH}; the names of REFERENCE_NAMES always get a layer
-    (empty when unknown) so the layer structure never changes.
+    (empty when unknown) so the layer structure depends on the number of ``pinned``
+    runs only (their ghosts are drawn under the live curve).
     """
-    d = nllh_data(history, references)
+    d = nllh_data(history, references, pinned)
     xdim = hv.Dimension("iteration", label="iteration (PCD steps)")
-    ydim = hv.Dimension("nllh", label="test NLLH (unitless, higher is better)")
+    ydim = hv.Dimension("nllh", label="test NLLH (unitless)")
+    pins = _pin_names(list(pinned)[-MAX_PINS:])
     layers = [
-        hv.Curve(d.layers["MRF (from tables)"], xdim, ydim, label="MRF (from tables)").opts(
-            color=MRF_COLOR, line_width=2.5
+        hv.Curve(d.layers[name], xdim, ydim, label=name).opts(
+            color=PIN_COLORS[i], line_width=2.5, alpha=0.6
         )
+        for i, name in enumerate(pins)
     ]
+    layers.append(
+        hv.Curve(d.layers[MRF_NAME], xdim, ydim, label=MRF_NAME).opts(color=MRF_COLOR, line_width=3)
+    )
     for name in REFERENCE_NAMES:
+        short = _REF_SHORT[name]
         color, dash = _REF_STYLE[name]
         layers.append(
-            hv.Curve(d.layers[name], xdim, ydim, label=name).opts(
+            hv.Curve(d.layers[short], xdim, ydim, label=short).opts(
                 color=color, line_dash=dash, line_width=2
             )
         )
+    layers.append(
+        hv.Scatter(d.layers[OFF_SCALE], xdim, ydim).opts(
+            color="#d62728", marker="inverted_triangle", size=14
+        )
+    )
+    off = d.layers["off-scale value"]
+    layers.append(
+        hv.Labels((off["x"], off["y"], off["text"]), [xdim, ydim], "text").opts(
+            text_color="#d62728", text_align="right", text_font_size="12pt", text_baseline="bottom"
+        )
+    )
     return hv.Overlay(layers).opts(
-        hv.opts.Overlay(
-            title=d.title, legend_position="bottom_right", ylim=d.ylim, xlim=d.xlim, **_COMMON
-        ),
+        hv.opts.Overlay(title=d.title, ylim=d.ylim, xlim=d.xlim, **_legend_opts(4), **_COMMON),
     )
 
 
-CONVERGENCE_NAMES = ("d̂ (counts)", "ĉ (label sums)", "Monte-Carlo floor of n' samples")
+# ---------------------------------------------------------------------- convergence
+CONVERGENCE_NAMES = ("d̂ (counts)", "ĉ (label sums)", "Monte-Carlo floor")
+_TINY, _HUGE = 1e-6, 1e3  # errors are clipped to this range on the log axis
+_BAND_NAMES = ("d̂ range", "ĉ range")
 
 
-def convergence_data(history: pd.DataFrame | None, floor: float | None = None) -> PlotData:
-    """Layers and ranges of :func:`convergence_plot` (errors clipped to [1e-6, 1e3])."""
-    h = thin(_history(history))
-    x = h["iteration"].to_numpy(float)
-    tiny = 1e-6
-    x_max = max(float(x.max()) if len(x) else 0.0, 10.0)
-    yd = np.clip(np.nan_to_num(h["d_error"].to_numpy(float), nan=1.0, posinf=1e3), tiny, 1e3)
-    yc = np.clip(np.nan_to_num(h["c_error"].to_numpy(float), nan=1.0, posinf=1e3), tiny, 1e3)
+def _positive(v) -> np.ndarray:
+    """Errors for a log axis: NaN stays NaN (not measured), the rest clipped to [1e-6, 1e3]."""
+    a = pd.to_numeric(pd.Series(np.asarray(v, dtype=object)), errors="coerce").to_numpy(float)
+    a = np.where(np.isposinf(a), _HUGE, a)
+    return np.where(np.isfinite(a), np.clip(a, _TINY, _HUGE), np.nan)
+
+
+def convergence_data(
+    history: pd.DataFrame | None, floor: float | None = None, pinned=()
+) -> PlotData:
+    """Layers and ranges of :func:`convergence_plot` (errors clipped to [1e-6, 1e3]).
+
+    Each error is downsampled on its own (bucket mean, with the bucket's min–max as a
+    band: MRF-N's error drops below the floor on every target refresh and rises between
+    them, and a line through one phase of that period would lie).  ``extra["yticks"]`` /
+    ``extra["yminor"]``: the log axis' labelled and minor ticks (:func:`log_ticks`).
+    """
+    h = _history(history)
+    pins = list(pinned)[-MAX_PINS:]
+    ds = downsample(h["iteration"], _positive(h["d_error"]), ERROR_MAX_POINTS, "mean")
+    cs = downsample(h["iteration"], _positive(h["c_error"]), ERROR_MAX_POINTS, "mean")
+    x_max = max([10.0, float(h["iteration"].max()) if len(h) else 0.0])
+    x_max = max([x_max, *(float(p.d_error.x.max()) for p in pins if len(p.d_error))])
     f = _finite(floor)
     has_floor = math.isfinite(f) and f > 0
-    layers = {
-        CONVERGENCE_NAMES[0]: _xy(x, yd),
-        CONVERGENCE_NAMES[1]: _xy(x, yc),
-        CONVERGENCE_NAMES[2]: _xy([0.0, x_max], [f, f]) if has_floor else _xy([], []),
-    }
-    vals = np.r_[yd, yc, [f] if has_floor else []]
-    lo = max(float(np.min(vals)) / 2 if vals.size else 1e-3, tiny)
-    hi = float(np.max(vals)) * 2 if vals.size else 1.0
-    return PlotData(layers, (0.0, x_max), (lo, max(hi, 2 * lo)), "Convergence of d̂ → d and ĉ → c")
+    layers: dict = {_BAND_NAMES[0]: ds.band(), _BAND_NAMES[1]: cs.band()}
+    values = [ds.lo, ds.hi, cs.lo, cs.hi]
+    for name, p in zip(_pin_names(pins), pins, strict=True):
+        layers[name] = _xy(p.d_error.x, p.d_error.y)
+        values.append(p.d_error.y)
+    layers[CONVERGENCE_NAMES[0]] = _xy(ds.x, ds.y)
+    layers[CONVERGENCE_NAMES[1]] = _xy(cs.x, cs.y)
+    layers[CONVERGENCE_NAMES[2]] = _xy([0.0, x_max], [f, f]) if has_floor else _xy([], [])
+    if has_floor:
+        values.append(np.array([f]))
+    vals = np.concatenate(values)
+    vals = vals[np.isfinite(vals)]
+    lo = max(float(vals.min()) / 1.6 if vals.size else 1e-3, _TINY)
+    hi = float(vals.max()) * 1.6 if vals.size else 1.0
+    ylim = (lo, max(hi, 3 * lo))
+    majors, minors = log_ticks(*ylim)
+    return PlotData(
+        layers,
+        (0.0, x_max * 1.02),
+        ylim,
+        "Convergence of d̂ → d and ĉ → c",
+        {"yticks": majors, "yminor": minors},
+    )
 
 
-def convergence_plot(history: pd.DataFrame | None, floor: float | None = None) -> hv.Overlay:
-    """Relative L1 error of d̂ and ĉ vs iteration (log axis), with the Monte-Carlo floor."""
-    d = convergence_data(history, floor)
+def convergence_plot(
+    history: pd.DataFrame | None, floor: float | None = None, pinned=()
+) -> hv.Overlay:
+    """Relative L1 error of d̂ and ĉ vs iteration (log axis, 1-2-5 ticks), with their
+    min–max bands, pinned runs' d̂ error as ghosts and the Monte-Carlo floor drawn on top."""
+    d = convergence_data(history, floor, pinned)
     xdim = hv.Dimension("iteration", label="iteration (PCD steps)")
-    ydim = hv.Dimension("error", label="relative L1 error (unitless, log)")
+    ydim = hv.Dimension("error", label="relative L1 error (log)")
+    layers = []
+    for name, color in zip(_BAND_NAMES, (MRF_COLOR, "#ff7f0e"), strict=True):
+        # HoloViews draws an Area between lo and hi as the polygon Series.band() holds
+        px, py = d.layers[name]
+        m = px.size // 2
+        band = (px[:m], py[m:][::-1], py[:m])
+        layers.append(hv.Area(band, xdim, [ydim, "hi"]).opts(color=color, alpha=0.25, line_alpha=0))
+    for i, name in enumerate(_pin_names(list(pinned)[-MAX_PINS:])):
+        layers.append(
+            hv.Curve(d.layers[name], xdim, ydim, label=name).opts(
+                color=PIN_COLORS[i], line_width=2.5, alpha=0.6
+            )
+        )
     styles = (
         dict(color=MRF_COLOR, line_width=2.5),
         dict(color="#ff7f0e", line_width=2.5),
-        dict(color="grey", line_dash="dashed", line_width=2),
+        dict(color="black", line_dash="dashed", line_width=2.5),
     )
-    layers = [
-        hv.Curve(d.layers[name], xdim, ydim, label=name).opts(**style)
-        for name, style in zip(CONVERGENCE_NAMES, styles, strict=True)
-    ]
+    for name, style in zip(CONVERGENCE_NAMES, styles, strict=True):
+        layers.append(hv.Curve(d.layers[name], xdim, ydim, label=name).opts(**style))
     return hv.Overlay(layers).opts(
         hv.opts.Overlay(
             title=d.title,
             logy=True,
-            legend_position="top_right",
             ylim=d.ylim,
             xlim=d.xlim,
+            yticks=d.extra["yticks"] or None,
+            yformatter="%g",
+            hooks=[_log_axis_hook],
+            **_legend_opts(3),
             **_COMMON,
         ),
     )
+
+
+# ---------------------------------------------------------------------- scoreboard
+def scoreboard(nllh: float | None, references: dict[str, float] | None = None) -> str:
+    """The one big line over the training plots (Markdown): the MRF's current test NLLH
+    against the skyline, naive Bayes and the best pair, and its gap to the skyline."""
+    refs = references or {}
+    v = _finite(nllh)
+    parts = [f"**MRF test NLLH {v:.4f}**" if math.isfinite(v) else "**MRF test NLLH –**"]
+    sky = _finite(refs.get(REFERENCE_NAMES[0]))
+    if math.isfinite(sky):
+        gap = f" (gap **{v - sky:+.4f}**)" if math.isfinite(v) else ""
+        parts.append(f"skyline {sky:.4f}{gap}")
+    else:
+        parts.append("skyline: fitting…")
+    for name, short in ((REFERENCE_NAMES[1], "naive Bayes"), (REFERENCE_NAMES[2], "best pair")):
+        r = _finite(refs.get(name))
+        if math.isfinite(r):
+            parts.append(f"{short} {r:.4f}")
+    return " · ".join(parts)
 
 
 def dhat_kinds(frame: pd.DataFrame | None) -> tuple[str, ...]:
@@ -310,7 +573,7 @@ def dhat_scatter(frame: pd.DataFrame | None, iteration: int = 0, max_points: int
             logy=True,
             xlim=d.xlim,
             ylim=d.ylim,
-            legend_position="bottom_right",
+            **_legend_opts(3),
             **_COMMON,
         )
     )
@@ -345,15 +608,15 @@ def predictions_data(
     layers: dict = {}
     extra: dict = {"mode": mode, "n": len(frame)}
     if mode == "waiting":
-        title = "MRF vs logistic P(Y=1|x) — logistic skyline still fitting…"
+        title = "P(Y=1|x): the logistic skyline is still fitting…"
         layers["records"] = _xy([], [])
     elif mode == "scatter":
-        title = "MRF vs logistic P(Y=1|x) on test records"
+        title = "P(Y=1|x): MRF vs logistic (test records)"
         for v, name in ((0, "Y = 0"), (1, "Y = 1")):
             m = lab == v
             layers[f"test records, {name}"] = _xy(lx[m], my[m])
     else:
-        title = f"MRF vs logistic P(Y=1|x), {len(frame):,} test records (binned)"
+        title = f"P(Y=1|x): MRF vs logistic ({len(frame):,} records)"
         edges = np.linspace(0, 1, PRED_BINS + 1)
         cnt, _, _ = np.histogram2d(my, lx, bins=[edges, edges])
         pos, _, _ = np.histogram2d(my, lx, bins=[edges, edges], weights=lab)
@@ -375,7 +638,7 @@ def predictions_plot(frame: pd.DataFrame | None, mode: str | None = None, max_po
     diag = hv.Curve(d.layers["y = x"], xdim, ydim, label="y = x").opts(
         color="black", line_dash="dashed", line_width=1.5
     )
-    opts = dict(xlim=d.xlim, ylim=d.ylim, title=d.title, legend_position="bottom_right", **_COMMON)
+    opts = dict(xlim=d.xlim, ylim=d.ylim, title=d.title, **_legend_opts(3), **_COMMON)
     mode = d.extra["mode"]
     if mode == "waiting":
         pts = hv.Scatter(d.layers["records"], xdim, ydim, label="records").opts(color="grey")
@@ -482,11 +745,31 @@ def xor_values(frame: pd.DataFrame | None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["state", "model", "p"])
 
 
+def xor_title(frame: pd.DataFrame | None) -> str:
+    """The XOR plot's title: the truth and the exact max-ent values of the states, in bar
+    order, computed from ``frame`` (at n = 100 the exact bars are ≈ 1.0 / 0.0 / 0.8 / 0.2,
+    not the large-n 0.9 / 0.1)."""
+
+    def values(col: str) -> str:
+        if frame is None or col not in frame or not len(frame):
+            return "–"
+        vals = [_finite(v) for v in frame[col]]
+        return " / ".join("–" if not math.isfinite(v) else f"{v:.2f}" for v in vals)
+
+    return f"XOR: P(Y=1|x) per state — truth {values('truth')}, exact max-ent {values('exact max-ent')}"
+
+
 def xor_plot(frame: pd.DataFrame | None):
-    """Grouped bars: P(Y=1|x) per XOR state for truth, exact max-ent, live MRF, logistic."""
+    """Grouped bars: P(Y=1|x) per XOR state for truth, exact max-ent, live MRF, logistic.
+
+    Within each state the bars are in ``XOR_MODELS`` order, as in the legend.
+    """
     bars = hv.Bars(
         xor_values(frame),
-        [hv.Dimension("state", label="state x = (x1, x2, x3)"), "model"],
+        [
+            hv.Dimension("state", label="state x = (x1, x2, x3)"),
+            hv.Dimension("model", values=list(XOR_MODELS)),
+        ],
         hv.Dimension("p", label="P(Y=1|x) (probability)", range=(0, 1)),
     ).opts(
         color="model",
@@ -494,9 +777,172 @@ def xor_plot(frame: pd.DataFrame | None):
         show_legend=True,
         legend_position="right",
         ylim=(0, 1),
-        title="XOR: P(Y=1|x) per state — truth 0.75 / 0.25, exact max-ent 0.9 / 0.1",
+        title=xor_title(frame),
         xrotation=0,
         multi_level=False,  # the legend names the bars; inner labels would overlap
         **_COMMON,
     )
     return bars
+
+
+# ---------------------------------------------------------------------- price of privacy
+PRIVACY_NAMES = (
+    "MRF (finished runs)",
+    "MRF: runs",
+    "MRF-N (finished runs)",
+    "MRF-N: runs",
+    "this run (training)",
+    "skyline: logistic on the records",
+)
+
+
+def privacy_curve_data(
+    runs: list[dict] | None,
+    live: dict | None = None,
+    skyline: float | None = None,
+    dataset: str | None = None,
+) -> PlotData:
+    """Layers of :func:`privacy_curve_plot`: this session's test NLLH against ε.
+
+    ``runs``: the store's ``privacy_runs`` (dicts with epsilon, nllh, noise_aware,
+    dataset, …), one point each, joined by a line per learner (MRF / MRF-N) in ε order;
+    ``live``: the run training now (``store.privacy_point()``), drawn as an open marker;
+    ``skyline``: the logistic fitted on the records (no privacy) as the reference line.
+    Runs of another ``dataset`` than the given one are left out.
+    """
+    ok = [
+        r
+        for r in (runs or [])
+        if (dataset is None or r.get("dataset") == dataset)
+        and math.isfinite(_finite(r.get("epsilon")))
+        and _finite(r.get("epsilon")) > 0
+        and math.isfinite(_finite(r.get("nllh")))
+    ]
+    layers: dict = {}
+    xs_all: list[float] = []
+    ys_all: list[float] = []
+    for aware, name in ((False, "MRF"), (True, "MRF-N")):
+        pts = sorted(
+            (float(r["epsilon"]), float(r["nllh"]))
+            for r in ok
+            if bool(r.get("noise_aware")) == aware
+        )
+        # several runs at one ε: the line goes through their mean, the points show each
+        eps = sorted({e for e, _ in pts})
+        mean = [float(np.mean([v for e2, v in pts if e2 == e])) for e in eps]
+        layers[f"{name} (finished runs)"] = _xy(eps, mean)
+        layers[f"{name}: runs"] = _xy([e for e, _ in pts], [v for _, v in pts])
+        xs_all += [e for e, _ in pts]
+        ys_all += [v for _, v in pts]
+    lv = live or {}
+    le, ln = _finite(lv.get("epsilon")), _finite(lv.get("nllh"))
+    if (
+        math.isfinite(le)
+        and le > 0
+        and math.isfinite(ln)
+        and (dataset is None or lv.get("dataset") in (None, dataset))
+    ):
+        layers["this run (training)"] = _xy([le], [ln])
+        xs_all.append(le)
+        ys_all.append(ln)
+    else:
+        layers["this run (training)"] = _xy([], [])
+    lo_x = min(xs_all + [1.0]) / 2
+    hi_x = max(xs_all + [1.0]) * 2
+    sky = _finite(skyline)
+    if math.isfinite(sky):
+        layers[PRIVACY_NAMES[-1]] = _xy([lo_x, hi_x], [sky, sky])
+        ys_all.append(sky)
+    else:
+        layers[PRIVACY_NAMES[-1]] = _xy([], [])
+    lo_y = max(min(ys_all + [0.0]), NLLH_FLOOR)
+    hi_y = max(ys_all + [0.05])
+    pad = 0.08 * (hi_y - lo_y or 1.0)
+    n = len(ok)
+    title = (
+        f"The price of privacy: test NLLH vs ε ({n} finished run{'s' if n != 1 else ''})"
+        if n
+        else "The price of privacy: move ε, each finished run adds a point"
+    )
+    return PlotData(layers, (lo_x, hi_x), (lo_y - pad, hi_y + pad), title)
+
+
+def privacy_curve_plot(
+    runs: list[dict] | None,
+    live: dict | None = None,
+    skyline: float | None = None,
+    dataset: str | None = None,
+) -> hv.Overlay:
+    """Test NLLH against ε (log axis) from this session's runs, filling in point by point,
+    with the live run and the skyline (no privacy) as the reference (fixed layers)."""
+    d = privacy_curve_data(runs, live, skyline, dataset)
+    xdim = hv.Dimension("epsilon", label="privacy budget ε (log)")
+    ydim = hv.Dimension("nllh", label="final test NLLH (unitless)")
+    colors = (MRF_COLOR, "#d62728")
+    layers = []
+    for name, color in zip(("MRF", "MRF-N"), colors, strict=True):
+        layers.append(
+            hv.Curve(
+                d.layers[f"{name} (finished runs)"], xdim, ydim, label=f"{name} (finished runs)"
+            ).opts(color=color, line_width=2.5)
+        )
+        layers.append(hv.Scatter(d.layers[f"{name}: runs"], xdim, ydim).opts(color=color, size=10))
+    layers.append(
+        hv.Scatter(d.layers["this run (training)"], xdim, ydim, label="this run (training)").opts(
+            color="white", line_color="black", line_width=2, size=13
+        )
+    )
+    color, dash = _REF_STYLE[REFERENCE_NAMES[0]]
+    layers.append(
+        hv.Curve(d.layers[PRIVACY_NAMES[-1]], xdim, ydim, label=PRIVACY_NAMES[-1]).opts(
+            color=color, line_dash=dash, line_width=2
+        )
+    )
+    return hv.Overlay(layers).opts(
+        hv.opts.Overlay(
+            title=d.title,
+            logx=True,
+            xlim=d.xlim,
+            ylim=d.ylim,
+            xformatter="%g",
+            **_legend_opts(4),
+            **_COMMON,
+        )
+    )
+
+
+# ---------------------------------------------------------------------- table browser
+TABLE_COLUMNS = {
+    "count": "count d",
+    "d_hat": "model d̂",
+    "label_sum": "label sum c",
+    "c_hat": "model ĉ",
+    "true_count": "true count",
+    "true_label_sum": "true label sum",
+}
+
+
+def table_display(frame: pd.DataFrame, noisy: bool | None = None) -> pd.DataFrame:
+    """One table as the Tables tab shows it: the modality columns, then the released
+    count d beside the model's d̂, the label sum c beside ĉ, then the true values (if
+    noisy); words instead of code names ("model d̂", not ``d_hat``), whole numbers
+    without ".0" and the rest to 1 decimal.
+
+    ``frame``: ``AggregatedData.table_frame(t, extra={"d_hat": …, "c_hat": …})``;
+    ``noisy`` (default: a true_count column is present) names d and c "released (noisy)".
+    """
+    noisy = "true_count" in frame if noisy is None else noisy
+    names = dict(TABLE_COLUMNS)
+    if noisy:
+        names.update(count="released count d (noisy)", label_sum="released label sum c (noisy)")
+    keys = [c for c in frame.columns if c not in TABLE_COLUMNS]
+    keys += [c for c in TABLE_COLUMNS if c in frame.columns]
+    out = pd.DataFrame(index=frame.index)
+    for c in keys:
+        col = frame[c]
+        if c in TABLE_COLUMNS:
+            v = pd.to_numeric(col, errors="coerce").astype(float)
+            whole = np.isfinite(v).all() and np.all(np.round(v) == v)
+            col = v.round().astype("int64") if whole else v.round(1)
+        out[names.get(c, c)] = col
+    return out

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AggMRFError
-from .caches import UPLOADS, LockedCache, cache_dir, read_json, write_json
+from .caches import UPLOADS, LockedCache, cache_dir, check_upload_budget, read_json, write_json
 
 __all__ = [
     "DATASETS",
@@ -29,7 +29,10 @@ __all__ = [
     "SLOW_BASELINES",
     "BASELINE_LABELS",
     "ProblemBundle",
+    "SettingError",
     "StoredBaseline",
+    "modality_counts",
+    "upload_name",
     "clear_caches",
     "register_upload",
     "upload_columns",
@@ -72,14 +75,41 @@ def clear_caches() -> None:
         c.clear()
 
 
-def register_upload(data: bytes) -> str:
-    """Keep uploaded CSV bytes (shared, read-only) and return their content hash."""
-    return UPLOADS.register(data)
+def register_upload(data: bytes, name: str = "upload.csv") -> str:
+    """Keep uploaded CSV bytes (shared, read-only; ``name``: the user's file name) and
+    return their content hash; AggMRFError over the upload size limit."""
+    return UPLOADS.register(data, name)
+
+
+def upload_name(upload_hash: str) -> str:
+    """The user's own name of an uploaded file ("" if unknown)."""
+    return UPLOADS.name(upload_hash)
 
 
 def upload_columns(upload_hash: str) -> list[str]:
     """Column names of an uploaded CSV (header line, ',' or ';' separated)."""
     return UPLOADS.columns(upload_hash)
+
+
+class SettingError(AggMRFError):
+    """A failure caused by one setting (``setting``): the view reverts that one only."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+def modality_counts(ds, n_bins: int = 10) -> dict[str, int]:
+    """Estimated modalities per feature of a Dataset (its train split), counted without
+    encoding: distinct values of a text column (+1 for an "(other)" modality), at most
+    ``n_bins`` + 2 for a numeric column with many values (deciles)."""
+    out = {}
+    for col in ds.feature_columns:
+        s = ds.train[col]
+        k = int(s.nunique(dropna=False))
+        numeric = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s)
+        out[col] = min(k, n_bins + 2) if numeric else k + 1
+    return out
 
 
 @dataclass
@@ -115,11 +145,16 @@ def _load_dataset(dataset: str, n: int | None, seed: int, features, label: str, 
             raise AggMRFError("no CSV uploaded yet: choose a file, then pick its label column.")
         if not label:
             raise AggMRFError("pick the label column of the uploaded CSV.")
+        name = UPLOADS.name(upload) or "the uploaded file"
         with tempfile.NamedTemporaryFile("wb", suffix=".csv", delete=False) as fh:
             fh.write(data)
             path = fh.name
         try:
-            return datasets.load_csv(path, label, features=features, seed=seed)
+            return datasets.load_csv(path, label, features=features, seed=seed, name=name)
+        except Exception as exc:  # noqa: BLE001 - never show the server's temporary path
+            text = str(exc) if isinstance(exc, AggMRFError) else f"{type(exc).__name__}: {exc}"
+            text = text.replace(path, name).replace(os.path.basename(path), name)
+            raise AggMRFError(text.strip().splitlines()[0] if text.strip() else name) from None
         finally:
             os.unlink(path)
     kwargs: dict = {"features": features}
@@ -130,8 +165,11 @@ def _load_dataset(dataset: str, n: int | None, seed: int, features, label: str, 
     return datasets.load_dataset(dataset, **kwargs)
 
 
-def _problem_key(dataset, n, seed, features, singles, pairs, label="", upload="") -> tuple:
-    return (dataset, n, seed, tuple(features) if features else None, singles, pairs, label, upload)
+def _problem_key(
+    dataset, n, seed, features, singles, pairs, label="", upload="", triples=False
+) -> tuple:
+    key = (dataset, n, seed, tuple(features) if features else None, singles, pairs, label, upload)
+    return key + ("triples",) if triples else key
 
 
 def peek_problem(**data_key) -> ProblemBundle | None:
@@ -148,9 +186,11 @@ def get_problem(
     pairs: bool,
     label: str = "",
     upload: str = "",
+    triples: bool = False,
 ) -> ProblemBundle:
-    """The prepared problem (encoded, layout, exact aggregates), cached across sessions."""
-    key = _problem_key(dataset, n, seed, features, singles, pairs, label, upload)
+    """The prepared problem (encoded, layout, exact aggregates), cached across sessions
+    (``triples``: also release every three-feature table; the explorer offers it for XOR)."""
+    key = _problem_key(dataset, n, seed, features, singles, pairs, label, upload, triples)
 
     def compute() -> ProblemBundle:
         from .. import experiment
@@ -161,13 +201,18 @@ def get_problem(
         if features:
             unknown = [f for f in features if f not in all_features]
             if unknown:
-                raise AggMRFError(f"unknown features {unknown}; this dataset has {all_features}.")
+                raise SettingError(
+                    "features", f"unknown features {unknown}; this dataset has {all_features}."
+                )
             ds = _load_dataset(dataset, n, seed, list(features), label, upload)
         if not singles and not pairs:
             raise AggMRFError("release at least one kind of table: singles or pairs.")
         if pairs and len(ds.feature_columns) < 2 and not singles:
             raise AggMRFError("pair tables need at least two features; add a feature.")
-        prob = experiment.prepare(ds, singles=singles, pairs=pairs or len(ds.feature_columns) < 2)
+        with_pairs = pairs or len(ds.feature_columns) < 2
+        if dataset == "upload":  # before anything is allocated: K from the modality counts
+            check_upload_budget(modality_counts(ds), singles, with_pairs)
+        prob = experiment.prepare(ds, singles=singles, pairs=with_pairs, triples=triples)
         bundle = ProblemBundle(key, prob, all_features)
         if dataset == "xor" and not features:
             bundle.xor, bundle.exact_model = _xor_states(prob)

@@ -3,7 +3,12 @@
 One per server process (module-level, shared by every session):
 
 - the numba kernels are compiled (or loaded from numba's cache) once, in a background
-  thread started when the served app is first built (:func:`warm_up_in_background`);
+  thread started when the served app is first built (:func:`warm_up_in_background`), in
+  two phases: first what the first screen trains with (the dense Gibbs chain, the rows,
+  the logits: :func:`kernels_ready`), then the rest (the MRF-N noise posterior:
+  :func:`extras_ready`), so no click ever waits for the compiler; :func:`warm_up_message`
+  is the progress line the page and the terminal show meanwhile (on a fresh numba cache,
+  "compiling the sampler (first start only)…");
 - data preparation runs in :data:`DATA_EXECUTOR` (2 threads), the slow baselines in
   :data:`SLOW_EXECUTOR` (1 niced thread), so the event loop never blocks;
 - :data:`RUNNING` and :data:`SESSIONS` track the explorers training now and the open
@@ -23,6 +28,7 @@ import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 __all__ = [
     "DATA_EXECUTOR",
@@ -34,6 +40,10 @@ __all__ = [
     "warm_up_once",
     "warm_up_in_background",
     "kernels_ready",
+    "extras_ready",
+    "first_start",
+    "warm_up_message",
+    "warm_up_extras",
     "wait_for_warm_up",
     "release_memory_soon",
     "lower_priority",
@@ -46,6 +56,9 @@ SESSIONS: weakref.WeakSet = weakref.WeakSet()  # explorers of open server sessio
 RELEASE_DELAY = 5.0  # seconds after a session closes: Bokeh has dropped its document by then
 
 _WARM = threading.Event()
+_EXTRAS = threading.Event()
+_warm_started: float | None = None  # perf_counter when the warm-up thread started
+_first_start: bool | None = None
 _WARM_LOCK = threading.Lock()
 _warm_thread: threading.Thread | None = None
 _release_pending = False
@@ -57,23 +70,103 @@ def log(msg: str) -> None:
         print(f"[aggmrf explorer {time.time():.3f}] {msg}", file=sys.stderr, flush=True)
 
 
+def say(msg: str) -> None:
+    """A line for the person who ran ``panel serve`` (always printed, on stderr)."""
+    print(f"aggmrf explorer: {msg}", file=sys.stderr, flush=True)
+    log(msg)
+
+
+def _marker() -> Path:
+    """A file beside numba's cache of the kernels, written once they are compiled: its
+    absence means this start compiles (a fresh virtual environment or cache)."""
+    import numba
+
+    from .. import __version__
+
+    root = os.environ.get("NUMBA_CACHE_DIR")
+    if root:
+        base = Path(root)
+    else:
+        from .. import kernels
+
+        base = Path(kernels.__file__).resolve().parent / "__pycache__"
+    return base / f"aggmrf-explorer-warm-{__version__}-numba-{numba.__version__}.txt"
+
+
+def first_start() -> bool:
+    """True when the kernels are not in numba's on-disk cache yet (they will compile)."""
+    global _first_start
+    if _first_start is None:
+        try:
+            _first_start = not _marker().exists()
+        except Exception:  # noqa: BLE001 - an unreadable cache: say "compiling"
+            _first_start = True
+    return _first_start
+
+
+def warm_up_message() -> str:
+    """What the page shows while the kernels are not ready (empty once they are)."""
+    if _WARM.is_set():
+        return ""
+    what = (
+        "compiling the sampler (first start only)"
+        if first_start()
+        else "loading the compiled sampler"
+    )
+    if _warm_started is None:
+        return f"{what}…"
+    return f"{what}… {time.perf_counter() - _warm_started:.0f} s"
+
+
 def kernels_ready() -> bool:
-    """True once the numba kernels are compiled (or loaded) in this process."""
+    """True once the kernels the first screen trains with are compiled (or loaded)."""
     return _WARM.is_set()
 
 
+def extras_ready() -> bool:
+    """True once the other kernels (MRF-N's noise posterior) are compiled (or loaded)."""
+    return _EXTRAS.is_set()
+
+
 def warm_up_once() -> None:
-    """Compile (or load from numba's cache) every kernel once per process."""
+    """Compile (or load from numba's cache) the first screen's kernels once per process."""
     if _WARM.is_set():
         return
     with _WARM_LOCK:
         if not _WARM.is_set():
             from ..kernels import warm_up
 
+            first = first_start()
+            if first:
+                say("compiling the sampler (first start only; about a minute on 2 cores)…")
             t0 = time.perf_counter()
             warm_up()
             _WARM.set()
-            log(f"numba kernels ready in {time.perf_counter() - t0:.2f} s")
+            dt = time.perf_counter() - t0
+            say(f"sampler {'compiled' if first else 'loaded'} in {dt:.1f} s: training is ready")
+            log(f"numba kernels ready in {dt:.2f} s")
+
+
+def warm_up_extras() -> None:
+    """Compile (or load) what only some screens need: MRF-N's noise posterior, by one
+    noise-aware iteration on the toy data (the explorer's own call path and types)."""
+    if _EXTRAS.is_set():
+        return
+    t0 = time.perf_counter()
+    from .. import datasets, experiment, mrf, privacy
+
+    prob = experiment.prepare(datasets.load_dataset("toy"))
+    mech = privacy.make_mechanism("laplace", 1.0, 1e-7, prob.layout, "both", "analytic")
+    noisy = privacy.release(prob.aggregated, mech, 0)
+    trainer = mrf.PCDTrainer(noisy, mrf.TrainerSettings(n_gibbs=20, noise_aware=True))
+    trainer.step(1)
+    _EXTRAS.set()
+    try:
+        _marker().parent.mkdir(parents=True, exist_ok=True)
+        _marker().write_text("the explorer's kernels are in this numba cache\n")
+    except OSError:
+        pass
+    log(f"MRF-N kernels ready in {time.perf_counter() - t0:.2f} s")
 
 
 def warm_up_in_background(prefetch: Callable[[], None] | None = None) -> None:
@@ -82,18 +175,20 @@ def warm_up_in_background(prefetch: Callable[[], None] | None = None) -> None:
     Called when the served app is first built, so the kernels are ready (and the
     default data cached by ``prefetch``) before the first page asks for them.
     """
-    global _warm_thread
+    global _warm_thread, _warm_started
     with _WARM_LOCK:
         if _warm_thread is not None:
             return
+        _warm_started = time.perf_counter()
 
         def run() -> None:
             try:
                 warm_up_once()
                 if prefetch is not None:
                     prefetch()
-            except Exception:  # noqa: BLE001 - the sessions report their own errors
-                pass
+                warm_up_extras()
+            except Exception as exc:  # noqa: BLE001 - the sessions report their own errors
+                say(f"warm-up failed: {type(exc).__name__}: {exc}")
 
         _warm_thread = threading.Thread(target=run, name="aggmrf-warm-up", daemon=True)
         _warm_thread.start()

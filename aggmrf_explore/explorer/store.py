@@ -62,17 +62,28 @@ __all__ = [
     "LIVE_KEYS",
     "URL_KEYS",
     "TimeBox",
+    "baseline_names",
     "error_message",
 ]
 
 # which settings invalidate what
-DATA_KEYS = ("dataset", "n_samples", "data_seed", "features", "singles", "pairs", "label_column")
+DATA_KEYS = (
+    "dataset", "n_samples", "data_seed", "features", "singles", "pairs", "triples", "label_column",
+)  # fmt: skip
 NOISE_KEYS = ("mechanism", "epsilon", "delta", "accounting", "calibration", "noise_seed")
 TRAINER_KEYS = ("n_gibbs", "noise_aware", "train_seed")
 LIVE_KEYS = ("lambda_mu", "lambda_theta", "step_mu", "step_theta", "gradient", "precondition")
 URL_KEYS = (
-    DATA_KEYS + NOISE_KEYS + TRAINER_KEYS + LIVE_KEYS + ("auto_defaults", "iters_per_tick", "table")
+    DATA_KEYS
+    + NOISE_KEYS
+    + TRAINER_KEYS
+    + LIVE_KEYS
+    + ("auto_defaults", "keep_settings", "iters_per_tick", "table")
 )
+# hand-set settings that return to their defaults on a dataset switch (unless keep_settings)
+RESET_ON_SWITCH = ("n_gibbs", "train_seed", "data_seed", "noise_seed", "auto_defaults")
+NOTICE_SECONDS = 8.0  # a routine notice disappears after this long of training / next action
+MIN_PRIVACY_RUN = 20  # iterations a run needs to count as a point of the privacy curve
 SEED_BOUNDS = (0, 2**31 - 1)
 
 
@@ -113,7 +124,8 @@ class ExplorerSession(param.Parameterized):
     """
 
     # --- data
-    dataset = param.Selector(default="toy", objects=list(DATASETS), label="dataset")
+    # the first screen: XOR converges within a second, d̂ reaches its Monte-Carlo floor
+    dataset = param.Selector(default="xor", objects=list(DATASETS), label="dataset")
     n_samples = param.Integer(
         default=20_000, bounds=(50, 1_000_000), softbounds=(100, 100_000),
         label="sample size n", doc="Records per split (generated data)",
@@ -124,6 +136,9 @@ class ExplorerSession(param.Parameterized):
     features = param.List(default=[], item_type=str, doc="Feature subset (empty: all)")
     singles = param.Boolean(default=True, doc="Release single-feature tables")
     pairs = param.Boolean(default=True, doc="Release pair tables")
+    triples = param.Boolean(
+        default=False, doc="XOR only: also release the (X1, X2, X3) triplet table"
+    )
     label_column = param.String(default="", doc="Label column of an uploaded CSV")
     upload_hash = param.String(default="", doc="Content hash of the uploaded CSV")
     # --- privacy
@@ -151,6 +166,10 @@ class ExplorerSession(param.Parameterized):
     )  # fmt: skip
     train_seed = param.Integer(default=0, bounds=SEED_BOUNDS, label="seed")
     auto_defaults = param.Boolean(default=True, doc="Use the default rule for λ and α")
+    keep_settings = param.Boolean(
+        default=False,
+        doc="Keep hand-set λ, α, n' and seeds on a dataset switch (else: back to the defaults)",
+    )
     lambda_mu = param.Number(
         default=1.0, bounds=(0.0, 1e6), softbounds=(0.0, 1e3), label="λ_μ", doc="L2 on μ"
     )
@@ -177,6 +196,13 @@ class ExplorerSession(param.Parameterized):
     busy = param.Boolean(default=False)
     status = param.String(default="no data loaded")
     notice = param.String(default="")
+    warning = param.String(default="", doc="Divergence, with its likely cause")
+    privacy_runs = param.List(
+        default=[],
+        item_type=dict,
+        doc="Finished runs of this session under a privacy mechanism: one dict "
+        "{epsilon, nllh, iterations, mechanism} per run (the NLLH-vs-ε curve)",
+    )
     errors = param.Dict(default={})
     version = param.Integer(default=0, doc="Bumped whenever the trainer is rebuilt")
 
@@ -192,6 +218,9 @@ class ExplorerSession(param.Parameterized):
         self.floor: float = float("nan")
         self._rate: deque = deque(maxlen=64)
         self._history_cache: tuple = (None, pd.DataFrame())
+        self._notice_at: tuple[float, int] = (0.0, 0)  # (time, iteration) the notice appeared
+        self._last_live: tuple | None = None  # (name, old, new, iteration): last λ/α change
+        self._run_info: dict | None = None  # dataset and privacy settings of the live run
         self.param.watch(self._settings_changed, list(URL_KEYS) + ["upload_hash"])
         if not lazy:
             self.load()
@@ -323,6 +352,11 @@ class ExplorerSession(param.Parameterized):
         if names & {"lambda_mu", "lambda_theta", "step_mu", "step_theta"}:
             with self.quiet():
                 self.auto_defaults = False if "auto_defaults" not in names else self.auto_defaults
+        for e in events:
+            if e.name in names and e.name in LIVE_KEYS:
+                self._last_live = (e.name, e.old, e.new, self.iteration)
+        if "dataset" in names and self.bundle is not None and not self.keep_settings:
+            self._defaults_for_new_dataset(names)
         try:
             for e in events:
                 if e.name in names:
@@ -340,6 +374,16 @@ class ExplorerSession(param.Parameterized):
         if self.bundle is None:
             return  # nothing loaded yet: the first load reads the current settings
         if names & (set(DATA_KEYS) | {"upload_hash"}):
+            if self.dataset == "upload" and not (self.upload_hash and self.label_column):
+                # "Upload a CSV…" chosen: the current problem keeps running until a file
+                # is uploaded and its label column picked
+                step = (
+                    "pick the label column of your CSV"
+                    if self.upload_hash
+                    else ("choose a CSV file, then pick its label column")
+                )
+                self.errors = {**self.errors, "label_column": f"now {step}."}
+                return
             self._invalidate("data", names)
         elif names & set(NOISE_KEYS):
             self._invalidate("noise", names)
@@ -351,9 +395,31 @@ class ExplorerSession(param.Parameterized):
         elif names & set(LIVE_KEYS):
             self._apply_live()
 
+    def _defaults_for_new_dataset(self, names: set[str]) -> None:
+        """A dataset switch: hand-set λ, α, n' and seeds go back to their defaults (the
+        rule, at the next load), except settings changed together with the dataset (a
+        preset or a link) and unless ``keep_settings`` pins them."""
+        values = {k: self.param[k].default for k in RESET_ON_SWITCH if k not in names}
+        if "triples" not in names:
+            values["triples"] = False
+        with self.quiet():
+            self.param.update(values)
+
     def _apply_live(self) -> None:
         if self.trainer is not None:
             self.trainer.update(**{k: getattr(self, k) for k in LIVE_KEYS})
+        self.warning = ""
+        self.notice = ""  # the user's next action: a routine notice has been read
+
+    def set_notice(self, text: str) -> None:
+        """Show a routine notice; it goes away after ``NOTICE_SECONDS`` of training."""
+        self._notice_at = (time.perf_counter(), self.iteration)
+        self.notice = text
+
+    def _expire_notice(self) -> None:
+        t, it = self._notice_at
+        if self.notice and self.iteration > it and time.perf_counter() - t > NOTICE_SECONDS:
+            self.notice = ""
 
     def _invalidate(self, what: str, names: set[str]) -> None:
         label = ", ".join(sorted(names))
@@ -378,6 +444,7 @@ class ExplorerSession(param.Parameterized):
             features=tuple(self.features) or None,
             singles=self.singles,
             pairs=self.pairs,
+            triples=bool(self.triples and self.dataset == "xor" and not self.features),
             label=self.label_column if self.dataset == "upload" else "",
             upload=self.upload_hash if self.dataset == "upload" else "",
         )
@@ -387,32 +454,39 @@ class ExplorerSession(param.Parameterized):
         return get_problem(**self.data_key())
 
     def load(self, bundle: ProblemBundle | None = None, notice: str = "") -> None:
-        """Install a problem (computed now if not given) and start a fresh trainer."""
+        """Install a problem (computed now if not given) and start a fresh trainer.
+
+        ``busy`` stays set until the new trainer is in place, so the status line never
+        shows the previous trainer's iteration and NLLH under the new dataset's name; a
+        failure puts the previous problem and trainer back.
+        """
         was_running = self.running
         self.running = False
+        previous = (self.bundle, self.data, self.mechanism_obj, self.trainer, self.baselines)
         try:
             self.busy = True
             bundle = bundle if bundle is not None else self.fetch()
-            previous = (self.bundle, self.data, self.mechanism_obj)
             self.bundle = bundle
             try:
                 self._release()
+                if self.table not in bundle.layout.table_names:
+                    with self.quiet():
+                        self.table = bundle.layout.table_names[min(1, bundle.layout.n_tables - 1)]
+                cheap = baseline_names(bundle, CHEAP_BASELINES)
+                self.baselines = dict(peek_baselines(bundle, cheap) or {})
+                self.baselines.update(peek_baselines(bundle, SLOW_BASELINES) or {})
+                if not self.baselines or self._loader is None:
+                    self.baselines.update(get_baselines(bundle, cheap))
+                if self.auto_defaults:
+                    self._set_defaults()
+                self._new_trainer(notice=notice)
             except Exception:
-                self.bundle, self.data, self.mechanism_obj = previous
+                self.bundle, self.data, self.mechanism_obj, self.trainer, self.baselines = previous
                 raise
         finally:
             self.busy = False
-        if self.table not in self.bundle.layout.table_names:
-            with self.quiet():
-                self.table = self.bundle.layout.table_names[min(1, self.bundle.layout.n_tables - 1)]
-        self.baselines = dict(peek_baselines(bundle, CHEAP_BASELINES) or {})
-        self.baselines.update(peek_baselines(bundle, SLOW_BASELINES) or {})
-        if not self.baselines or self._loader is None:
-            self.baselines.update(get_baselines(bundle, CHEAP_BASELINES))
-        if self.auto_defaults:
-            self._set_defaults()
-        self._new_trainer(notice=notice)
         self.running = was_running and self.trainer is not None
+        self.update_status()
 
     def add_baselines(self, results: dict) -> None:
         self.baselines = {**self.baselines, **results}
@@ -461,12 +535,43 @@ class ExplorerSession(param.Parameterized):
             eval_every=self._eval_every(),
         ).validate()
         enc = self.bundle.encoded
-        self.trainer = PCDTrainer(self.data, settings, enc.X_test, enc.y_test)
+        trainer = PCDTrainer(self.data, settings, enc.X_test, enc.y_test)
+        self._record_privacy_run()
+        self.trainer = trainer
+        self._run_info = {
+            "dataset": self.dataset,
+            "mechanism": self.mechanism,
+            "epsilon": float(self.epsilon),
+            "noise_aware": bool(self.noise_aware),
+        }
         self.floor = expected_floor(self.data, self.n_gibbs)
         self._rate.clear()
-        self.notice = notice
+        self._last_live = None
+        self.warning = ""
+        self.set_notice(notice)
         self.version += 1
         self.update_status()
+
+    def _record_privacy_run(self) -> None:
+        """The run being replaced becomes a point of the privacy curve (``privacy_runs``)
+        if it trained under a mechanism for at least ``MIN_PRIVACY_RUN`` iterations."""
+        info = self._run_info
+        tr = self.trainer
+        if info is None or tr is None or info["mechanism"] == "none":
+            return
+        nl = tr.last_nllh
+        if tr.iteration < MIN_PRIVACY_RUN or nl is None or not math.isfinite(nl):
+            return
+        run = {**info, "nllh": float(nl), "iterations": int(tr.iteration)}
+        self.privacy_runs = [*self.privacy_runs, run]
+
+    def privacy_point(self) -> dict | None:
+        """The live run as a (not yet finished) point of the privacy curve, or None."""
+        info = self._run_info
+        tr = self.trainer
+        if info is None or tr is None or info["mechanism"] == "none" or tr.last_nllh is None:
+            return None
+        return {**info, "nllh": float(tr.last_nllh), "iterations": int(tr.iteration)}
 
     def _eval_every(self) -> int:
         """Evaluate the test NLLH every iteration on small problems, every 2–5 on large ones.
@@ -479,9 +584,20 @@ class ExplorerSession(param.Parameterized):
         return int(min(5, max(1, work // 500_000)))
 
     # ------------------------------------------------------------------ run control
+    @property
+    def diverged(self) -> bool:
+        """The last step diverged and nothing that could help has changed since (the
+        trainer holds the last good state; ``warning`` says why)."""
+        return bool(self.warning) and self.trainer is not None
+
     def play(self) -> None:
         if self.trainer is None:
             raise AggMRFError("no data loaded yet.")
+        if self.diverged:  # the same step would only be rejected again
+            raise AggMRFError(
+                "training diverged: lower a step size α or raise λ, or press "
+                "“Continue from last good state” (halves α), or Reset."
+            )
         self.running = True
         self._rate.clear()
         self.update_status()
@@ -489,6 +605,26 @@ class ExplorerSession(param.Parameterized):
     def pause(self) -> None:
         self.running = False
         self.update_status()
+
+    def resume(self, shrink: float = 0.5) -> None:
+        """Continue training from the last good state after a divergence: the step sizes
+        α_μ, α_θ are multiplied by ``shrink`` unless the user changed a setting since (the
+        trainer rejected the diverging step, so μ, θ and the history are those of the last
+        good iteration), then training plays."""
+        if self.trainer is None:
+            raise AggMRFError("no data loaded yet.")
+        if self.diverged:
+            it = self.trainer.iteration
+            old = (self.step_mu, self.step_theta)
+            with self.quiet():
+                self.auto_defaults = False
+            self.param.update(step_mu=old[0] * shrink, step_theta=old[1] * shrink)
+            self.warning = ""
+            self.set_notice(
+                f"continuing from iteration {it:,}, the last good state, with the step sizes "
+                f"multiplied by {shrink:g}: α_μ = {self.step_mu:.3g}, α_θ = {self.step_theta:.3g}."
+            )
+        self.play()
 
     def toggle(self) -> None:
         self.pause() if self.running else self.play()
@@ -521,12 +657,37 @@ class ExplorerSession(param.Parameterized):
                 self.trainer.step(max_iters, callbacks=[box])
         except DivergenceError as exc:
             self.running = False
-            self.notice = f"{exc} (training paused)"
+            self.notice = ""
+            self.warning = f"{exc} Training paused. {self.divergence_cause()}"
         now = time.perf_counter()
         if box.stats:
             self._rate.append((now, self.trainer.iteration))
+            self._expire_notice()
         self.update_status()
         return box.stats
+
+    def divergence_cause(self) -> str:
+        """The likely cause of a divergence, in words: the step size or λ the user changed
+        last (with its values), else the step sizes in effect."""
+        if self._last_live is not None:
+            name, old, new, it = self._last_live
+            label = self.param[name].label or name
+            if name in ("gradient", "precondition"):
+                what = f"{label} was switched to {new!r}"
+            else:
+                verb = "raised" if _num(new) > _num(old) else "lowered"
+                what = f"{label} was {verb} from {_num(old):.4g} to {_num(new):.4g}"
+            return (
+                f"Likely cause: {what} at iteration {it:,}. Put it back, or press Reset "
+                "and turn on the default rule."
+            )
+        if not self.auto_defaults:
+            return (
+                f"Likely cause: hand-set step sizes (α_μ = {self.step_mu:.4g}, α_θ = "
+                f"{self.step_theta:.4g}) or λ_θ = {self.lambda_theta:.4g} too far from the "
+                "default rule for this dataset: turn the default rule back on."
+            )
+        return "Likely cause: the step sizes are too large for this data; lower α_μ and α_θ."
 
     @property
     def iteration(self) -> int:
@@ -660,6 +821,21 @@ class ExplorerSession(param.Parameterized):
         else:
             frame["logistic"] = np.nan
         return frame
+
+
+def baseline_names(bundle: ProblemBundle, which: tuple[str, ...]) -> tuple[str, ...]:
+    """The baselines of ``which`` that apply to a problem: the best pair needs two features
+    (a one-feature subset, half-built by clicking, trains without it)."""
+    if bundle.layout.n_features < 2:
+        return tuple(w for w in which if w != "best_pair")
+    return tuple(which)
+
+
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _same(a, b) -> bool:

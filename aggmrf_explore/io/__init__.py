@@ -3,10 +3,17 @@
 ``release``: :func:`write_release` / :func:`read_release` (the reader's checks are named
 steps), ``model``: :func:`save_model` / :func:`load_model`.  The :class:`Schema` they store
 is the encoder's public form (:mod:`aggmrf_explore.encoding`).
+
+Every reader treats its file as hostile input (README "Bad input"): ``manifest`` checks
+release.json (strict JSON, every field, confined table files, byte caps), ``fields`` the
+typed fields shared with model files, ``formula`` neutralises spreadsheet formulas in every
+CSV written and restores them on reading.
 """
 
+from .formula import neutralise_cell, neutralise_frame, restore_cell, restore_frame
 from .model import (
     LoadedModel,
+    check_model_path,
     export_model_csv,
     export_model_json,
     load_model,
@@ -45,4 +52,9 @@ __all__ = [
     "load_model",
     "model_to_dict",
     "model_from_dict",
+    "check_model_path",
+    "neutralise_cell",
+    "restore_cell",
+    "neutralise_frame",
+    "restore_frame",
 ]

@@ -22,6 +22,7 @@ import pandas as pd
 __all__ = ["FORMULA_STARTS", "neutralise_cell", "restore_cell", "neutralise_frame", "restore_frame"]
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_FIRST = [*FORMULA_STARTS, "'"]
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
@@ -32,7 +33,24 @@ def _needs(cell: str) -> bool:
     rest = cell[i:]
     if not rest or rest[0] not in FORMULA_STARTS:
         return False
-    return i > 0 or _NUMBER.fullmatch(rest) is None
+    return _NUMBER.fullmatch(rest) is None
+
+
+def _map_frame(frame: pd.DataFrame, fn) -> pd.DataFrame:
+    cols = []
+    for j in range(frame.shape[1]):
+        s = frame.iloc[:, j]
+        textual = s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
+        if textual:
+            mask = s.astype(str).str[:1].isin(_FIRST).to_numpy()
+            if mask.any():
+                s = s.astype(object)
+                s[mask] = s[mask].map(fn)
+        cols.append(s)
+    out = pd.concat(cols, axis=1) if cols else frame.copy()
+    out.columns = [fn(str(c)) for c in frame.columns]
+    out.index = frame.index
+    return out
 
 
 def neutralise_cell(cell: object) -> object:
@@ -52,18 +70,10 @@ def restore_cell(cell: object) -> object:
 
 def neutralise_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` with every string cell and column name neutralised."""
-    out = frame.copy()
-    for c in out.columns:
-        if out[c].dtype == object:
-            out[c] = out[c].map(neutralise_cell)
-    out.columns = [neutralise_cell(str(c)) for c in out.columns]
-    return out
+    return _map_frame(frame, neutralise_cell)
 
 
 def restore_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` (read with ``dtype=str``) with every cell and column name restored, in place."""
-    frame.columns = [restore_cell(str(c)) for c in frame.columns]
-    for c in frame.columns:
-        if frame[c].dtype == object:
-            frame[c] = frame[c].map(restore_cell)
-    return frame
+    """A copy of ``frame`` (read with ``dtype=str``) with every string cell and column name
+    restored."""
+    return _map_frame(frame, restore_cell)

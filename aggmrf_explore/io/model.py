@@ -21,6 +21,7 @@ bit-identical θ and predicts exactly what the in-memory model predicts.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from dataclasses import dataclass, field
@@ -29,10 +30,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..budget import Budget, check_size
 from ..encoding import Encoder, Schema
 from ..errors import AggMRFError
+from ..files import MAX_JSON_BYTES, check_output_file, decode_text, loads_json, read_bytes
 from ..mrf import MRFModel
 from ..tables import TableLayout
+from .fields import (
+    check_list,
+    check_number,
+    check_object,
+    check_scalar,
+    check_schema_dict,
+    check_str,
+    check_version,
+    short,
+)
+from .formula import neutralise_frame, restore_cell, restore_frame
 
 __all__ = [
     "LoadedModel",
@@ -42,11 +56,15 @@ __all__ = [
     "save_model",
     "load_model",
     "model_from_dict",
+    "check_model_path",
+    "MAX_ABS_PARAMETER",
 ]
 
 FORMAT = "aggmrf-model"
 VERSION = 1
 INTERCEPT = "intercept"
+MAX_ABS_PARAMETER = 1e4  # |θ|, |μ| of a model file; the trainer keeps |θ| ≤ 50, |μ| ≤ 200
+MAX_MODEL_CSV_BYTES = 2**30
 
 
 def _schema(model: MRFModel, encoder_or_schema: Encoder | Schema | None) -> Schema:
@@ -148,7 +166,7 @@ def export_model_csv(model: object, encoder_or_schema: Encoder | Schema | None =
         cols["theta"] = [repr(float(v)) for v in model.theta[sl]]
         cols["mu"] = [repr(float(v)) for v in model.mu[sl]]
         frames.append(pd.DataFrame(cols))
-    return pd.concat(frames, ignore_index=True).to_csv(index=False)
+    return neutralise_frame(pd.concat(frames, ignore_index=True)).to_csv(index=False)
 
 
 def save_model(
@@ -157,11 +175,14 @@ def save_model(
     encoder_or_schema: Encoder | Schema | None = None,
     settings: dict | None = None,
 ) -> Path:
-    """Write the model to ``path``: ``.json`` (self-contained) or ``.csv`` (+ FILE.schema.json)."""
-    path = Path(path)
+    """Write the model to ``path``: ``.json`` (self-contained) or ``.csv`` (+ FILE.schema.json).
+
+    The directory must exist (it is never created); call :func:`check_model_path` before
+    training to fail early.  CSV cells are formula-neutralised (:mod:`.formula`).
+    """
+    path = check_model_path(path)
     model = _model(model)
     schema = _schema(model, encoder_or_schema)
-    path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()
     if suffix == ".json":
         path.write_text(export_model_json(model, schema, settings) + "\n", encoding="utf-8")
@@ -172,6 +193,12 @@ def save_model(
     else:
         raise AggMRFError(f"model files end in .json or .csv; got {str(path)!r}.")
     return path
+
+
+def check_model_path(path: str | Path) -> Path:
+    """``path`` can take a model file: it ends in .json or .csv and its directory exists
+    (nothing is created).  Raises AggMRFError saying what to change; returns the path."""
+    return check_output_file(path, "model file", (".json", ".csv"))
 
 
 @dataclass
@@ -226,14 +253,16 @@ def _build(schema: Schema, tables: list[tuple[list[str], list[list[str]], np.nda
                 codes = [lab[f][v] for f, v in zip(idx, vals, strict=True)]
             except (KeyError, ValueError):
                 raise AggMRFError(
-                    f"model table {' × '.join(feats)!r}, row {r + 1}: values {vals} are not "
-                    "modalities of the schema."
+                    f"model table {short(' × '.join(feats))}, row {r + 1}: values "
+                    f"{short(vals)} are not modalities of the schema."
                 ) from None
             row = lay.offsets[ti] + sum(
                 c * lay.strides[ti, f] for f, c in zip(idx, codes, strict=True)
             )
             if filled[row]:
-                raise AggMRFError(f"model table {' × '.join(feats)!r}: row {vals} appears twice.")
+                raise AggMRFError(
+                    f"model table {short(' × '.join(feats))}: row {short(vals)} appears twice."
+                )
             theta[row], mu[row] = th[r], m[r]
             filled[row] = True
     if not filled.all():
@@ -243,34 +272,112 @@ def _build(schema: Schema, tables: list[tuple[list[str], list[list[str]], np.nda
     return LoadedModel(MRFModel(lay, mu, theta), schema, settings)
 
 
-def model_from_dict(d: dict) -> LoadedModel:
-    """Inverse of :func:`model_to_dict`."""
+def _parameter(value: object, what: str) -> float:
+    return check_number(value, what, lo=-MAX_ABS_PARAMETER, hi=MAX_ABS_PARAMETER)
+
+
+def _check_model_size(schema: Schema, tables: list, budget: Budget | None) -> None:
+    """The size budget of the model's layout, before it is allocated."""
+    fidx = {f: i for i, f in enumerate(schema.feature_names)}
+    layout = []
+    for feats, *_ in tables:
+        unknown = [f for f in feats if f not in fidx]
+        if unknown:
+            raise AggMRFError(
+                f"model table over {[short(f) for f in feats]}: features "
+                f"{[short(f) for f in unknown]} are not in the schema."
+            )
+        layout.append(tuple(fidx[f] for f in feats))
+    check_size(
+        schema.n_modalities.tolist(), layout, schema.feature_names, budget=budget,
+        what="the model's tables",
+    )  # fmt: skip
+
+
+def _schema_from_dict(d: object, where: str) -> Schema:
+    d = check_object(d, where)
+    check_schema_dict(d, where)
+    return Schema.from_dict(d)
+
+
+def model_from_dict(d: dict, *, budget: Budget | None = None) -> LoadedModel:
+    """Inverse of :func:`model_to_dict`, every field type- and range-checked first.
+
+    ``format`` "aggmrf-model", ``version`` 1, ``schema`` (see
+    :func:`.fields.check_schema_dict`), ``intercept`` (null or finite ``theta`` / ``mu``),
+    ``tables`` (1–3 schema features each; rows of ``values`` with finite ``theta`` and
+    ``mu``, |·| ≤ ``MAX_ABS_PARAMETER``); the layout within ``budget``.
+    """
     if not isinstance(d, dict) or d.get("format") != FORMAT:
-        raise AggMRFError("not an aggmrf model file (its 'format' is not 'aggmrf-model').")
-    schema = Schema.from_dict(d.get("schema") or {})
+        raise AggMRFError(
+            "not an aggmrf model file (its 'format' is not 'aggmrf-model'); give a file written "
+            "by `run --export-model` or save_model."
+        )
+    check_version(d.get("version"), "model file 'version'", VERSION)
+    schema = _schema_from_dict(d.get("schema"), "model file 'schema'")
     tables = []
-    for i, t in enumerate(d.get("tables") or []):
-        try:
-            feats = [str(f) for f in t["features"]]
-            rows = t["rows"]
-            values = [[str(v) for v in r["values"]] for r in rows]
-            th = np.asarray([float(r["theta"]) for r in rows])
-            mu = np.asarray([float(r.get("mu", 0.0)) for r in rows])
-        except (KeyError, TypeError, ValueError) as e:
-            raise AggMRFError(f"model table #{i + 1} is malformed ({e!r}).") from None
+    for i, t in enumerate(check_list(d.get("tables"), "model file 'tables'")):
+        at = f"model table #{i + 1}"
+        check_object(t, at)
+        feats = check_list(t.get("features"), f"{at} 'features'", min_len=1, max_len=3)
+        feats = [check_str(f, f"{at} 'features' item {j + 1}") for j, f in enumerate(feats)]
+        rows = check_list(t.get("rows"), f"{at} 'rows'")
+        values, th, mu = [], np.empty(len(rows)), np.empty(len(rows))
+        for r, row in enumerate(rows):
+            rat = f"{at} row {r + 1}"
+            check_object(row, rat)
+            vals = check_list(row.get("values"), f"{rat} 'values'", min_len=len(feats),
+                              max_len=len(feats))  # fmt: skip
+            values.append([str(check_scalar(v, f"{rat} value")) for v in vals])
+            th[r] = _parameter(row.get("theta"), f"{rat} 'theta'")
+            mu[r] = _parameter(row.get("mu", 0.0), f"{rat} 'mu'")
         tables.append((feats, values, th, mu))
     icpt = d.get("intercept")
-    icpt = None if icpt is None else (float(icpt["theta"]), float(icpt.get("mu", 0.0)))
-    return _build(schema, tables, icpt, d.get("settings") or {})
+    if icpt is not None:
+        check_object(icpt, "model file 'intercept'")
+        icpt = (
+            _parameter(icpt.get("theta"), "model file 'intercept' 'theta'"),
+            _parameter(icpt.get("mu", 0.0), "model file 'intercept' 'mu'"),
+        )
+    settings = d.get("settings") or {}
+    check_object(settings, "model file 'settings'")
+    _check_model_size(schema, tables, budget)
+    return _build(schema, tables, icpt, settings)
 
 
-def _from_csv(text: str, schema: Schema | None) -> LoadedModel:
+def _csv_numbers(sub: pd.DataFrame, col: str, table: str) -> np.ndarray:
+    out = np.empty(len(sub))
+    for r, v in enumerate(sub[col]):
+        try:
+            x = float(v)
+        except ValueError:
+            x = float("nan")
+        if not abs(x) <= MAX_ABS_PARAMETER:
+            raise AggMRFError(
+                f"model CSV, table {short(table)} row {r + 1}: {col} is {short(v)}, not a finite "
+                f"number within ±{MAX_ABS_PARAMETER:g}."
+            )
+        out[r] = x
+    return out
+
+
+def _from_csv(text: str, schema: Schema | None, budget: Budget | None = None) -> LoadedModel:
     """A model CSV (+ its schema; None: labels inferred from the CSV) → LoadedModel."""
-    df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    first = text.lstrip().splitlines()[0] if text.strip() else ""
+    header = [str(restore_cell(c.strip())) for c in next(csv.reader([first]), [])]
+    if len(set(header)) != len(header):
+        raise AggMRFError("the model CSV has two columns with the same name.")
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as e:
+        msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise AggMRFError(f"the model CSV cannot be parsed: {msg}.") from None
+    df = restore_frame(df)
     for col in ("table", "theta"):
         if col not in df.columns:
             raise AggMRFError(
-                f"a model CSV needs a {col!r} column; its columns are {list(df.columns)}."
+                f"a model CSV needs a {col!r} column; its header has {len(df.columns)} field(s) "
+                f"without it."
             )
     feat_cols = [c for c in df.columns if c not in ("table", "theta", "mu")]
     if schema is None:
@@ -284,33 +391,40 @@ def _from_csv(text: str, schema: Schema | None) -> LoadedModel:
     icpt = None
     for name in pd.unique(df["table"].to_numpy(dtype=object)):
         sub = df[df["table"] == name]
-        th = np.asarray([float(v) for v in sub["theta"]])
-        mu = np.asarray([float(v) for v in sub["mu"]]) if "mu" in sub else np.zeros(len(sub))
+        th = _csv_numbers(sub, "theta", name)
+        mu = _csv_numbers(sub, "mu", name) if "mu" in sub else np.zeros(len(sub))
         if name == INTERCEPT:
             icpt = (float(th[0]), float(mu[0]))
             continue
         feats = [f for f in schema.feature_names if f in feat_cols and (sub[f] != "").any()]
+        if not 1 <= len(feats) <= 3:
+            raise AggMRFError(
+                f"model CSV table {short(name)} has {len(feats)} feature columns with values; "
+                "a table has 1 to 3."
+            )
         values = sub[feats].to_numpy(dtype=object).astype(str).tolist()
         tables.append((feats, values, th, mu))
+    _check_model_size(schema, tables, budget)
     return _build(schema, tables, icpt, {})
 
 
-def load_model(path: str | Path) -> LoadedModel:
-    """Read a model written by :func:`save_model` (``.json``, or ``.csv`` + FILE.schema.json)."""
+def load_model(path: str | Path, *, budget: Budget | None = None) -> LoadedModel:
+    """Read a model written by :func:`save_model` (``.json``, or ``.csv`` + FILE.schema.json).
+
+    Hostile files are refused with an AggMRFError: not a regular file, over the byte cap
+    (``MAX_JSON_BYTES`` for JSON, ``MAX_MODEL_CSV_BYTES`` for CSV), invalid or non-standard
+    JSON (NaN, Infinity), a wrong ``format`` / ``version``, a field of the wrong type, a
+    non-finite or huge θ / μ (beyond ``MAX_ABS_PARAMETER``), a layout over ``budget``.
+    """
     path = Path(path)
-    if not path.exists():
-        raise AggMRFError(f"model file not found: {str(path)!r}.")
-    text = path.read_text(encoding="utf-8")
     if path.suffix.lower() == ".csv":
+        text = decode_text(read_bytes(path, "model file", MAX_MODEL_CSV_BYTES), "model file")
         side = path.with_suffix(".schema.json")
-        schema = (
-            Schema.from_dict(json.loads(side.read_text(encoding="utf-8")))
-            if side.exists()
-            else None
-        )
-        return _from_csv(text, schema)
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise AggMRFError(f"{str(path)!r} is not valid JSON: {e}.") from None
-    return model_from_dict(d)
+        schema = None
+        if side.exists():
+            raw = read_bytes(side, "model schema file", MAX_JSON_BYTES)
+            schema = _schema_from_dict(loads_json(raw, f"model schema file {side.name!r}"),
+                                       f"model schema file {side.name!r}")  # fmt: skip
+        return _from_csv(text, schema, budget)
+    raw = read_bytes(path, "model file", MAX_JSON_BYTES)
+    return model_from_dict(loads_json(raw, f"model file {path.name!r}"), budget=budget)

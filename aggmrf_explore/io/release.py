@@ -50,6 +50,7 @@ that names the table, and the file line where there is one:
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
@@ -63,9 +64,33 @@ import numpy as np
 import pandas as pd
 
 from .. import privacy
+from ..budget import Budget, check_size
 from ..encoding import Encoder, Schema
 from ..errors import AggMRFError
+from ..files import check_output_dir, check_output_file, read_bytes
+from ..suppression import Suppression, suppression_from_presence
 from ..tables import AggregatedData, TableLayout
+from .extensions import (
+    label_column,
+    meta_for_label,
+    noise_scale,
+    select_label,
+    table_suppressed_cells,
+    table_thresholds,
+)
+from .fields import short
+from .formula import neutralise_frame, restore_cell, restore_frame
+from .manifest import (
+    FORMAT,
+    RELEASE_FILE,
+    UNDECLARED_TABLE_FILE_BYTES,
+    VERSION,
+    check_manifest,
+    check_release_size,
+    read_manifest,
+    table_file,
+    table_file_cap,
+)
 
 __all__ = [
     "Schema",
@@ -80,14 +105,12 @@ __all__ = [
     "RELEASE_FILE",
 ]
 
-RELEASE_FILE = "release.json"
-FORMAT = "aggmrf-release"
-VERSION = 1
 COUNT = "count"
 LABEL_SUM = "label_sum"
 TABLE = "table"
 Z_NOISE = 5.0  # discrepancies beyond Z_NOISE standard deviations of the declared noise are errors
 _MAX_LISTED = 8
+MAX_CELL = 1e15  # |count|, |label_sum| of a table row (more is not a count of records)
 _MECHANISMS = {"laplace": privacy.LaplaceMechanism, "gaussian": privacy.GaussianMechanism}
 
 
@@ -158,28 +181,35 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "feature"
 
 
-def _released_frames(agg: AggregatedData) -> list[tuple[int, pd.DataFrame]]:
-    """(table index, frame) per released table: feature label columns, count, label_sum."""
+def _released_frames(
+    agg: AggregatedData, labels: dict[str, np.ndarray] | None = None
+) -> list[tuple[int, pd.DataFrame]]:
+    """(table index, frame) per released table: feature label columns, count, label_sum
+    (and ``label_sum.L`` for each other label L of ``labels``); suppressed rows left out."""
     lay = agg.layout
+    box = agg.suppression
     out = []
     for ti, t in enumerate(lay.tables):
         if not t:
             continue
         sl = slice(lay.offsets[ti], lay.offsets[ti + 1])
-        codes = lay.row_codes(ti)
+        keep = slice(None) if box is None else ~box.rows[sl]
+        codes = lay.row_codes(ti)[keep]
         cols: dict[str, object] = {}
         for j, f in enumerate(t):
-            labels = np.asarray(lay.modality_labels[f], dtype=object)
-            cols[lay.feature_names[f]] = labels[codes[:, j]]
-        cols[COUNT] = agg.d[sl]
-        cols[LABEL_SUM] = agg.c[sl]
+            labels_f = np.asarray(lay.modality_labels[f], dtype=object)
+            cols[lay.feature_names[f]] = labels_f[codes[:, j]]
+        cols[COUNT] = agg.d[sl][keep]
+        cols[LABEL_SUM] = agg.c[sl][keep]
+        for name, c in (labels or {}).items():
+            cols[label_column(name, None)] = np.asarray(c, dtype=np.float64)[sl][keep]
         out.append((ti, pd.DataFrame(cols)))
     return out
 
 
 def _as_int_if_exact(frame: pd.DataFrame, exact: bool) -> pd.DataFrame:
     if exact:
-        for c in (COUNT, LABEL_SUM):
+        for c in [COUNT, LABEL_SUM, *(c for c in frame.columns if c.startswith(LABEL_SUM + "."))]:
             v = frame[c].to_numpy()
             if np.all(v == np.round(v)):
                 frame[c] = v.astype(np.int64)
@@ -208,7 +238,12 @@ def _writer_schema(
     return schema
 
 
-def _manifest(agg: AggregatedData, schema: Schema, accounting: str | None) -> dict:
+def _manifest(
+    agg: AggregatedData,
+    schema: Schema,
+    accounting: str | None,
+    labels: dict[str, np.ndarray] | None = None,
+) -> dict:
     """release.json without its ``tables`` entries (added as the files are written)."""
     meta: dict = {
         "format": FORMAT,
@@ -220,48 +255,72 @@ def _manifest(agg: AggregatedData, schema: Schema, accounting: str | None) -> di
     }
     if agg.layout.intercept:
         meta["intercept"] = {"count": float(agg.d[0]), "label_sum": float(agg.c[0])}
+    if labels:  # several labels (:mod:`.extensions`): the primary one first
+        meta["labels"] = [schema.label or "label", *labels]
+        if agg.layout.intercept:
+            meta["intercept"]["label_sums"] = {k: float(v[0]) for k, v in labels.items()}
     return meta
 
 
-def _write_dir(agg: AggregatedData, path: Path, meta: dict) -> Path:
+def _table_entry(agg: AggregatedData, ti: int, fname: str) -> dict:
+    """One ``tables`` entry of release.json (with its suppression threshold, if any)."""
+    lay = agg.layout
+    entry = {
+        "name": lay.table_name(lay.tables[ti]),
+        "features": [lay.feature_names[f] for f in lay.tables[ti]],
+        "file": fname,
+    }
+    scale = agg.meta.get("noise_scale", {}).get(ti)
+    if scale is not None and scale > 1:
+        entry["noise_scale"] = float(scale)
+    if agg.suppression is not None and ti in agg.suppression.thresholds:
+        entry["suppression"] = agg.suppression.thresholds[ti]
+        if ti in agg.suppression.cells:
+            entry["suppressed_cells"] = int(agg.suppression.cells[ti])
+    return entry
+
+
+def _write_dir(
+    agg: AggregatedData, path: Path, meta: dict, labels: dict[str, np.ndarray] | None = None
+) -> Path:
     """One CSV per released table in directory ``path``; returns the release.json path."""
     lay, exact = agg.layout, agg.noise is None
-    if path.exists() and not path.is_dir():
-        raise AggMRFError(f"{str(path)!r} exists and is not a directory.")
-    path.mkdir(parents=True, exist_ok=True)
-    frames = _released_frames(agg)
+    check_output_dir(path, "release directory")
+    path.mkdir(exist_ok=True)
+    frames = _released_frames(agg, labels)
     width = max(3, len(str(len(frames))))
     for i, (ti, frame) in enumerate(frames):
-        name = lay.table_name(lay.tables[ti])
         fname = (
             f"{i + 1:0{width}d}_"
             + "__".join(_safe(lay.feature_names[f]) for f in lay.tables[ti])
             + ".csv"
         )
-        _as_int_if_exact(frame, exact).to_csv(path / fname, index=False)
-        feats = [lay.feature_names[f] for f in lay.tables[ti]]
-        meta["tables"].append({"name": name, "features": feats, "file": fname})
+        neutralise_frame(_as_int_if_exact(frame, exact)).to_csv(path / fname, index=False)
+        meta["tables"].append(_table_entry(agg, ti, fname))
     return path / RELEASE_FILE
 
 
-def _write_long(agg: AggregatedData, path: Path, meta: dict) -> Path:
+def _write_long(
+    agg: AggregatedData, path: Path, meta: dict, labels: dict[str, np.ndarray] | None = None
+) -> Path:
     """All released tables in one long CSV ``path``; returns the FILE.json path."""
     lay, exact = agg.layout, agg.noise is None
     if path.suffix.lower() != ".csv":
         raise AggMRFError(f"a long-format release is one .csv file; got {str(path)!r}.")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_output_file(path, "release file", (".csv",))
     parts = []
-    for ti, frame in _released_frames(agg):
+    extra = [label_column(k, None) for k in labels or {}]
+    for ti, frame in _released_frames(agg, labels):
         name = lay.table_name(lay.tables[ti])
         frame = frame.copy()
         for f in lay.feature_names:
             if f not in frame.columns:
                 frame[f] = ""
         frame.insert(0, TABLE, name)
-        parts.append(_as_int_if_exact(frame, exact)[[TABLE, *lay.feature_names, COUNT, LABEL_SUM]])
-        feats = [lay.feature_names[f] for f in lay.tables[ti]]
-        meta["tables"].append({"name": name, "features": feats, "file": path.name})
-    pd.concat(parts, ignore_index=True).to_csv(path, index=False)
+        cols = [TABLE, *lay.feature_names, COUNT, LABEL_SUM, *extra]
+        parts.append(_as_int_if_exact(frame, exact)[cols])
+        meta["tables"].append(_table_entry(agg, ti, path.name))
+    neutralise_frame(pd.concat(parts, ignore_index=True)).to_csv(path, index=False)
     return path.with_suffix(".json")
 
 
@@ -275,6 +334,7 @@ def write_release(
     label: str | None = None,
     positive_label: str | None = None,
     classes: Sequence[str] | None = None,
+    labels: dict[str, np.ndarray] | None = None,
 ) -> Path:
     """Write the released tables of ``agg`` (never its exact values under noise).
 
@@ -282,6 +342,9 @@ def write_release(
     file (``fmt="long"``: one long CSV + ``release.json`` beside it, named FILE.json).
     ``schema``: a :class:`Schema` or a fitted Encoder (adds bin edges and the raw-value
     mapping, needed to predict on raw records); default: labels from the layout.
+    ``labels``: the label sums (K,) of further labels, by name (columns ``label_sum.NAME``,
+    :mod:`.extensions`); ``agg.c`` is the primary label's (``label``).  Rows that
+    ``agg.suppression`` marks are left out and each table declares its threshold.
     Returns the path of the metadata file.
     """
     if not isinstance(agg, AggregatedData):
@@ -296,11 +359,35 @@ def write_release(
             "combinations, a hashed table's rows are buckets); release exact tables only."
         )
     schema = _writer_schema(agg, schema, label, positive_label, classes)
-    meta = _manifest(agg, schema, accounting)
+    labels = _check_labels(agg, schema, labels)
+    meta = _manifest(agg, schema, accounting, labels)
     path = Path(path)
-    meta_path = _write_dir(agg, path, meta) if fmt == "dir" else _write_long(agg, path, meta)
+    write = _write_dir if fmt == "dir" else _write_long
+    meta_path = write(agg, path, meta, labels)
     meta_path.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return meta_path
+
+
+def _check_labels(
+    agg: AggregatedData, schema: Schema, labels: dict[str, np.ndarray] | None
+) -> dict[str, np.ndarray] | None:
+    """The further labels' sums as float64 (K,) arrays, checked (names, shapes, finite)."""
+    if not labels:
+        return None
+    out = {}
+    for name, c in labels.items():
+        c = np.asarray(c, dtype=np.float64)
+        if not isinstance(name, str) or not name or name == schema.label:
+            raise AggMRFError(
+                f"further label names must be non-empty and differ from the primary label "
+                f"{schema.label!r}; got {name!r}."
+            )
+        if c.shape != (agg.layout.K,) or not np.all(np.isfinite(c)):
+            raise AggMRFError(
+                f"label {name!r}: its label sums must be finite, shape ({agg.layout.K},)."
+            )
+        out[name] = c
+    return out
 
 
 # ====================================================================== reading: files
@@ -329,6 +416,7 @@ class _TableFile:
     name: str | None = None
     features: list[str] | None = None
     meta: dict | None = None
+    max_bytes: int = UNDECLARED_TABLE_FILE_BYTES  # byte cap (:func:`.manifest.table_file_cap`)
 
 
 def _release_path(path: str | Path) -> Path:
@@ -356,26 +444,10 @@ def _find_manifest(path: Path) -> Path | None:
     return next((c for c in cands if c.exists()), None)
 
 
-def _read_manifest(path: Path) -> object:
-    """Step 1: parse a release.json (any JSON value; :func:`_check_manifest` checks it)."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise AggMRFError(f"{str(path)!r} is not valid JSON: {e}.") from None
-
-
-def _check_manifest(meta: object, path: Path) -> dict:
-    """Step 2: the manifest is a JSON object of this format; returns it."""
-    if not isinstance(meta, dict):
-        raise AggMRFError(f"{str(path)!r} must hold a JSON object.")
-    if meta.get("format", FORMAT) != FORMAT:
-        raise AggMRFError(f"{str(path)!r} is not a release file (format {meta.get('format')!r}).")
-    return meta
-
-
 def _load_manifest(path: Path) -> dict:
-    """Steps 1 and 2 for one release.json file."""
-    return _check_manifest(_read_manifest(path), path)
+    """Steps 1 and 2 for one release.json file: strict JSON, every field checked
+    (:func:`.manifest.read_manifest`, :func:`.manifest.check_manifest`)."""
+    return check_manifest(read_manifest(path), path)
 
 
 def _resolve_table_files(path: Path, meta: dict | None) -> list[_TableFile]:
@@ -385,36 +457,48 @@ def _resolve_table_files(path: Path, meta: dict | None) -> list[_TableFile]:
     a long CSV); a directory without: its ``.csv`` files, sorted; a file: the long CSV.
     """
     if not path.is_dir():
-        return [_TableFile(path, "long", meta=meta)]
+        cap = table_file_cap(meta, (meta or {}).get("tables") or [{}])
+        return [_TableFile(path, "long", meta=meta, max_bytes=cap)]
     if meta is not None and meta.get("tables"):
         specs = meta["tables"]
-        files = sorted({s.get("file") for s in specs if isinstance(s, dict)} - {None})
+        for i, s in enumerate(specs):
+            if "file" not in s:
+                raise AggMRFError(f"{RELEASE_FILE}: table #{i + 1} needs a 'file'.")
+            table_file(path, s["file"], i)  # confined: a plain name inside the directory
+        files = sorted({s["file"] for s in specs})
         if len(files) == 1 and len(specs) > 1:
-            return [_TableFile(path / files[0], "long", meta=meta)]
+            cap = table_file_cap(meta, specs)
+            return [_TableFile(path / files[0], "long", meta=meta, max_bytes=cap)]
         out = []
         for i, s in enumerate(specs):
-            if not isinstance(s, dict) or "file" not in s:
-                raise AggMRFError(f"{RELEASE_FILE}: table #{i + 1} needs a 'file'.")
-            f = path / s["file"]
+            f = table_file(path, s["file"], i)
             name = s.get("name") or " × ".join(s.get("features") or [f.stem])
-            out.append(_TableFile(f, "table", name=name, features=s.get("features")))
+            cap = table_file_cap(meta, [s])
+            out.append(_TableFile(f, "table", name=name, features=s.get("features"), max_bytes=cap))
         return out
-    files = sorted(p for p in path.iterdir() if p.suffix.lower() == ".csv")
+    files = sorted(
+        table_file(path, p.name, i)
+        for i, p in enumerate(sorted(path.iterdir()))
+        if p.suffix.lower() == ".csv"
+    )
     if not files:
         raise AggMRFError(f"{str(path)!r} holds no .csv table file.")
     return [_TableFile(f, "any") for f in files]
 
 
-def _read_table_files(sources: list[_TableFile]) -> list[_RawTable]:
-    """Step 4: read each file into raw tables (a long CSV gives several)."""
+def _read_table_files(sources: list[_TableFile], label_column: str = LABEL_SUM) -> list[_RawTable]:
+    """Step 4: read each file into raw tables (a long CSV gives several); ``label_column``
+    is read as ``label_sum`` (a release with several labels, :func:`.extensions.select_label`)."""
     out: list[_RawTable] = []
     for src in sources:
         f = src.path
         if src.kind == "long":
-            out.extend(_long_tables(f, src.meta))
+            out.extend(
+                _long_tables(f, src.meta, label_column=label_column, max_bytes=src.max_bytes)
+            )
             continue
         what = f"table {src.name!r}" if src.kind == "table" else f"table file {f.name!r}"
-        df = _read_text_csv(f, what)
+        df = select_label(_read_text_csv(f, what, src.max_bytes), label_column, what)
         lines = np.arange(len(df)) + 2
         if src.kind == "table":
             out.append(_split_table(df, src.name, f.name, lines, src.features))
@@ -426,13 +510,27 @@ def _read_table_files(sources: list[_TableFile]) -> list[_RawTable]:
     return out
 
 
-def _read_text_csv(path: Path, what: str) -> pd.DataFrame:
-    """A CSV table file as strings (stripped), separator sniffed from the header line."""
-    if not path.exists():
-        raise AggMRFError(f"{what}: file not found: {str(path)!r}.")
-    text = path.read_bytes()
+def _columns(df: pd.DataFrame) -> str:
+    """The header of a table file, for messages: listed (each name cut to 40 characters)
+    only when the file has the ``count`` column of a table, else just counted, so that a
+    file which is not a table is never echoed."""
+    if COUNT not in df.columns:
+        return f"its header line has {len(df.columns)} field(s), none named {COUNT!r}"
+    return "its columns are " + ", ".join(short(str(c)) for c in list(df.columns)[:12])
+
+
+def _read_text_csv(
+    path: Path, what: str, max_bytes: int = UNDECLARED_TABLE_FILE_BYTES
+) -> pd.DataFrame:
+    """A CSV table file as strings (stripped, formula prefixes restored), separator sniffed
+    from the header line; at most ``max_bytes`` bytes of a regular file are read."""
+    text = read_bytes(path, what, max_bytes, shown=repr(path.name))
     if not text.strip():
         raise AggMRFError(f"{what} ({path.name}) is empty; a table needs a header line and rows.")
+    if text[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise AggMRFError(
+            f"{what} ({path.name}) is UTF-16 text; save the table file as UTF-8 (CSV UTF-8)."
+        )
     if b"\x00" in text[:65536]:
         raise AggMRFError(f"{what} ({path.name}) is not a CSV text file (it has NUL bytes).")
     try:
@@ -441,29 +539,37 @@ def _read_text_csv(path: Path, what: str) -> pd.DataFrame:
         s = text.decode("latin-1")
     first = s.lstrip().splitlines()[0]
     sep = max((",", ";", "\t"), key=first.count)
+    header = [str(restore_cell(c.strip())) for c in next(csv.reader([first], delimiter=sep), [])]
+    if len(set(header)) != len(header):
+        dup = sorted({c for c in header if header.count(c) > 1})
+        raise AggMRFError(
+            f"{what} ({path.name}) has two columns named {short(dup[0])}; each column needs "
+            "its own name."
+        )
     try:
         df = pd.read_csv(
             io.StringIO(s), sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True
         )
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
         raise AggMRFError(f"{what} ({path.name}) cannot be parsed as CSV: {msg}.") from None
     df.columns = [str(c).strip() for c in df.columns]
     for c in df.columns:
         df[c] = df[c].astype(str).str.strip()
-    return df
+    return restore_frame(df)
 
 
 def _numbers(df: pd.DataFrame, col: str, table: str, lines: np.ndarray, where: str) -> np.ndarray:
     """Column ``col`` as float64 (n,), exactly as written; an error on a non-finite cell."""
     s = df[col]
     x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(x)
+    bad = ~(np.abs(x) <= MAX_CELL)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise AggMRFError(
-            f"table {table!r} ({where}), line {lines[i]}: {col} is {s.iloc[i]!r}, not a finite "
-            f"number ({int(bad.sum())} such row(s)); every row needs a numeric {COUNT} and {LABEL_SUM}."
+            f"table {short(table)} ({where}), line {lines[i]}: {col} is {short(s.iloc[i])}, not a "
+            f"finite number within ±{MAX_CELL:g} ({int(bad.sum())} such row(s)); every row needs "
+            f"a numeric {COUNT} and {LABEL_SUM}."
         )
     # exact round trip of written floats
     return np.asarray([float(v) for v in s], dtype=np.float64)
@@ -480,8 +586,8 @@ def _split_table(
     missing = [c for c in (COUNT, LABEL_SUM) if c not in df.columns]
     if missing:
         raise AggMRFError(
-            f"table {name!r} ({where}) has no column {missing[0]!r}; its columns are "
-            f"{list(df.columns)}. A table needs its feature columns, {COUNT!r} and {LABEL_SUM!r}."
+            f"table {name!r} ({where}) has no column {missing[0]!r}; {_columns(df)}. A table "
+            f"needs its feature columns, {COUNT!r} and {LABEL_SUM!r}."
         )
     if features is None:
         features = [c for c in df.columns if c not in (COUNT, LABEL_SUM, TABLE)]
@@ -498,7 +604,7 @@ def _split_table(
     if absent:
         raise AggMRFError(
             f"table {name!r} ({where}) lacks the feature column(s) {absent} declared for it; "
-            f"its columns are {list(df.columns)}."
+            f"{_columns(df)}."
         )
     for f in features:
         empty = (df[f] == "").to_numpy()
@@ -527,14 +633,21 @@ def _split_table(
     return _RawTable(name, list(features), frame, np.asarray(lines), where)
 
 
-def _long_tables(path: Path, meta: dict | None, df: pd.DataFrame | None = None) -> list[_RawTable]:
+def _long_tables(
+    path: Path,
+    meta: dict | None,
+    df: pd.DataFrame | None = None,
+    label_column: str = LABEL_SUM,
+    max_bytes: int = UNDECLARED_TABLE_FILE_BYTES,
+) -> list[_RawTable]:
     """The tables of a long CSV (rows grouped by their ``table`` cell)."""
     if df is None:
-        df = _read_text_csv(path, "release file")
+        df = _read_text_csv(path, "release file", max_bytes)
+        df = select_label(df, label_column, path.name)
     if TABLE not in df.columns:
         raise AggMRFError(
             f"{path.name}: a one-file release needs a {TABLE!r} column naming each row's table "
-            f"(or give a directory of per-table CSVs); its columns are {list(df.columns)}."
+            f"(or give a directory of per-table CSVs); {_columns(df)}."
         )
     declared = {}
     if meta is not None:
@@ -568,19 +681,34 @@ def _long_tables(path: Path, meta: dict | None, df: pd.DataFrame | None = None) 
 
 
 def read_release(
-    path: str | Path, *, strict: bool = True, count_tolerance: float | None = None
+    path: str | Path,
+    *,
+    strict: bool = True,
+    count_tolerance: float | None = None,
+    label: str | None = None,
+    budget: Budget | None = None,
 ) -> Release:
     """Read a release (directory or long CSV) into a :class:`Release`.
 
     ``strict=False`` turns consistency errors (totals, marginals, label sums) into warnings.
     ``count_tolerance`` overrides the allowed discrepancy between table totals (default:
-    1e-6 relative without noise, 5 σ √(cells) with declared noise).
+    1e-6 relative without noise, 5 σ √(cells) with declared noise).  ``label``: which label
+    of a release with several (``labels`` in release.json, :mod:`.extensions`); default the
+    primary one.  ``budget``: the size limits (:class:`~aggmrf_explore.budget.Budget`,
+    default 2·10⁶ rows), checked from release.json before any table file is read.
+
+    Hostile input is refused with an AggMRFError (see :mod:`.manifest`): release.json is
+    parsed strictly and every field checked; table files are plain names inside the
+    release directory, regular files, read up to a cap proportional to their rows.
     """
     path = _release_path(path)
     manifest = _find_manifest(path)
     meta = None if manifest is None else _load_manifest(manifest)
-    tables = _read_table_files(_resolve_table_files(path, meta))
-    return _assemble(tables, meta, strict, count_tolerance, str(path))
+    if meta is not None:
+        check_release_size(meta, budget)
+    meta, column = meta_for_label(meta, label)
+    tables = _read_table_files(_resolve_table_files(path, meta), column)
+    return _assemble(tables, meta, strict, count_tolerance, str(path), budget)
 
 
 def read_schema(path: str | Path) -> Schema:
@@ -625,6 +753,8 @@ def release_from_frames(
         name = name or " × ".join(feats)
         df = df.astype({c: str for c in (COUNT, LABEL_SUM) if c in df.columns})
         raw.append(_split_table(df, name, f"table #{i + 1}", np.arange(len(df)) + 1, None))
+    if meta is not None:
+        meta = check_manifest(meta, Path(RELEASE_FILE))
     return _assemble(raw, meta, strict, count_tolerance, source)
 
 
@@ -645,6 +775,8 @@ class _Grid:
     line_of: np.ndarray
     tables: dict[int, _RawTable]
     mechanism: privacy.Mechanism | None
+    suppression: Suppression | None = None  # rows absent from tables with a declared threshold
+    noise_scale: float = 1.0  # rows that sum several noisy source rows (.extensions.noise_scale)
 
     @property
     def noisy(self) -> bool:
@@ -652,7 +784,28 @@ class _Grid:
 
     @property
     def sigma(self) -> float:
-        return float(self.mechanism.std) if self.noisy else 0.0
+        # the checks' noise level: σ times the largest declared noise scale (folded rows)
+        return float(self.mechanism.std) * self.noise_scale if self.noisy else 0.0
+
+    def suppressed_in(self, ti: int) -> float:
+        """Table ti's declared suppression threshold k, or 0 when it has none."""
+        return float(self.suppression.thresholds.get(ti, 0.0)) if self.suppression else 0.0
+
+    def missing_mask(self) -> np.ndarray:
+        """float (K,): 1 on rows no file lists, 0 elsewhere."""
+        return (~self.present).astype(np.float64)
+
+    def shortfall(self, ti: int) -> float:
+        """k × the source cells table ti left out beyond its absent rows (folded values)."""
+        if not self.suppression or ti not in self.suppression.cells:
+            return 0.0
+        extra = self.suppression.cells[ti] - int(self.missing(ti).sum())
+        return self.suppressed_in(ti) * max(extra, 0)
+
+    def missing(self, ti: int) -> np.ndarray:
+        """bool (table_sizes[ti],): the table's rows its file does not list."""
+        sl = slice(self.layout.offsets[ti], self.layout.offsets[ti + 1])
+        return ~self.present[sl]
 
     def row_desc(self, ti: int, r: int) -> str:
         """Where row r (of layout table ti) comes from, for messages."""
@@ -783,6 +936,25 @@ def _fill(
     return grid
 
 
+def _declared_suppression(
+    grid: _Grid, thresholds: dict[str, float], cells: dict[str, int] | None = None
+) -> Suppression | None:
+    """Rows absent from tables that declare ``suppression`` in release.json (by table name)."""
+    by_name = {t.name: ti for ti, t in grid.tables.items()}
+    unknown = sorted(set(thresholds) - set(by_name))
+    if unknown:
+        raise AggMRFError(
+            f"{RELEASE_FILE} declares a suppression threshold for {unknown[0]!r}, which is not "
+            f"one of the release's tables."
+        )
+    return suppression_from_presence(
+        grid.layout,
+        grid.present,
+        {by_name[name]: k for name, k in thresholds.items()},
+        {by_name[name]: v for name, v in (cells or {}).items() if name in by_name},
+    )
+
+
 def _check_same_modalities(grid: _Grid) -> None:
     """A modality with a (significant) count in one table must have rows in every other."""
     lay, noisy, sigma = grid.layout, grid.noisy, grid.sigma
@@ -795,7 +967,7 @@ def _check_same_modalities(grid: _Grid) -> None:
             per_table[ti] = (block > 0, cnt)
         for a in holding:
             for b in holding:
-                if a == b:
+                if a == b or grid.suppressed_in(b):  # a suppressed table may lack rows
                     continue
                 has_a, cnt_a = per_table[a]
                 has_b, _ = per_table[b]
@@ -815,7 +987,10 @@ def _check_same_modalities(grid: _Grid) -> None:
 
 def _check_missing_rows(grid: _Grid) -> list[str]:
     """Notes: rows absent from the files of a noisy release (filled with 0)."""
-    missing_rows = int((~grid.present[grid.layout.released]).sum())
+    absent = ~grid.present & grid.layout.released
+    if grid.suppression is not None:
+        absent &= ~grid.suppression.rows  # suppressed, not missing
+    missing_rows = int(absent.sum())
     if missing_rows and grid.noisy:
         return [
             f"{missing_rows} row(s) absent from the tables were filled with count 0 and label sum 0."
@@ -867,16 +1042,38 @@ def _check_values(grid: _Grid, problems: list[str], notes: list[str]) -> None:
         )
 
 
+def _check_n(grid: _Grid, totals: _Totals, meta: dict | None, notes: list[str]) -> None:
+    """Note: release.json's ``n`` disagrees with the tables' total count (beyond the noise)."""
+    n = (meta or {}).get("n")
+    if n is None:
+        return
+    if grid.noisy:
+        allowed = Z_NOISE * grid.sigma * math.sqrt(float(grid.layout.table_sizes.max())) + 0.5
+    else:
+        allowed = 1e-6 * max(float(n), 1.0) + 0.5
+    if abs(float(n) - totals.ref_d) > allowed:
+        notes.append(
+            f"{RELEASE_FILE} declares n = {n:,} records but the tables count {totals.ref_d:,.6g}; "
+            "n sets the scale of training, so check it (or remove it to use the tables' total)."
+        )
+
+
 def _totals(grid: _Grid) -> _Totals:
     """Each released table's totals and the reference: their mean (noisy) or median."""
     lay = grid.layout
     starts = lay.offsets[1:-1]
     tot_d = np.add.reduceat(grid.d, starts)
     tot_c = np.add.reduceat(grid.c, starts)
+    # suppressed tables miss their small rows' records: the reference comes from the others
+    full = np.asarray([not grid.suppressed_in(ti) for ti in range(1, lay.n_tables)])
+    if not full.any():
+        full[:] = True
     if grid.noisy:
-        n_tab = lay.n_released_tables
-        return _Totals(tot_d, tot_c, float(tot_d.sum() / n_tab), float(tot_c.sum() / n_tab))
-    return _Totals(tot_d, tot_c, float(np.median(tot_d)), float(np.median(tot_c)))
+        n_tab = int(full.sum())
+        return _Totals(
+            tot_d, tot_c, float(tot_d[full].sum() / n_tab), float(tot_c[full].sum() / n_tab)
+        )
+    return _Totals(tot_d, tot_c, float(np.median(tot_d[full])), float(np.median(tot_c[full])))
 
 
 def _check_totals(grid: _Grid, totals: _Totals, tol: float | None, problems: list[str]) -> None:
@@ -891,11 +1088,18 @@ def _check_totals(grid: _Grid, totals: _Totals, tol: float | None, problems: lis
         )
     else:
         allowed = np.full(n_tab, 1e-6 * max(abs(totals.ref_d), 1.0) if tol is None else float(tol))
+    # a suppressed table may fall short by up to k per absent row
+    short = np.asarray(
+        [
+            grid.suppressed_in(ti) * grid.missing(ti).sum() + grid.shortfall(ti)
+            for ti in range(1, lay.n_tables)
+        ]
+    )
     for tot, ref, what in (
         (totals.d, totals.ref_d, "total count"),
         (totals.c, totals.ref_c, "total label sum"),
     ):
-        bad = np.flatnonzero(np.abs(tot - ref) > allowed)
+        bad = np.flatnonzero((tot - ref > allowed) | (ref - tot > allowed + short))
         _flag(
             [
                 f"table {names[i]!r} ({grid.tables[i + 1].where}): {tot[i]:g} vs {ref:g}"
@@ -911,11 +1115,13 @@ def _check_totals(grid: _Grid, totals: _Totals, tol: float | None, problems: lis
 def _check_marginals(grid: _Grid, tol: float | None, problems: list[str]) -> None:
     """Tables sharing a feature agree on its per-modality counts (within the noise)."""
     lay, d, sigma = grid.layout, grid.d, grid.sigma
+    missing = grid.missing_mask()
     for f in range(lay.n_features):
         holding = [ti for ti in range(1, lay.n_tables) if f in lay.tables[ti]]
         if len(holding) < 2:
             continue
-        ref_t = min(holding, key=lambda ti: lay.table_sizes[ti])
+        complete = [ti for ti in holding if not grid.suppressed_in(ti)] or holding
+        ref_t = min(complete, key=lambda ti: lay.table_sizes[ti])
         ref = _block(lay, d, ref_t, f)
         ref_cells = lay.table_sizes[ref_t] / lay.n_modalities[f]
         msgs = []
@@ -931,7 +1137,9 @@ def _check_marginals(grid: _Grid, tol: float | None, problems: list[str]) -> Non
             )
             if tol is not None:
                 lim = float(tol)
-            bad = np.flatnonzero(np.abs(m - ref) > lim)
+            # a suppressed table may fall short by up to k per absent row of the modality
+            short = grid.suppressed_in(ti) * _block(lay, missing, ti, f) + grid.shortfall(ti)
+            bad = np.flatnonzero((m - ref > lim) | (ref - m > lim + short))
             for k in bad[:2]:
                 msgs.append(
                     f"table {grid.tables[ti].name!r} ({grid.tables[ti].where}) counts "
@@ -979,11 +1187,29 @@ def _aggregated(grid: _Grid, totals: _Totals, meta: dict | None, source: str) ->
     info = {"source": source, "release": {k: v for k, v in meta.items() if k != "features"}}
     if grid.noisy:
         info["privacy"] = grid.mechanism.describe()
-    return AggregatedData(grid.layout, grid.d, grid.c, n, noise=grid.mechanism, meta=info)
+    if grid.suppression is not None:
+        info["suppression"] = {
+            grid.tables[ti].name: {"threshold": k, "suppressed": int(grid.missing(ti).sum())}
+            for ti, k in sorted(grid.suppression.thresholds.items())
+        }
+    return AggregatedData(
+        grid.layout,
+        grid.d,
+        grid.c,
+        n,
+        noise=grid.mechanism,
+        meta=info,
+        suppression=grid.suppression,
+    )
 
 
 def _assemble(
-    raw: list[_RawTable], meta: dict | None, strict: bool, tol: float | None, source: str
+    raw: list[_RawTable],
+    meta: dict | None,
+    strict: bool,
+    tol: float | None,
+    source: str,
+    budget: Budget | None = None,
 ) -> Release:
     """Step 5: raw tables + release.json → :class:`Release`, through the checks in order.
 
@@ -994,6 +1220,10 @@ def _assemble(
         raise AggMRFError("a release needs at least one table.")
     schema, declared = _release_schema(raw, meta)
     specs = _table_codes(raw, schema, declared)
+    check_size(
+        schema.n_modalities.tolist(), [feats for _, feats, _ in specs], schema.feature_names,
+        budget=budget, what="the release's tables",
+    )  # fmt: skip
     layout = TableLayout(
         schema.n_modalities,
         [tuple(feats) for _, feats, _ in specs],
@@ -1002,6 +1232,10 @@ def _assemble(
         modality_labels=schema.modality_labels,
     )
     grid = _fill(layout, specs, mechanism_from_meta((meta or {}).get("noise"), layout))
+    grid.noise_scale = noise_scale(meta)
+    grid.suppression = _declared_suppression(
+        grid, table_thresholds(meta), table_suppressed_cells(meta)
+    )
     _check_same_modalities(grid)
     problems: list[str] = []  # consistency problems (errors when strict)
     notes = _check_missing_rows(grid)  # always warnings
@@ -1010,6 +1244,7 @@ def _assemble(
     _check_totals(grid, totals, tol, problems)
     if not problems:
         _check_marginals(grid, tol, problems)
+    _check_n(grid, totals, meta, notes)
     msgs = _report(problems, notes, strict, source)
     return Release(_aggregated(grid, totals, meta, source), schema, msgs, source, meta or {})
 

@@ -8,20 +8,25 @@ see numba types.  One module per job:
 - :mod:`.rows`   the one row computation (record → row of each table, hashing included);
 - :mod:`.gibbs`  the dense full-conditional sweep and its statistics (module doc: the sweep);
 - :mod:`.hashed` the sweep for layouts with hashed tables;
+- :mod:`.mh`     Metropolis-within-Gibbs site updates (alias proposals), for large M_f;
+- :mod:`.mh_chain` :class:`MHGibbsChain` (per-feature MH or full conditional, shardable);
 - :mod:`.noise`  samplers of the MRF-N noise posterior;
 - :mod:`.chain`  the :class:`Chain` protocol, ``GibbsChain``, ``HashedGibbsChain`` and
-  ``make_chain``, which picks one from ``layout.has_hashed_tables``.
+  ``make_chain``, which picks one from ``layout.has_hashed_tables`` and its ``sampler``
+  ("auto": ``MHGibbsChain`` for an exact layout with some M_f > 1000).
 """
 
 from __future__ import annotations
 
-from .chain import Chain, GibbsChain, HashedGibbsChain, make_chain, warm_up
+from .chain import SAMPLERS, Chain, GibbsChain, HashedGibbsChain, MHGibbsChain, make_chain, warm_up
 from .rows import sample_logits, table_rows
 
 __all__ = [
     "Chain",
     "GibbsChain",
     "HashedGibbsChain",
+    "MHGibbsChain",
+    "SAMPLERS",
     "make_chain",
     "sample_logits",
     "table_rows",

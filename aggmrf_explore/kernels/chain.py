@@ -31,10 +31,20 @@ from .gibbs import (
     sample_statistics,
 )
 from .hashed import HashedStructure, hashed_logits, hashed_sweep, init_samples_hashed
+from .mh_chain import MHGibbsChain
 from .rng import stream_key
 from .rows import sample_logits, table_arrays, table_rows
 
-__all__ = ["Chain", "GibbsChain", "HashedGibbsChain", "make_chain", "marginal_cdfs", "warm_up"]
+__all__ = [
+    "Chain",
+    "GibbsChain",
+    "HashedGibbsChain",
+    "MHGibbsChain",
+    "SAMPLERS",
+    "make_chain",
+    "marginal_cdfs",
+    "warm_up",
+]
 
 
 @runtime_checkable
@@ -78,8 +88,25 @@ class Chain(Protocol):
         """Unscaled d̂ = Σ_i φ(x̃_i) and ĉ = Σ_i σ(φ(x̃_i)·θ) φ(x̃_i), float64 (K,) each."""
 
 
-def make_chain(layout, n_samples: int, marginals: list, seed: int) -> Chain:
-    """The chain for a layout: GibbsChain, or HashedGibbsChain when a table is hashed."""
+SAMPLERS = ("auto", "gibbs", "mh")
+MH_AUTO_MODALITIES = 1000  # "auto" picks MHGibbsChain for exact layouts with a larger M_f
+
+
+def make_chain(layout, n_samples: int, marginals: list, seed: int, sampler: str = "auto") -> Chain:
+    """The chain for a layout.
+
+    ``sampler``: "gibbs" = full conditionals everywhere (GibbsChain, or HashedGibbsChain
+    when a table is hashed); "mh" = :class:`~.mh_chain.MHGibbsChain` (Metropolis-within-Gibbs
+    for the features where it is cheaper, chosen per feature by cost); "auto" (default) =
+    "mh" for an exact layout with some M_f > MH_AUTO_MODALITIES, else "gibbs".
+    """
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}; got {sampler!r}.")
+    if sampler == "auto":
+        big = int(max(layout.n_modalities)) > MH_AUTO_MODALITIES
+        sampler = "mh" if big and not layout.has_hashed_tables else "gibbs"
+    if sampler == "mh":
+        return MHGibbsChain(layout, n_samples, marginals, seed)
     cls = HashedGibbsChain if layout.has_hashed_tables else GibbsChain
     return cls(layout, n_samples, marginals, seed)
 

@@ -95,13 +95,15 @@ def _row(rest, v, s, off, H, salt):
 
 
 @njit(cache=True, parallel=True)
-def mh_sweep(x, y, z, W, theta, hs, mh, i0, key, acc_key, first_key, first, counts):
+def mh_sweep(x, y, z, W, theta, hs, mh, i0, key, acc_key, first_key, first, counts, rows_t, fixed):
     """One sweep of the samples x int32 (n, D) (global indices i0 .. i0 + n − 1).
 
     y uint8 (n,), z float64 (n,) (filled with φ(x̃_i)·θ), W float64 (2K,) = [μ, μ + θ],
     θ (K,), hs: HashedStructure; mh: (use_mh bool (D,), alias_ptr int64 (D + 1,),
     alias_prob float64, alias_idx int64, log_q float64 (Σ M_f,)).  counts int64
-    (n_blocks, 2 D) receives accepted / proposed MH moves per block and feature.
+    (n_blocks, 2 D) receives accepted / proposed MH moves per block and feature.  The new
+    state's rows, int32 rows_t (T, n), and fixed-point σ's, int64 fixed (n,), are written
+    as in :func:`mh_rows_logits` (the statistics then need no second pass).
     """
     n_modalities, feat_ptr, feat_tab, feat_stride = (
         hs.n_modalities,
@@ -115,6 +117,7 @@ def mh_sweep(x, y, z, W, theta, hs, mh, i0, key, acc_key, first_key, first, coun
     K = theta.shape[0]
     T = tab_off.shape[0]
     order = feature_order(key, D)
+    scale = float(2**FIXED_BITS)
     max_m = 1
     for f in range(D):
         max_m = max(max_m, n_modalities[f])
@@ -192,9 +195,13 @@ def mh_sweep(x, y, z, W, theta, hs, mh, i0, key, acc_key, first_key, first, coun
                 x[i, f] = pick
             zi = 0.0
             for t in range(T):
-                zi += theta[table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt)]
-            y[i] = 1 if _uniform(key, gi, D, D + 1) < _sigmoid(zi) else 0
+                r = table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt)
+                rows_t[t, i] = r
+                zi += theta[r]
+            p1 = _sigmoid(zi)
+            y[i] = 1 if _uniform(key, gi, D, D + 1) < p1 else 0
             z[i] = zi
+            fixed[i] = np.int64(np.round(p1 * scale))
 
 
 @njit(cache=True, parallel=True)

@@ -141,7 +141,10 @@ class MHGibbsChain:
         self._z = np.zeros(count)
         self._fixed = np.zeros(count, dtype=np.int64)
         self._rows_t = np.zeros((len(layout.tables), count), dtype=np.int32)
-        self._W = np.zeros(2 * self.K)
+        self._acc = (np.zeros(self.K, dtype=np.int64), np.zeros(self.K, dtype=np.int64))
+        self._W = np.zeros(
+            2 * self.K, dtype=np.float32
+        )  # [μ, μ + θ] in float32 (as the dense kernel)
         n_blocks = (count + 63) // 64
         self._counts = np.zeros((n_blocks, 2 * D), dtype=np.int64)
         self._rows_theta: np.ndarray | None = None  # θ of _rows_t / _z / _fixed
@@ -170,7 +173,16 @@ class MHGibbsChain:
 
     @property
     def memory_bytes(self) -> int:
-        arrays = (self._x, self._y, self._z, self._fixed, self._rows_t, self._W, self._counts)
+        arrays = (
+            self._x,
+            self._y,
+            self._z,
+            self._fixed,
+            self._rows_t,
+            self._W,
+            self._counts,
+            *self._acc,
+        )
         return int(sum(a.nbytes for a in arrays))
 
     @property
@@ -184,6 +196,28 @@ class MHGibbsChain:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(self.proposed > 0, self.accepted / self.proposed, np.nan)
 
+    def state(self) -> dict:
+        """The chain's whole evolving state (codes, labels, sweeps done): with the same
+        constructor arguments, :meth:`restore` makes an identical chain."""
+        return {
+            "x": self._x.copy(),
+            "y": self._y.copy(),
+            "y_drawn": self._y_drawn,
+            "sweeps": self.sweeps,
+        }
+
+    def restore(self, state: dict) -> None:
+        """Set the state saved by :meth:`state` (same shard shape)."""
+        x = np.asarray(state["x"], dtype=np.int32)
+        if x.shape != self._x.shape:
+            raise ValueError(f"state codes have shape {x.shape}, this chain {self._x.shape}.")
+        self._x[...] = x
+        self._y[...] = np.asarray(state["y"], dtype=np.uint8)
+        self._y_drawn = bool(state["y_drawn"])
+        self.sweeps = int(state["sweeps"])
+        self._rows_theta = None
+        self._stats = None
+
     # ------------------------------------------------------------------ kernels
     def _check(self, a: np.ndarray, name: str) -> np.ndarray:
         a = np.ascontiguousarray(a, dtype=np.float64)
@@ -192,8 +226,9 @@ class MHGibbsChain:
         return a
 
     def sweep(self, mu: np.ndarray, theta: np.ndarray, statistics: bool = True) -> None:
-        """One sweep under (μ, θ), float64 (K,) each; with ``statistics`` the rows and σ's
-        of the new state under θ are computed for :meth:`statistics`."""
+        """One sweep under (μ, θ), float64 (K,) each.  The sweep always leaves the new
+        state's rows and σ's under θ for :meth:`statistics` (``statistics`` is part of the
+        Chain interface and ignored)."""
         mu, theta = self._check(mu, "mu"), self._check(theta, "theta")
         self._W[: self.K] = mu
         self._W[self.K :] = mu + theta
@@ -201,16 +236,15 @@ class MHGibbsChain:
         mh_sweep(
             self._x, self._y, self._z, self._W, theta, self.structure, self._mh,
             self.first, keys[0], keys[1], keys[2], not self._y_drawn, self._counts,
+            self._rows_t, self._fixed,
         )  # fmt: skip
         D = self._x.shape[1]
         self.accepted = self._counts[:, :D].sum(axis=0)
         self.proposed = self._counts[:, D:].sum(axis=0)
         self._y_drawn = True
-        self._rows_theta = None
+        self._rows_theta = theta.copy()  # the sweep left rows, z and σ's under θ
         self._stats = None
         self.sweeps += 1
-        if statistics:
-            self._ensure_rows(theta)
 
     def _ensure_rows(self, theta: np.ndarray) -> None:
         if self._rows_theta is not None and np.array_equal(theta, self._rows_theta):
@@ -227,15 +261,19 @@ class MHGibbsChain:
 
     def integer_statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact partial sums, int64 (K,) each: counts Σ_i φ(x̃_i) and
-        Σ_i round(σ(φ(x̃_i)·θ) 2^32) φ(x̃_i) over the samples held."""
+        Σ_i round(σ(φ(x̃_i)·θ) 2^32) φ(x̃_i) over the samples held (the chain's own
+        buffers, read-only, valid until the next sweep)."""
         theta = self._check(theta, "theta")
         self._ensure_rows(theta)
         if self._stats is None:
-            d = np.zeros(self.K, dtype=np.int64)
-            c = np.zeros(self.K, dtype=np.int64)
+            d, c = self._acc
+            d.fill(0)
+            c.fill(0)
             mh_accumulate(self._rows_t, self._fixed, d, c)
-            self._stats = (d, c)
-        return self._stats[0].copy(), self._stats[1].copy()
+            self._stats = (d.view(), c.view())
+            for a in self._stats:
+                a.flags.writeable = False
+        return self._stats
 
     def statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Unscaled d̂ = Σ_i φ(x̃_i) and ĉ = Σ_i σ(φ(x̃_i)·θ) φ(x̃_i), float64 (K,) each

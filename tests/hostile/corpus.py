@@ -200,7 +200,7 @@ def _formula_release_roundtrip(d: Path, out: str, err: str) -> None:
         for line in text.splitlines():
             for cell in line.split(","):
                 cell = cell.strip('"')
-                assert not cell[:1] in ("=", "+", "-", "@", "\t", "\r") or _is_number(cell), cell
+                assert cell[:1] not in ("=", "+", "-", "@", "\t", "\r") or _is_number(cell), cell
     from aggmrf_explore.cli import main
 
     assert main(["run", "--tables", str(rel), *FAST, "--json",
@@ -211,7 +211,7 @@ def _formula_release_roundtrip(d: Path, out: str, err: str) -> None:
     for line in (d / "fmodel.csv").read_text(encoding="utf-8").splitlines():
         for cell in line.split(","):
             cell = cell.strip('"')
-            assert not cell[:1] in ("=", "+", "@") or _is_number(cell), cell
+            assert cell[:1] not in ("=", "+", "@") or _is_number(cell), cell
 
 
 def _is_number(s: str) -> bool:
@@ -220,6 +220,10 @@ def _is_number(s: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _assert(cond: bool, detail: object = "") -> None:
+    assert cond, detail
 
 
 def _json_out(check: Callable[[dict], None]) -> Callable[[Path, str, str], None]:
@@ -291,12 +295,117 @@ def _theta_len(m: dict) -> None:
     m["tables"][1]["rows"] = m["tables"][1]["rows"][:-1]
 
 
+def _fifo_csv(d: Path) -> None:
+    p = d / "fifo_records.csv"
+    if not p.exists():
+        os.mkfifo(p)
+
+
+def _symlink_inside(d: Path) -> None:
+    """A table file that is a symlink to another file inside the release directory."""
+    rel = _copy_release(d)
+    m = _manifest(rel)
+    name = first_table_file(m)["file"]
+    os.rename(rel / name, rel / ("real_" + name))
+    os.symlink("real_" + name, rel / name)
+
+
+def _nested_json(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def _table_header(header: str) -> Callable[[Path], None]:
+    """Replace the header line of table 4's CSV."""
+
+    def build(d: Path) -> None:
+        rel = _copy_release(d)
+        m = _manifest(rel)
+        path = rel / m["tables"][3]["file"]
+        lines = path.read_text(encoding="utf-8").splitlines()
+        path.write_text("\n".join([header, *lines[1:]]) + "\n", encoding="utf-8")
+
+    return build
+
+
+def _table_bytes(data: bytes) -> Callable[[Path], None]:
+    def build(d: Path) -> None:
+        rel = _copy_release(d)
+        m = _manifest(rel)
+        (rel / m["tables"][0]["file"]).write_bytes(data)
+
+    return build
+
+
+def _feature(i: int, key: str, value) -> Callable[[dict], None]:
+    return lambda m: m["features"][i].__setitem__(key, value)
+
+
+def _table_entry(i: int, key: str, value) -> Callable[[dict], None]:
+    return lambda m: m["tables"][i].__setitem__(key, value)
+
+
+def _model_schema_wide(m: dict) -> None:
+    mods = [f"v{i}" for i in range(30_000)]
+    for f in m["schema"]["features"][:2]:
+        f["modalities"] = mods
+        f["known"] = mods
+        f["codes"] = list(range(len(mods)))
+
+
+def _model_csv_cell(old: str, new: str) -> Callable[[Path], None]:
+    def build(d: Path) -> None:
+        text = (d / "model.csv").read_text(encoding="utf-8")
+        (d / "bad_model.csv").write_text(text.replace(old, new, 1), encoding="utf-8")
+        shutil.copy(d / "model.schema.json", d / "bad_model.schema.json")
+
+    return build
+
+
+def _model_csv_theta(value: str) -> Callable[[Path], None]:
+    def build(d: Path) -> None:
+        df = pd.read_csv(d / "model.csv", dtype=str, keep_default_na=False)
+        df.loc[3, "theta"] = value
+        df.to_csv(d / "bad_model.csv", index=False)
+        shutil.copy(d / "model.schema.json", d / "bad_model.schema.json")
+
+    return build
+
+
+def _saturating_probabilities(d: Path, out: str, err: str) -> None:
+    p = pd.read_csv(d / "p.csv")["probability"].to_numpy()
+    assert len(p) == 120 and np.all(np.isfinite(p)) and np.all((p >= 0) & (p <= 1))
+    assert np.mean((p < 1e-9) | (p > 1 - 1e-9)) > 0.5
+
+
+def _release_reads_back(d: Path, out: str, err: str) -> None:
+    """The aggregated release reads back with the records' counts."""
+    r = json.loads(out)
+    assert r["n_train"] == 300, r
+
+
+def _is_ok_release(name: str, n: int) -> Callable[[Path, str, str], None]:
+    def check(d: Path, out: str, err: str) -> None:
+        from aggmrf_explore.io import read_release
+
+        rel = read_release(d / name)
+        assert rel.data.n == n and abs(rel.data.d[0] - n) < 1e-9, rel.data.n
+
+    return check
+
+
+def _latin1_frame() -> bytes:
+    f = small_frame(200, 5)
+    f["color"] = f["color"].map({"red": "rouge", "green": "vert", "blue": "bleu clair é"})
+    return f.to_csv(index=False).encode("latin-1")
+
+
 D = "{d}"
 RUN_CSV = ["run", "--csv", f"{D}/bad.csv", "--label", "y", *FAST]
 RUN_TOY = ["run", "--dataset", "toy", *FAST]
 RUN_REL = ["run", "--tables", f"{D}/rel", *FAST]
 PREDICT = ["predict", "--model", f"{D}/bad_model.json", "--csv", f"{D}/test.csv"]
 
+# fmt: off
 CASES: list[Case] = [
     # ------------------------------------------------------------- CLI numbers
     Case("seed-negative", "cli-number", [*RUN_TOY, "--seed", "-1"], says="seed"),
@@ -362,8 +471,11 @@ CASES: list[Case] = [
          build=csv_frame(lambda: small_frame().assign(y=1))),  # fmt: skip
     Case("csv-label-nan", "csv", RUN_CSV,
          build=csv_text("a,y\nx,1\ny,\nx,0\n" * 50)),  # fmt: skip
-    Case("csv-utf16", "csv", ["run", "--csv", f"{D}/bad.csv", "--label", "bought", *FAST],
-         says="UTF-16", build=csv_text(small_frame().to_csv(index=False).encode("utf-16"))),  # fmt: skip
+    Case("csv-utf16", "csv", ["run", "--csv", f"{D}/bad.csv", "--label", "bought", *FAST,
+                              "--json"], expect="ok",
+         build=csv_text(small_frame().to_csv(index=False).encode("utf-16")),
+         check=_json_out(lambda r: _assert(r["n_train"] + r["n_test"] == 300, r)),
+         notes="UTF-16 with a BOM is read (documented acceptance), all 300 records"),  # fmt: skip
     Case("csv-binary-garbage", "csv", RUN_CSV,
          build=csv_text(np.random.default_rng(0).bytes(5000))),  # fmt: skip
     Case("csv-duplicate-columns", "csv", RUN_CSV, says="color",
@@ -498,7 +610,180 @@ CASES: list[Case] = [
          says="nodir"),  # fmt: skip
     Case("aggregate-out-is-file", "output",
          ["aggregate", "--csv", f"{D}/good.csv", "--label", "bought", "--out", f"{D}/good.csv"]),  # fmt: skip
+    # ------------------------------------------------------------- more CLI numbers
+    Case("seed-hex", "cli-number", [*RUN_TOY, "--seed", "0x10"], says="seed"),
+    Case("seed-max-ok", "cli-number", [*RUN_TOY, "--seed", str(2**63 - 1), "--json"], expect="ok",
+         check=_json_out(lambda r: _assert(r["settings"]["seed"] == 2**63 - 1, r))),  # fmt: skip
+    Case("gibbs-negative", "cli-number", [*RUN_TOY, "--gibbs-samples", "-5"], says="gibbs"),
+    Case("iterations-huge", "cli-number", [*RUN_TOY, "--iterations", "10000000000"],
+         says="iterations"),  # fmt: skip
+    Case("epsilon-inf", "cli-number", [*RUN_TOY, "--mechanism", "gaussian", "--epsilon", "inf"],
+         says="epsilon"),  # fmt: skip
+    Case("delta-nan", "cli-number", [*RUN_TOY, "--mechanism", "gaussian", "--epsilon", "1",
+                                      "--delta", "nan"], says="delta"),  # fmt: skip
+    Case("mechanism-without-epsilon", "cli-number", [*RUN_TOY, "--mechanism", "laplace"],
+         says="epsilon"),  # fmt: skip
+    Case("delta-without-mechanism", "cli-number", [*RUN_TOY, "--delta", "1e-6"], says="delta"),
+    Case("sweep-delta-laplace", "cli-number",
+         ["sweep", "--dataset", "toy", "--mechanism", "laplace", "--delta", "1e-6",
+          "--epsilons", "1", "--out", f"{D}/sw"], says="delta"),  # fmt: skip
+    Case("test-fraction-nan", "cli-number",
+         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--test-fraction", "nan", *FAST],
+         says="test-fraction"),  # fmt: skip
+    Case("bins-huge", "cli-number",
+         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--bins", "10000000", *FAST],
+         says="bins"),  # fmt: skip
+    Case("n-zero", "cli-number", ["run", "--dataset", "xor", "--n", "0", *FAST], says="n"),
+    Case("xor-n-negative", "cli-number", ["xor", "--n", "-5"], says="n"),
+    Case("xor-seed-negative", "cli-number", ["xor", "--seed", "-1"], says="seed"),
+    Case("max-rows-zero", "cli-number", [*RUN_TOY, "--max-rows", "0"], says="max-rows"),
+    Case("min-count-zero", "cli-number",
+         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--min-count", "0", *FAST],
+         says="min-count"),  # fmt: skip
+    Case("features-empty-list", "cli-number", [*RUN_TOY, "--features", ","]),
+    Case("sweep-epsilons-zero", "cli-number",
+         ["sweep", "--dataset", "toy", "--epsilons", "0", "--out", f"{D}/sw"], says="epsilon"),  # fmt: skip
+    Case("no-command", "cli-number", []),
+    Case("unknown-command", "cli-number", ["frobnicate"]),
+    Case("tables-with-epsilon", "cli-number",
+         ["run", "--tables", f"{D}/release", "--mechanism", "gaussian", "--epsilon", "1", *FAST],
+         says="release"),  # fmt: skip
+    # ------------------------------------------------------------- more CSV inputs
+    Case("csv-fifo", "csv", ["run", "--csv", f"{D}/fifo_records.csv", "--label", "y", *FAST],
+         build=_fifo_csv, hang=True, says="FIFO"),  # fmt: skip
+    Case("csv-dev-zero", "csv", ["run", "--csv", "/dev/zero", "--label", "y", *FAST], hang=True,
+         says="device"),  # fmt: skip
+    Case("csv-duplicate-after-strip", "csv", RUN_CSV, says="duplicate",
+         build=csv_text("a, a ,y\n" + "x,z,1\nz,x,0\n" * 50)),  # fmt: skip
+    Case("csv-id-column", "csv", RUN_CSV, says="drop-features",
+         build=csv_frame(one_wide_column), notes="an identifier column is refused"),  # fmt: skip
+    Case("aggregate-two-ids-min-count", "csv",
+         ["aggregate", "--csv", f"{D}/bad.csv", "--label", "y", "--min-count", "2", "--out",
+          f"{D}/r_ids_ok"], expect="ok", build=csv_frame(two_id_columns),
+         check=_is_ok_release("r_ids_ok", 20_000),
+         notes="--min-count merges the one-off IDs into '(other)': the budget fix works"),  # fmt: skip
+    Case("aggregate-max-rows-tiny", "csv",
+         ["aggregate", "--csv", f"{D}/good.csv", "--label", "bought", "--max-rows", "10", "--out",
+          f"{D}/r_small"], says="max-rows"),  # fmt: skip
+    Case("csv-latin1", "csv", ["aggregate", "--csv", f"{D}/bad.csv", "--label", "bought",
+                               "--out", f"{D}/r_latin1"], expect="ok",
+         build=csv_text(_latin1_frame()), check=_is_ok_release("r_latin1", 200),
+         notes="Latin-1 text is read (documented acceptance)"),  # fmt: skip
+    Case("csv-gzip-garbage", "csv", RUN_CSV, says="gzip",
+         build=csv_text(b"\x1f\x8b" + b"not really gzip" * 10)),  # fmt: skip
+    Case("csv-label-is-feature-name", "csv",
+         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--features", "bought", *FAST]),  # fmt: skip
+    # ------------------------------------------------------------- more releases
+    Case("release-file-subdir", "release", RUN_REL, build=table_file_to("sub/x.csv"),
+         says="plain file name"),  # fmt: skip
+    Case("release-file-backslash", "release", RUN_REL, build=table_file_to("..\\x.csv"),
+         says="plain file name"),  # fmt: skip
+    Case("release-file-empty-name", "release", RUN_REL, build=table_file_to("")),
+    Case("release-file-dotdot", "release", RUN_REL, build=table_file_to("..")),
+    Case("release-file-list", "release", RUN_REL, build=table_file_to(["a.csv"])),  # type: ignore[arg-type]
+    Case("release-file-symlink-inside", "release", [*RUN_REL, "--json"], expect="ok",
+         build=_symlink_inside, check=_release_reads_back,
+         notes="a symlink to a file inside the release directory is followed"),  # fmt: skip
+    Case("release-json-duplicate-key", "release", RUN_REL, says="twice",
+         build=raw_manifest(b'{"n": 300, "n": 3000}')),  # fmt: skip
+    Case("release-json-deep", "release", RUN_REL, build=raw_manifest(_nested_json(100_000))),
+    Case("release-json-utf16", "release", RUN_REL, says="must be",
+         build=raw_manifest('{"n": "many"}'.encode("utf-16"))),  # fmt: skip
+    Case("release-feature-name-int", "release", RUN_REL, says="name",
+         build=release_with(_feature(0, "name", 5))),  # fmt: skip
+    Case("release-modality-object", "release", RUN_REL, says="modalities",
+         build=release_with(_feature(0, "modalities", [{"a": 1}, "b"]))),  # fmt: skip
+    Case("release-modalities-empty", "release", RUN_REL, says="modalities",
+         build=release_with(_feature(0, "modalities", []))),  # fmt: skip
+    Case("release-codes-out-of-range", "release", RUN_REL, says="code",
+         build=release_with(_feature(0, "codes", [0, 1, 99]))),  # fmt: skip
+    Case("release-kind-unknown", "release", RUN_REL, says="kind",
+         build=release_with(_feature(0, "kind", "ordinal"))),  # fmt: skip
+    Case("release-edges-strings", "release", RUN_REL, says="edges",
+         build=release_with(_feature(2, "edges", ["a", "b"]))),  # fmt: skip
+    Case("release-table-four-features", "release", RUN_REL, says="features",
+         build=release_with(_table_entry(3, "features", ["a", "b", "c", "d"]))),  # fmt: skip
+    Case("release-table-unknown-feature", "release", RUN_REL, says="zzz",
+         build=release_with(_table_entry(3, "features", ["zzz"]))),  # fmt: skip
+    Case("release-noise-epsilon-negative", "release", RUN_REL, says="epsilon",
+         build=release_with(_set(["noise"], {"mechanism": "gaussian", "epsilon": -1}))),  # fmt: skip
+    Case("release-noise-delta-2", "release", RUN_REL, says="delta",
+         build=release_with(_set(["noise"], {"mechanism": "gaussian", "epsilon": 1,
+                                             "delta": 2}))),  # fmt: skip
+    Case("release-noise-mechanism-unknown", "release", RUN_REL, says="mechanism",
+         build=release_with(_set(["noise"], {"mechanism": "uniform", "sigma": 3}))),  # fmt: skip
+    Case("release-noise-sigma-string", "release", RUN_REL, says="sigma",
+         build=release_with(_set(["noise"], {"mechanism": "gaussian", "sigma": "3"}))),  # fmt: skip
+    Case("release-intercept-string", "release", RUN_REL, says="intercept",
+         build=release_with(_set(["intercept"], "300"))),  # fmt: skip
+    Case("release-intercept-count-text", "release", RUN_REL, says="count",
+         build=release_with(_set(["intercept"], {"count": "300", "label_sum": 3}))),  # fmt: skip
+    Case("release-positive-label-list", "release", RUN_REL, says="positive_label",
+         build=release_with(_set(["positive_label"], [1]))),  # fmt: skip
+    Case("release-classes-three", "release", RUN_REL, says="classes",
+         build=release_with(_set(["classes"], ["a", "b", "c"]))),  # fmt: skip
+    Case("release-version-bool", "release", RUN_REL, says="version",
+         build=release_with(_set(["version"], True))),  # fmt: skip
+    Case("table-duplicate-header", "release", RUN_REL, says="count",
+         build=_table_header("color,size,count,count")),  # fmt: skip
+    Case("table-utf16", "release", RUN_REL, says="UTF-16",
+         build=_table_bytes("color,count,label_sum\nred,1,0\n".encode("utf-16"))),  # fmt: skip
+    Case("table-nul-bytes", "release", RUN_REL, says="NUL",
+         build=_table_bytes(b"color,count,label_sum\n\x00\x00\x00\n")),  # fmt: skip
+    Case("table-not-a-table", "release", RUN_REL, says="none named",
+         build=_table_bytes(b"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1\n")),  # fmt: skip
+    Case("release-max-rows", "release", [*RUN_REL, "--max-rows", "20"], says="max-rows",
+         build=_copy_release),  # fmt: skip
+    # ------------------------------------------------------------- more models
+    Case("model-fifo", "model", ["predict", "--model", f"{D}/fifo_model.json", "--csv",
+                                 f"{D}/test.csv"], hang=True, says="FIFO",
+         build=lambda d: None if (d / "fifo_model.json").exists() else os.mkfifo(d / "fifo_model.json")),  # fmt: skip
+    Case("model-dev-zero", "model", ["predict", "--model", "/dev/zero", "--csv", f"{D}/test.csv"],
+         hang=True, says="device"),  # fmt: skip
+    Case("model-intercept-string", "model", PREDICT, says="intercept",
+         build=model_with(_set(["intercept", "theta"], "big"))),  # fmt: skip
+    Case("model-mu-nan", "model", PREDICT, says="mu",
+         build=model_raw('{"format": "aggmrf-model", "version": 1, "intercept": {"theta": 0, "mu": NaN}}')),  # fmt: skip
+    Case("model-values-short", "model", PREDICT, says="values",
+         build=model_with(lambda m: m["tables"][1]["rows"][0].__setitem__("values", []))),  # fmt: skip
+    Case("model-features-four", "model", PREDICT, says="features",
+         build=model_with(lambda m: m["tables"][0].__setitem__("features", ["a", "b", "c", "d"]))),  # fmt: skip
+    Case("model-schema-missing", "model", PREDICT, says="schema",
+         build=model_with(lambda m: m.pop("schema"))),  # fmt: skip
+    Case("model-tables-object", "model", PREDICT, says="tables",
+         build=model_with(_set(["tables"], {"a": 1}))),  # fmt: skip
+    Case("model-duplicate-key", "model", PREDICT, says="twice",
+         build=model_raw('{"format": "aggmrf-model", "format": "x"}')),  # fmt: skip
+    Case("model-not-utf8", "model", PREDICT, says="UTF-8",
+         build=lambda d: (d / "bad_model.json").write_bytes(b'{"format": "\xff"}')),  # fmt: skip
+    Case("model-over-budget", "model", PREDICT, says="rows",
+         build=model_with(_model_schema_wide)),  # fmt: skip
+    Case("model-theta-saturates-warns", "model",
+         ["predict", "--model", f"{D}/bad_model.json", "--csv", f"{D}/test.csv", "--out",
+          f"{D}/p.csv"], expect="ok", warns=True,
+         build=model_with(_set(["intercept", "theta"], 5000.0)), check=_saturating_probabilities),  # fmt: skip
+    Case("model-csv-theta-text", "model",
+         ["predict", "--model", f"{D}/bad_model.csv", "--csv", f"{D}/test.csv"], says="theta",
+         build=_model_csv_theta("abc")),  # fmt: skip
+    Case("model-csv-theta-inf", "model",
+         ["predict", "--model", f"{D}/bad_model.csv", "--csv", f"{D}/test.csv"], says="theta",
+         build=_model_csv_theta("inf")),  # fmt: skip
+    Case("model-csv-duplicate-header", "model",
+         ["predict", "--model", f"{D}/bad_model.csv", "--csv", f"{D}/test.csv"], says="same name",
+         build=_model_csv_cell("theta,mu", "theta,theta")),  # fmt: skip
+    # ------------------------------------------------------------- more outputs
+    Case("aggregate-out-missing-parent", "output",
+         ["aggregate", "--csv", f"{D}/good.csv", "--label", "bought", "--out",
+          f"{D}/nodir/rel"], says="nodir"),  # fmt: skip
+    Case("aggregate-long-out-missing-dir", "output",
+         ["aggregate", "--csv", f"{D}/good.csv", "--label", "bought", "--format", "long",
+          "--out", f"{D}/nodir/rel.csv"], says="nodir"),  # fmt: skip
+    Case("export-model-is-dir", "output",
+         ["run", "--tables", f"{D}/release", *FAST, "--export-model", D]),  # fmt: skip
+    Case("sweep-out-is-dir", "output",
+         ["sweep", "--dataset", "toy", "--epsilons", "1", "--iterations", "2", "--out", D]),  # fmt: skip
     Case("sweep-out-missing-dir", "output",
          ["sweep", "--dataset", "toy", "--epsilons", "1", "--iterations", "2", "--out",
           f"{D}/nodir/deeper/sw"], says="nodir"),  # fmt: skip
 ]
+# fmt: on

@@ -1,0 +1,440 @@
+"""The Criteo AdKDD'21 challenge format, read and written (issue 17).
+
+The challenge files (written by pandas, an unnamed index column first)::
+
+    aggregated_pairs.csv    feature_1_id, feature_2_id, feature_1_value, feature_2_value, c, click, sale
+    aggregated_singles.csv  feature_1_id, feature_1_value, c, click, sale
+
+Feature ids are integers (feature id i is named ``hash_i``), values are integer hashes.  Every
+pair row whose true count was ≤ 10 is dropped (the pair tables' suppression threshold);
+nothing is suppressed in the singles.  Gaussian noise (σ = 17) was added to c, click and
+sale.  Two labels, click and sale, share the counts c.
+
+:func:`read_criteo` turns the two files into a :class:`CriteoRelease`: an AggregatedData for
+the click label (with the declared noise and the pairs' suppression), the sale sums, the
+:class:`~aggmrf_explore.encoding.Schema` (features ``hash_i``, modalities the values as
+strings) and a report.  :func:`import_criteo` writes it as one of our releases (two labels,
+:mod:`.extensions`), which ``run --tables DIR --label click|sale`` trains on.
+:func:`write_criteo` writes the challenge files from a release (the round trip).
+
+Policies (all reported in ``CriteoRelease.report``):
+
+- **Modalities**: the values listed in the singles file, in increasing integer order.  With
+  ``max_modalities=M`` a feature keeps its M − 1 most frequent values (by the singles' noisy
+  count; ties: the smaller value) and folds the others into one modality ``"(other)"``
+  (last): its single row and its pair cells are the sums of the folded rows.  A folded
+  pair cell is listed if at least one of its rows was; its count then misses the
+  suppressed rows folded into it (each ≤ 10, not recovered); a folded cell none of whose
+  rows was listed is suppressed like any other.
+- **Intercept**: n and the intercept's label sums are the means of the 19 singles tables'
+  totals (each single table counts every record once, plus noise).
+- **Malformed files** are errors naming the file and line: a missing column, a non-integer
+  id or value, a non-finite number, a pair of a feature with itself, a feature id the
+  singles do not list, a pair value the singles do not list, a row listed twice, and a
+  negative noisy count below −5σ (= −85; mildly negative values are what σ = 17 noise
+  does to small counts and are kept: the trainer projects them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..encoding import Schema
+from ..errors import AggMRFError
+from ..privacy import GaussianMechanism
+from ..suppression import Suppression
+from ..tables import AggregatedData, TableLayout
+from .release import mechanism_from_meta, write_release
+
+__all__ = [
+    "PAIR_COLUMNS",
+    "SINGLE_COLUMNS",
+    "CRITEO_SUPPRESSION",
+    "CRITEO_SIGMA",
+    "OTHER",
+    "CriteoRelease",
+    "read_criteo",
+    "import_criteo",
+    "write_criteo",
+]
+
+PAIR_COLUMNS = ["feature_1_id", "feature_2_id", "feature_1_value", "feature_2_value", "c", "click", "sale"]  # fmt: skip
+SINGLE_COLUMNS = ["feature_1_id", "feature_1_value", "c", "click", "sale"]
+CRITEO_SUPPRESSION = 10.0
+CRITEO_SIGMA = 17.0
+OTHER = "(other)"
+LABELS = ("click", "sale")
+Z_NEGATIVE = 5.0
+
+
+@dataclass
+class CriteoRelease:
+    """What :func:`read_criteo` returns.
+
+    data: the click label's AggregatedData (noise: Gaussian σ; suppression: the pair rows not
+    listed, bound ``suppression``); sale: the sale label sums, float64 (K,); schema: features
+    ``hash_i`` with the values as modality labels; report: the policies' numbers.
+    """
+
+    data: AggregatedData
+    sale: np.ndarray
+    schema: Schema
+    report: dict = field(default_factory=dict)
+
+    def label_sums(self, label: str) -> np.ndarray:
+        """The label sums (K,) of "click" or "sale"."""
+        if label not in LABELS:
+            raise AggMRFError(f"the challenge's labels are {list(LABELS)}; got {label!r}.")
+        return self.data.c if label == "click" else self.sale
+
+
+# ---------------------------------------------------------------------- reading
+def _read(path: str | Path, columns: list[str], what: str) -> pd.DataFrame:
+    """A challenge CSV: the unnamed index dropped, the columns checked, numbers parsed."""
+    path = Path(path)
+    if not path.is_file():
+        raise AggMRFError(f"{what} file not found: {str(path)!r}.")
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise AggMRFError(f"{what} ({path.name}) cannot be parsed as CSV: {msg}.") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    unnamed = [c for c in df.columns if c == "" or c.startswith("Unnamed:")]
+    df = df.drop(columns=unnamed)
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise AggMRFError(
+            f"{what} ({path.name}) has no column {missing[0]!r}; the challenge format needs "
+            f"{columns} (after an unnamed index column); its columns are {list(df.columns)}."
+        )
+    if df.empty:
+        raise AggMRFError(f"{what} ({path.name}) has no rows.")
+    lines = np.arange(len(df)) + 2
+    for c in columns:
+        x = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(x)
+        if c.endswith("_id") or c.endswith("_value"):
+            bad |= np.isfinite(x) & ((x != np.round(x)) | (x < 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            kind = "a non-negative integer" if c.endswith(("_id", "_value")) else "a finite number"
+            raise AggMRFError(
+                f"{what} ({path.name}), line {lines[i]}: {c} is {df[c].iloc[i]!r}, not {kind} "
+                f"({int(bad.sum())} such row(s))."
+            )
+        df[c] = x.astype(np.int64) if c.endswith(("_id", "_value")) else x
+    floor = -Z_NEGATIVE * CRITEO_SIGMA
+    for c in ("c", "click", "sale"):
+        neg = np.flatnonzero(df[c].to_numpy() < floor)
+        if neg.size:
+            i = int(neg[0])
+            raise AggMRFError(
+                f"{what} ({path.name}), line {lines[i]}: {c} = {df[c].iloc[i]:g} is below "
+                f"−{Z_NEGATIVE:g}σ = {floor:g}: Gaussian noise of σ = {CRITEO_SIGMA:g} on a count "
+                f"≥ 0 does not explain it ({neg.size} such row(s)); is this a challenge file?"
+            )
+    df["_line"] = lines
+    return df
+
+
+def _duplicates(df: pd.DataFrame, keys: list[str], what: str, name: str) -> None:
+    dup = df.duplicated(keys, keep=False).to_numpy()
+    if dup.any():
+        rows = df[dup]
+        first = rows.iloc[0]
+        same = rows[(rows[keys] == first[keys]).all(axis=1)]["_line"].tolist()
+        vals = ", ".join(f"{k}={int(first[k])}" for k in keys)
+        raise AggMRFError(
+            f"{what} ({name}): lines {same[0]} and {same[1]} are the same row ({vals}); each "
+            "cell must be listed once."
+        )
+
+
+def _modalities(
+    singles: pd.DataFrame, ids: list[int], max_modalities: int | None
+) -> tuple[list[list[str]], list[dict[int, int]], dict]:
+    """Per feature: modality labels, value → code, and the folding report."""
+    labels, maps = [], []
+    folded_values, folded_share = {}, {}
+    for fid in ids:
+        sub = singles[singles["feature_1_id"] == fid]
+        values = np.sort(sub["feature_1_value"].to_numpy())
+        if max_modalities is not None and values.size > max_modalities:
+            order = sub.sort_values(["c", "feature_1_value"], ascending=[False, True])
+            keep = np.sort(order["feature_1_value"].to_numpy()[: max_modalities - 1])
+            code = {int(v): k for k, v in enumerate(keep)}
+            other = len(keep)
+            for v in values:
+                code.setdefault(int(v), other)
+            labels.append([str(int(v)) for v in keep] + [OTHER])
+            folded = sub[~sub["feature_1_value"].isin(keep)]
+            folded_values[f"hash_{fid}"] = int(len(folded))
+            folded_share[f"hash_{fid}"] = float(
+                max(folded["c"].sum(), 0.0) / max(sub["c"].clip(lower=0).sum(), 1e-300)
+            )
+        else:
+            code = {int(v): k for k, v in enumerate(values)}
+            labels.append([str(int(v)) for v in values])
+        maps.append(code)
+    report = {"folded_values": folded_values, "folded_count_share": folded_share}
+    return labels, maps, report
+
+
+def read_criteo(
+    pairs_csv: str | Path,
+    singles_csv: str | Path,
+    *,
+    max_modalities: int | None = None,
+    suppression: float = CRITEO_SUPPRESSION,
+    sigma: float = CRITEO_SIGMA,
+) -> CriteoRelease:
+    """Read the challenge's two files (see the module docstring) into a :class:`CriteoRelease`.
+
+    max_modalities: keep at most this many modalities per feature (≥ 2; rare values →
+    ``"(other)"``); suppression: the pairs' threshold k (10); sigma: the declared noise (17).
+    """
+    if max_modalities is not None and (int(max_modalities) != max_modalities or max_modalities < 2):
+        raise AggMRFError(f"max_modalities must be an integer ≥ 2; got {max_modalities!r}.")
+    if not (np.isfinite(suppression) and suppression >= 0):
+        raise AggMRFError(f"suppression must be a number ≥ 0; got {suppression!r}.")
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise AggMRFError(f"sigma must be a number > 0; got {sigma!r}.")
+    singles = _read(singles_csv, SINGLE_COLUMNS, "singles")
+    pairs = _read(pairs_csv, PAIR_COLUMNS, "pairs")
+    s_name, p_name = Path(singles_csv).name, Path(pairs_csv).name
+    _duplicates(singles, ["feature_1_id", "feature_1_value"], "singles", s_name)
+    ids = sorted(int(v) for v in singles["feature_1_id"].unique())
+    known = set(ids)
+    for col in ("feature_1_id", "feature_2_id"):
+        bad = ~pairs[col].isin(known).to_numpy()
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise AggMRFError(
+                f"pairs ({p_name}), line {pairs['_line'].iloc[i]}: {col} = "
+                f"{int(pairs[col].iloc[i])} is not a feature id of the singles file "
+                f"(its ids: {ids[:20]}{' …' if len(ids) > 20 else ''})."
+            )
+    same = (pairs["feature_1_id"] == pairs["feature_2_id"]).to_numpy()
+    if same.any():
+        i = int(np.flatnonzero(same)[0])
+        raise AggMRFError(
+            f"pairs ({p_name}), line {pairs['_line'].iloc[i]}: feature_1_id and feature_2_id "
+            "are the same feature; a pair crosses two features."
+        )
+    # one orientation per pair: the smaller id first
+    swap = (pairs["feature_1_id"] > pairs["feature_2_id"]).to_numpy()
+    if swap.any():
+        a = pairs.loc[swap, ["feature_1_id", "feature_1_value"]].to_numpy()
+        pairs.loc[swap, ["feature_1_id", "feature_1_value"]] = pairs.loc[
+            swap, ["feature_2_id", "feature_2_value"]
+        ].to_numpy()
+        pairs.loc[swap, ["feature_2_id", "feature_2_value"]] = a
+    _duplicates(
+        pairs,
+        ["feature_1_id", "feature_2_id", "feature_1_value", "feature_2_value"],
+        "pairs",
+        p_name,
+    )
+    labels, maps, fold_report = _modalities(singles, ids, max_modalities)
+    fpos = {fid: j for j, fid in enumerate(ids)}
+    names = [f"hash_{fid}" for fid in ids]
+    layout = TableLayout.all_pairs(
+        [len(m) for m in labels], names, intercept=True, modality_labels=labels
+    )
+    K = layout.K
+    d, c, sale = np.zeros(K), np.zeros(K), np.zeros(K)
+    present = np.zeros(K, dtype=bool)
+
+    def codes(df: pd.DataFrame, id_col: str, val_col: str, what: str) -> np.ndarray:
+        out = np.empty(len(df), dtype=np.int64)
+        for fid, idx in df.groupby(id_col).indices.items():
+            m = maps[fpos[int(fid)]]
+            vals = df[val_col].to_numpy()[idx]
+            got = np.fromiter((m.get(int(v), -1) for v in vals), np.int64, len(vals))
+            if np.any(got < 0):
+                i = idx[int(np.flatnonzero(got < 0)[0])]
+                raise AggMRFError(
+                    f"{what}, line {df['_line'].iloc[i]}: {val_col} = {int(df[val_col].iloc[i])} "
+                    f"is not a value of hash_{int(fid)} in the singles file."
+                )
+            out[idx] = got
+        return out
+
+    summed = np.zeros(K, dtype=np.int64)  # source rows summed into each row
+
+    def place(rows: np.ndarray, df: pd.DataFrame) -> None:
+        for arr, col in ((d, "c"), (c, "click"), (sale, "sale")):
+            np.add.at(arr, rows, df[col].to_numpy())
+        np.add.at(summed, rows, 1)
+        present[rows] = True
+
+    f1 = np.asarray([fpos[int(v)] for v in singles["feature_1_id"]], dtype=np.int64)
+    v1 = codes(singles, "feature_1_id", "feature_1_value", f"singles ({s_name})")
+    t_single = np.asarray([layout.table_index((int(f),)) for f in range(len(ids))])
+    place(layout.offsets[t_single[f1]] + v1, singles)
+    if len(pairs):
+        pf = np.asarray([fpos[int(v)] for v in pairs["feature_1_id"]], dtype=np.int64)
+        pg = np.asarray([fpos[int(v)] for v in pairs["feature_2_id"]], dtype=np.int64)
+        pv = codes(pairs, "feature_1_id", "feature_1_value", f"pairs ({p_name})")
+        pw = codes(pairs, "feature_2_id", "feature_2_value", f"pairs ({p_name})")
+        tix = {t: i for i, t in enumerate(layout.tables)}
+        ti = np.asarray([tix[(int(a), int(b))] for a, b in zip(pf, pg, strict=True)])
+        rows = layout.offsets[ti] + pv * layout.strides[ti, pf] + pw * layout.strides[ti, pg]
+        place(rows, pairs)
+    pair_tables = {i: float(suppression) for i, t in enumerate(layout.tables) if len(t) == 2}
+    rows_s = np.zeros(K, dtype=bool)
+    bound = np.zeros(K)
+    for i in pair_tables:
+        sl = slice(layout.offsets[i], layout.offsets[i + 1])
+        rows_s[sl] = ~present[sl]
+        bound[sl] = float(suppression)
+    # the intercept: the mean of the single tables' totals
+    starts = [layout.offsets[i] for i in t_single]
+    ends = [layout.offsets[i + 1] for i in t_single]
+    tot = {
+        name: float(np.mean([arr[a:b].sum() for a, b in zip(starts, ends, strict=True)]))
+        for name, arr in (("c", d), ("click", c), ("sale", sale))
+    }
+    n = max(1, int(round(tot["c"])))
+    d[0], c[0], sale[0] = tot["c"], tot["click"], tot["sale"]
+    noise_meta = {"mechanism": "gaussian", "sigma": float(sigma)}
+    mech = mechanism_from_meta(noise_meta, layout)
+    assert isinstance(mech, GaussianMechanism)
+    # source cells left out per pair table (more than the absent rows when values were folded)
+    raw_m = {fpos[fid]: int(singles["feature_1_id"].eq(fid).sum()) for fid in ids}
+    listed = {}
+    if len(pairs):
+        for t_i, cnt in zip(*np.unique(ti, return_counts=True), strict=True):
+            listed[int(t_i)] = int(cnt)
+    cells = {
+        i: raw_m[layout.tables[i][0]] * raw_m[layout.tables[i][1]] - listed.get(i, 0)
+        for i in pair_tables
+    }
+    box = Suppression(rows_s, bound, pair_tables, cells if max_modalities else {})
+    report = {
+        "n_features": len(ids),
+        "feature_ids": ids,
+        "cardinalities": {f"hash_{fid}": int(singles["feature_1_id"].eq(fid).sum()) for fid in ids},
+        "modalities": {nm: len(lab) for nm, lab in zip(names, labels, strict=True)},
+        "max_modalities": max_modalities,
+        **fold_report,
+        "pair_rows_listed": int(len(pairs)),
+        "single_rows_listed": int(len(singles)),
+        "pair_cells": int(sum(layout.table_sizes[i] for i in pair_tables)),
+        "pair_cells_suppressed": int(rows_s.sum()),
+        "source_pair_cells_left_out": int(sum(cells.values())),
+        "suppression": float(suppression),
+        "noise_sigma": float(sigma),
+        "n": n,
+        "click_rate": tot["click"] / max(tot["c"], 1e-300),
+        "sale_rate": tot["sale"] / max(tot["c"], 1e-300),
+    }
+    # rows summing s source rows carry noise of sd √s·σ: each table's largest, for the reader
+    scale = {
+        i: float(np.sqrt(summed[layout.offsets[i] : layout.offsets[i + 1]].max()))
+        for i in range(1, layout.n_tables)
+    }
+    meta = {
+        "source": f"{pairs_csv} + {singles_csv}",
+        "criteo": report,
+        "noise_scale": {i: v for i, v in scale.items() if v > 1},
+    }
+    data = AggregatedData(layout, d, c, n, noise=mech, meta=meta, suppression=box)
+    schema = Schema(
+        names,
+        labels,
+        known=[sorted(m) for m in maps],
+        codes=[[m[v] for v in sorted(m)] for m in maps],
+        values=["number"] * len(names),
+        unseen=["other" if OTHER in lab else "error" for lab in labels],
+    )
+    schema.label, schema.positive_label, schema.classes = "click", "1", ["0", "1"]
+    return CriteoRelease(data, sale, schema, report)
+
+
+def import_criteo(
+    pairs_csv: str | Path,
+    singles_csv: str | Path,
+    out: str | Path,
+    *,
+    max_modalities: int | None = None,
+    suppression: float = CRITEO_SUPPRESSION,
+    sigma: float = CRITEO_SIGMA,
+) -> tuple[Path, CriteoRelease]:
+    """Read the challenge files and write our release (directory ``out``: a CSV per table with
+    ``label_sum`` = click and ``label_sum.sale``, release.json declaring the noise and the
+    pairs' suppression).  Returns (release.json path, the CriteoRelease)."""
+    rel = read_criteo(
+        pairs_csv, singles_csv, max_modalities=max_modalities, suppression=suppression, sigma=sigma
+    )
+    path = write_release(
+        rel.data, out, rel.schema, label="click", positive_label="1", classes=["0", "1"],
+        labels={"sale": rel.sale},
+    )  # fmt: skip
+    return path, rel
+
+
+# ---------------------------------------------------------------------- writing
+def write_criteo(
+    data: AggregatedData,
+    sale: np.ndarray,
+    pairs_csv: str | Path,
+    singles_csv: str | Path,
+) -> tuple[Path, Path]:
+    """Write ``data`` (click sums in ``data.c``) and ``sale`` (K,) in the challenge format.
+
+    Features must be named ``hash_<id>`` with integer modality labels; tables: every single
+    and pair table.  Pair rows that ``data.suppression`` marks are left out (and pair rows
+    of tables without a threshold are all written); every single row is written.
+    """
+    lay = data.layout
+    ids = []
+    for nm in lay.feature_names:
+        if not (nm.startswith("hash_") and nm[5:].isdigit()):
+            raise AggMRFError(f"the challenge format names features hash_<id>; got {nm!r}.")
+        ids.append(int(nm[5:]))
+    for f, labs in enumerate(lay.modality_labels):
+        if not all(v.isdigit() for v in labs):
+            raise AggMRFError(
+                f"the challenge format's values are integers; {lay.feature_names[f]!r} has "
+                f"modalities {labs[:5]} …"
+            )
+    sale = np.asarray(sale, dtype=np.float64)
+    if sale.shape != (lay.K,):
+        raise AggMRFError(f"sale must have shape ({lay.K},); got {sale.shape}.")
+    box = data.suppression
+    singles, pairs = [], []
+    for ti, t in enumerate(lay.tables):
+        if len(t) not in (1, 2):
+            continue
+        sl = slice(lay.offsets[ti], lay.offsets[ti + 1])
+        keep = np.ones(lay.table_sizes[ti], dtype=bool) if box is None else ~box.rows[sl]
+        codes = lay.row_codes(ti)[keep]
+        vals = [
+            np.asarray([int(v) for v in lay.modality_labels[f]], dtype=np.int64)[codes[:, j]]
+            for j, f in enumerate(t)
+        ]
+        cols = {"c": data.d[sl][keep], "click": data.c[sl][keep], "sale": sale[sl][keep]}
+        if len(t) == 1:
+            frame = {"feature_1_id": np.full(len(vals[0]), ids[t[0]]), "feature_1_value": vals[0]}
+            singles.append(pd.DataFrame({**frame, **cols}))
+        else:
+            frame = {
+                "feature_1_id": np.full(len(vals[0]), ids[t[0]]),
+                "feature_2_id": np.full(len(vals[0]), ids[t[1]]),
+                "feature_1_value": vals[0],
+                "feature_2_value": vals[1],
+            }
+            pairs.append(pd.DataFrame({**frame, **cols}))
+    p, s = Path(pairs_csv), Path(singles_csv)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    s.parent.mkdir(parents=True, exist_ok=True)
+    empty_p = pd.DataFrame(columns=PAIR_COLUMNS)
+    (pd.concat(pairs, ignore_index=True) if pairs else empty_p).to_csv(p)
+    pd.concat(singles, ignore_index=True).to_csv(s)
+    return p, s

@@ -1,0 +1,131 @@
+"""Metropolis-within-Gibbs (kernels.mh, kernels.mh_chain): exact alias draws, the model's
+distribution left invariant (chi-square per table against enumeration), PCD with it as
+close to exact max-ent as the full-conditional sampler, determinism, shards."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pytest
+
+from aggmrf_explore.exact import all_states, expected_statistics, fit_exact, state_probabilities
+from aggmrf_explore.kernels import MHGibbsChain, make_chain
+from aggmrf_explore.kernels.mh import alias_table
+from aggmrf_explore.kernels.mh_chain import mh_features
+from aggmrf_explore.mrf import PCDTrainer, default_settings
+from aggmrf_explore.tables import AggregatedData, TableLayout
+
+M = [3, 24, 20]
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(1)
+    lay = TableLayout.all_pairs(M)
+    mu = rng.normal(0, 0.8, lay.K)
+    theta = rng.normal(0, 0.5, lay.K)
+    return lay, mu, theta
+
+
+def test_alias_table_is_exact():
+    p = np.random.default_rng(0).dirichlet(np.full(37, 0.3))
+    prob, alias = alias_table(p)
+    implied = prob.copy()
+    np.add.at(implied, alias, 1.0 - prob)
+    np.testing.assert_allclose(implied / p.size, p, atol=1e-12)
+
+
+def _chi2_per_dof(chain: MHGibbsChain, lay, px, p1, states_rows) -> np.ndarray:
+    """chi² / dof of each released table's (row, ỹ) counts against n'·π(row, y)."""
+    r, y, n = chain.rows, chain._y, chain.n_samples  # noqa: SLF001 (test reads the labels)
+    out = []
+    for t in range(1, lay.n_tables):
+        size, off = int(lay.table_sizes[t]), int(lay.offsets[t])
+        obs = np.stack([np.bincount(r[:, t] - off, weights=w, minlength=size) for w in (1 - y, y)])
+        exp = n * np.stack(
+            [np.bincount(states_rows[:, t] - off, weights=w, minlength=size)
+             for w in (px * (1 - p1), px * p1)]
+        )  # fmt: skip
+        out.append(((obs - exp) ** 2 / exp).sum() / (exp.size - 1))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("use_mh", [[False, True, True], [True, True, True]])
+def test_stationary_distribution_matches_enumeration(problem, use_mh):
+    """n' independent chains after burn-in are n' draws of π: each table's chi² ≈ its dof.
+    Averaged over 10 snapshots 10 sweeps apart, after 100 sweeps of burn-in (each snapshot is exactly multinomial under
+    stationarity); a sampler of the proposal alone (all moves accepted) fails this."""
+    lay, mu, theta = problem
+    px, p1 = state_probabilities(lay, mu, theta)
+    srows = lay.rows(all_states(lay))
+    chain = MHGibbsChain(lay, 20_000, [np.ones(k) for k in M], seed=5, use_mh=np.array(use_mh))
+    for _ in range(100):
+        chain.sweep(mu, theta, statistics=False)
+    snaps = []
+    for _ in range(10):
+        for _ in range(10):
+            chain.sweep(mu, theta, statistics=False)
+        snaps.append(_chi2_per_dof(chain, lay, px, p1, srows))
+    mean = np.mean(snaps, axis=0)
+    assert np.all(mean < 1.6), mean
+    assert 0.05 < chain.acceptance < 0.99
+    # the same check rejects a wrong sampler: the proposal's independent draws (θ, μ ignored)
+    wrong = MHGibbsChain(lay, 20_000, [np.ones(k) for k in M], seed=5, use_mh=np.array(use_mh))
+    wrong.sweep(np.zeros(lay.K), np.zeros(lay.K), statistics=False)
+    assert _chi2_per_dof(wrong, lay, px, p1, srows).max() > 5
+
+
+def test_pcd_with_mh_matches_exact_maxent_like_full_conditional(problem):
+    lay, mu, theta = problem
+    n = 100_000
+    Ed, Ec = expected_statistics(lay, mu, theta, n)
+    data = AggregatedData(lay, Ed, Ec, n)
+    states = all_states(lay)
+    px, _ = state_probabilities(lay, mu, theta)
+    exact = fit_exact(data).predict_proba(states)[:, 1]
+    st = default_settings(lay, n, lambda_theta=0.0, n_gibbs=20_000, seed=2)
+    errs = {}
+    for name, factory in (
+        ("mh", partial(MHGibbsChain, use_mh=np.array([True, True, True]))),
+        ("gibbs", partial(make_chain, sampler="gibbs")),
+    ):
+        tr = PCDTrainer(data, st, chain_factory=factory)
+        tr.fit(250)
+        errs[name] = float(px @ np.abs(tr.predict_proba(states)[:, 1] - exact))
+        if name == "mh":
+            assert tr.history[-1].acceptance is not None and 0 < tr.history[-1].acceptance < 1
+    assert errs["mh"] < 0.02, errs
+    assert errs["mh"] <= 1.5 * errs["gibbs"] + 0.003, errs
+
+
+def test_mh_chain_is_deterministic_and_shards_match(problem):
+    lay, mu, theta = problem
+    marg = [np.ones(k) for k in M]
+    whole = MHGibbsChain(lay, 1000, marg, seed=9)
+    parts = [
+        MHGibbsChain(lay, 1000, marg, seed=9, first=a, count=b) for a, b in ((0, 300), (300, 700))
+    ]
+    for _ in range(3):
+        for ch in (whole, *parts):
+            ch.sweep(mu, theta)
+    np.testing.assert_array_equal(whole.codes, np.concatenate([p.codes for p in parts]))
+    d, c = whole.integer_statistics(theta)
+    ds, cs = zip(*(p.integer_statistics(theta) for p in parts), strict=True)
+    np.testing.assert_array_equal(d, sum(ds))
+    np.testing.assert_array_equal(c, sum(cs))
+    again = MHGibbsChain(lay, 1000, marg, seed=9)
+    for _ in range(3):
+        again.sweep(mu, theta)
+    np.testing.assert_array_equal(whole.statistics(theta)[1], again.statistics(theta)[1])
+
+
+def test_cost_rule_and_make_chain_auto():
+    lay = TableLayout.all_pairs([5] * 18 + [2000])
+    assert mh_features(lay).tolist() == [False] * 18 + [True]
+    small = TableLayout.all_pairs([3, 4])
+    assert type(make_chain(small, 10, [np.ones(3), np.ones(4)], 0)).__name__ == "GibbsChain"
+    big = TableLayout.all_pairs([3, 1500])
+    assert isinstance(make_chain(big, 10, [np.ones(3), np.ones(1500)], 0), MHGibbsChain)
+    with pytest.raises(ValueError, match="sampler"):
+        make_chain(small, 10, [np.ones(3), np.ones(4)], 0, sampler="metropolis")
