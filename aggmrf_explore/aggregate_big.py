@@ -8,8 +8,8 @@ Dask DataFrame; the same tables as :func:`aggmrf_explore.tables.aggregate`.
 - a path (str / ``os.PathLike``, ``*.csv[.gz]`` or ``*.parquet``, globs allowed):
   :func:`aggregate_duckdb`, ONE scan of the file with ``GROUP BY GROUPING SETS`` (one set
   per table of the layout, the intercept ``()`` included).  DuckDB bounds its memory
-  (``memory_limit``, default 1 GB) and spills to ``temp_directory``; only (table, key,
-  count, label sum) per non-empty cell comes back to Python;
+  (``memory_limit``, default 600 MB) and spills to ``temp_directory``; only (table, key,
+  count, label sum) per non-empty cell comes back to Python, in Arrow batches;
 - a ``dask.dataframe.DataFrame``: :func:`aggregate_dask`, per-partition (K,) partial sums
   reduced in partition order (integers held in float64: exact below 2^53 records).
 
@@ -35,7 +35,9 @@ from .errors import AggMRFError
 from .tables import AggregatedData, TableLayout, hash_rows
 from .tables import aggregate as aggregate_in_memory
 
-__all__ = ["aggregate", "aggregate_duckdb", "aggregate_dask", "grouping_sql"]
+__all__ = ["aggregate", "aggregate_duckdb", "aggregate_dask", "grouping_sql", "BATCH_ROWS"]
+
+BATCH_ROWS = 1_000_000  # result cells per Arrow batch handed to Python
 
 
 def _columns(layout: TableLayout, columns: Sequence[str] | None) -> list[str]:
@@ -116,14 +118,15 @@ def aggregate_duckdb(
     layout: TableLayout,
     label: str = "label",
     columns: Sequence[str] | None = None,
-    memory_limit: str = "1GB",
+    memory_limit: str = "600MB",
     temp_directory: str | os.PathLike | None = None,
     threads: int | None = None,
 ) -> AggregatedData:
     """Aggregate the coded records of a CSV / Parquet file (or glob) in one DuckDB scan.
 
     ``columns``: the D feature columns (default ``layout.feature_names``); ``label``: the
-    0/1 label column.  DuckDB holds at most ``memory_limit`` and spills to
+    0/1 label column.  DuckDB holds at most ``memory_limit`` (600 MB: with Python, numpy
+    and the (K,) results the process stays under 1 GB at K ≈ 5.7 · 10⁶) and spills to
     ``temp_directory`` (default: DuckDB's own, beside its database); ``threads`` defaults
     to DuckDB's choice.  Returns d, c (K,) bit-identical to :func:`tables.aggregate`.
     """
@@ -148,26 +151,31 @@ def aggregate_duckdb(
         if missing:
             raise AggMRFError(f"{src!r} lacks the columns {missing}; it has {have}.")
         sql = grouping_sql(layout, _reader(src), cols, label)
-        res = con.execute(sql).fetchnumpy()
-        if res["__gid"].size and np.any(np.asarray(res["__bad_code"]) > 0):
+        d = np.zeros(layout.K)
+        c = np.zeros(layout.K)
+        cells = bad_code = bad_label = 0
+        # the cells come back in Arrow batches: Python holds one batch at a time
+        for batch in con.execute(sql).to_arrow_reader(BATCH_ROWS):
+            res = {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
+            cells += res["__gid"].size
+            bad_code += int(np.count_nonzero(res["__bad_code"]))
+            bad_label += int(np.count_nonzero(res["__bad_label"]))
+            rows = _rows_from_keys(
+                layout, res["__gid"].astype(np.int64), res["__key"].astype(np.int64)
+            )
+            d += np.bincount(rows, weights=res["__d"].astype(np.float64), minlength=layout.K)
+            c += np.bincount(rows, weights=res["__c"].astype(np.float64), minlength=layout.K)
+        if cells and bad_code:
             _raise_bad_code(con, layout, _reader(src), cols)
     except duckdb.Error as e:
         raise AggMRFError(f"DuckDB could not aggregate {src!r}: {e}") from e
     finally:
         con.close()
-    if res["__gid"].size == 0:
+    if cells == 0:
         raise AggMRFError("cannot aggregate zero records.")
-    if np.any(np.asarray(res["__bad_label"]) > 0):
+    if bad_label:
         raise AggMRFError(f"labels of column {label!r} must be 0 or 1; encode the label first.")
-    gid = np.asarray(res["__gid"], dtype=np.int64)
-    key = np.asarray(res["__key"], dtype=np.int64)
-    counts = np.asarray(res["__d"], dtype=np.float64)
-    sums = np.asarray(res["__c"], dtype=np.float64)
-    rows = _rows_from_keys(layout, gid, key)
-    d = np.bincount(rows, weights=counts, minlength=layout.K)
-    c = np.bincount(rows, weights=sums, minlength=layout.K)
-    n = _n_records(layout, d)
-    return AggregatedData(layout, d, c, n)
+    return AggregatedData(layout, d, c, _n_records(layout, d))
 
 
 def _raise_bad_code(con, layout: TableLayout, source_sql: str, cols: list[str]) -> None:

@@ -5,13 +5,13 @@
 one training loop (:class:`~aggmrf_explore.mrf.PCDTrainer`, via ``chain_factory``) runs
 unchanged: each iteration the driver sends (μ, θ) to every shard, each shard sweeps its
 samples (an :class:`~aggmrf_explore.kernels.MHGibbsChain` holding samples first .. first +
-count − 1) and returns its *integer* partial statistics, and the driver sums them in shard
-order.  Integer sums are exact and the uniforms are keyed by the global sample index, so
+count − 1) and returns its *integer* partial statistics (one int64 per row packing the
+count and the fixed-point label sum), and the driver sums them in shard order.  Integer sums are exact and the uniforms are keyed by the global sample index, so
 θ and μ are bit-identical to the single-process trainer with
 ``MHGibbsChain(layout, n', marginals, seed)`` (``tests/test_distributed.py``), for any
 number of shards.
 
-Samples never travel during sweeps: (μ, θ) (K float64 each) go out and 2 K int64 come back
+Samples never travel during sweeps: (μ, θ) (K float64 each) go out and K int64 come back
 per shard and iteration.  Numba kernels compile once per worker process (``cache=True``:
 loaded from numba's on-disk cache when it is warm).
 
@@ -40,7 +40,8 @@ from functools import partial
 import numpy as np
 
 from .errors import AggMRFError
-from .kernels.mh_chain import MHGibbsChain, integer_to_float, mh_features
+from .kernels.mh import fixed_point
+from .kernels.mh_chain import MHGibbsChain, mh_features, unpack_statistics
 
 __all__ = [
     "ShardActor",
@@ -65,12 +66,12 @@ class ShardActor:
         )
 
     def sweep(self, mu: np.ndarray, theta: np.ndarray):
-        """Sweep under (μ, θ); returns (d int64 (K,), c int64 (K,), accepted (D,),
+        """Sweep under (μ, θ); returns (packed statistics int64 (K,), accepted (D,),
         proposed (D,), seconds of compute on the worker)."""
         t0 = time.perf_counter()
         self.chain.sweep(mu, theta)
-        d, c = self.chain.integer_statistics(theta)
-        return d, c, self.chain.accepted, self.chain.proposed, time.perf_counter() - t0
+        packed = self.chain.packed_statistics(theta)
+        return packed, self.chain.accepted, self.chain.proposed, time.perf_counter() - t0
 
     def replay(self, state, params) -> int:
         """Restore ``state`` (None: the initial one) and sweep through ``params``, a list of
@@ -84,8 +85,8 @@ class ShardActor:
     def state(self) -> dict:
         return self.chain.state()
 
-    def statistics(self, theta: np.ndarray):
-        return self.chain.integer_statistics(theta)
+    def statistics(self, theta: np.ndarray) -> np.ndarray:
+        return self.chain.packed_statistics(theta)
 
     def codes(self) -> np.ndarray:
         return np.asarray(self.chain.codes)
@@ -128,6 +129,7 @@ class ShardedChain:
         self.recreated = 0  # shards re-created after a lost worker
         self.shard_seconds: list[float] = []  # last sweep's compute time per shard
         self._n = n_samples
+        self._bits = fixed_point(n_samples)
         use_mh = mh_features(layout)
         self._args = [
             (layout, n_samples, marginals, seed, use_mh, int(a), int(b - a))
@@ -211,17 +213,15 @@ class ShardedChain:
         mu = np.ascontiguousarray(mu, dtype=np.float64)
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         res = self._call("sweep", mu, theta)
-        d = np.zeros(self.K, dtype=np.int64)
-        c = np.zeros(self.K, dtype=np.int64)
+        packed = np.zeros(self.K, dtype=np.int64)
         self.accepted = np.zeros_like(self.accepted)
         self.proposed = np.zeros_like(self.proposed)
-        for dj, cj, aj, pj, _ in res:  # fixed shard order (integers: exact anyway)
-            d += dj
-            c += cj
+        for pk, aj, pj, _ in res:  # fixed shard order (integers: exact anyway)
+            packed += pk
             self.accepted += aj
             self.proposed += pj
-        self.shard_seconds = [r[4] for r in res]  # compute time of each shard's sweep
-        self._stats = integer_to_float(d, c)
+        self.shard_seconds = [r[3] for r in res]  # compute time of each shard's sweep
+        self._stats = unpack_statistics(packed, *self._bits)
         self._stats_theta = theta.copy()
         self.sweeps += 1
         if self.checkpoint_every > 0:
@@ -239,8 +239,10 @@ class ShardedChain:
     def statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         if self._stats is None or not np.array_equal(theta, self._stats_theta):
-            res = self._call("statistics", theta)
-            self._stats = integer_to_float(sum(r[0] for r in res), sum(r[1] for r in res))
+            packed = np.zeros(self.K, dtype=np.int64)
+            for pk in self._call("statistics", theta):
+                packed += pk
+            self._stats = unpack_statistics(packed, *self._bits)
             self._stats_theta = theta.copy()
         return self._stats[0].copy(), self._stats[1].copy()
 

@@ -7,17 +7,21 @@ One iteration of :class:`PCDTrainer` (n' persistent Gibbs samples, s = n / n'):
 1. one Gibbs sweep of the samples (kernels.GibbsChain);
 2. d̂ = s Σ_i φ(x̃_i),  ĉ = s Σ_i σ(φ(x̃_i)·θ) φ(x̃_i)   (ĉ marginalised over y);
 3. g_μ = d̂ − d + 2λ_μ μ;
-   g_θ = (d / d̂)·ĉ − c + 2λ_θ θ   (rescaled pseudo-gradient; ``gradient="true"`` uses ĉ − c);
-4. preconditioned directions g_μ / (d̂ + 2λ_μ) and g_θ / ((d / d̂)·ĉ + 2λ_θ), clipped to ±clip;
-5. μ −= α_μ dir_μ;  θ −= α_θ dir_θ.
+   g_θ = r·ĉ − c + 2λ_θ θ   (rescaled pseudo-gradient) with r = (d − 2λ_μ μ) / d̂, the
+   μ-update's own target over d̂: r = 1 at μ's fixed point, so θ's fixed point is the exact
+   regularised optimum (:func:`rescaling_ratio`; ``gradient="rescaled-paper"`` uses the
+   paper's r = d / d̂, biased by O(λ_μ/n) when λ_μ > 0; ``gradient="true"`` uses r = 1);
+4. preconditioned directions g_μ / (d̂ + 2λ_μ) and g_θ / (r·ĉ + 2λ_θ), clipped to ±clip;
+5. μ −= α_μ dir_μ;  θ −= α_θ dir_θ;
+6. the reported model is a tail average of the iterates (``average``; PCDTrainer).
 
 Steps 3–5 are the pure function :func:`pcd_update` (no state, no checks; its intermediate
 quantities are returned for tests and plots).  :meth:`PCDTrainer.step` / :meth:`PCDTrainer.fit`
 are the one training loop: sweep, statistics, ``pcd_update``, divergence checks, then the
 callbacks ``cb(trainer, stats)`` (:mod:`.callbacks`: progress, held-out NLLH, history).
 
-Edge cases, all tested: where d̂ = 0 the ratio d / d̂ is undefined and the θ-gradient falls
-back to the true gradient (ĉ = 0 there); preconditioners are floored at s (the weight of
+Edge cases, all tested: where d̂ = 0 or d − 2λ_μ μ ≤ 0 the ratio falls back to r = 1, the
+true gradient (ĉ = 0 where d̂ = 0); preconditioners are floored at s (the weight of
 one Gibbs sample) so nothing is divided by zero even with λ = 0; noisy targets are first
 projected (d⁺ = max(d̃, 0), c⁺ = clip(c̃, 0, d⁺)) or, noise-aware, replaced by the posterior
 mean E[A | A + L = b] under the current model.  The intercept (row 0) is unregularised and
@@ -60,7 +64,7 @@ __all__ = [
     "GRADIENTS",
 ]
 
-GRADIENTS = ("rescaled", "rescaled-paper", "rescaled-unbiased", "true")
+GRADIENTS = ("rescaled", "rescaled-paper", "true")
 TARGETS = ("projected", "raw")
 # changing any other setting with PCDTrainer.update restarts the iterate average
 KEEP_AVERAGE_SETTINGS = ("eval_every", "average")
@@ -81,9 +85,9 @@ class TrainerSettings:
 
     n_gibbs: persistent Gibbs samples n'.  lambda_mu, lambda_theta: L2 penalties λ_μ, λ_θ.
     step_mu, step_theta: step sizes α_μ, α_θ.  gradient: the θ-gradient r·ĉ − c + 2λ_θ θ
-    with r of :func:`rescaling_ratio`: "rescaled" / "rescaled-paper" (the paper's
-    pseudo-gradient, r = d/d̂), "rescaled-unbiased" (r = (d − 2λ_μ μ)/d̂, exact fixed point)
-    or "true" (r = 1).  precondition: divide by the diagonal Hessian estimate.
+    with r of :func:`rescaling_ratio`: "rescaled" (default: r = (d − 2λ_μ μ)/d̂, whose
+    fixed point is the exact regularised optimum), "rescaled-paper" (the paper's
+    pseudo-gradient, r = d/d̂) or "true" (r = 1).  precondition: divide by the diagonal Hessian estimate.
     clip: bound on each coordinate of the (preconditioned) direction.  noise_aware: use
     E[A | A + L = b] as target (needs a noisy release).  seed: everything random.
     eval_every: compute the held-out NLLH every this many iterations.
@@ -99,7 +103,8 @@ class TrainerSettings:
     Initial values always come from the projection; MRF-N ignores this setting.
     noise_prior_floor: MRF-N's binomial priors use max(d̂, s), max(ĉ, s) (s = n/n', one Gibbs
     sample's weight), so a cell the chain has not visited can still be pulled up by a large
-    released value (no absorption at zero; ``privacy.noise_aware_targets``).
+    released value (no absorption at zero; ``privacy.noise_aware_targets``).  Default True;
+    False is the former behaviour (prior d̂, ĉ as estimated).
     average: report the iterate average (μ̄, θ̄) as the model (``PCDTrainer.model``) instead of
     the last iterate; average_start: iterations before the average starts, counted from the
     start of training or from the last ``PCDTrainer.update`` (None: the rule ⌈2/α_θ⌉).  See
@@ -119,8 +124,8 @@ class TrainerSettings:
     eval_every: int = 1
     noise_refresh: int = 3
     targets: str = "projected"
-    noise_prior_floor: bool = False
-    average: bool = False
+    noise_prior_floor: bool = True
+    average: bool = True
     average_start: int | None = None
 
     def validate(self) -> TrainerSettings:
@@ -284,16 +289,16 @@ def rescaling_ratio(
 
     d_hat: d̂; d: the count targets; pen_mu: 2λ_μ μ (0 on the intercept), each (K,).
 
-    - ``"rescaled-unbiased"``: r = (d − 2λ_μ μ) / d̂, the μ-update's own target over d̂.  It
+    - ``"rescaled"`` (the default): r = (d − 2λ_μ μ) / d̂, the μ-update's own target over d̂.  It
       is exactly 1 at the fixed point of μ (where d̂ = d − 2λ_μ μ), so the fixed point of θ
       is the exact regularised optimum E[C] = c − 2λ_θ θ.  Fallback: r = 1 (the true
       gradient, which has the same fixed point) wherever d̂ = 0 or d − 2λ_μ μ ≤ 0.
-    - ``"rescaled"`` / ``"rescaled-paper"`` (the paper's eq. 6): r = d / d̂, and r = 1 where
+    - ``"rescaled-paper"`` (the paper's eq. 6): r = d / d̂, and r = 1 where
       d̂ = 0.  At μ's fixed point r = d / (d − 2λ_μ μ) ≠ 1 when λ_μ > 0: its θ-optimum is
       biased by O(λ_μ / n).
     - ``"true"``: the ratio is not used (returned as for the paper's, for plots).
     """
-    if gradient == "rescaled-unbiased":
+    if gradient == "rescaled":
         num = d - pen_mu
         ok = (d_hat > 0) & (num > 0)
         return np.divide(num, d_hat, out=np.ones_like(d_hat), where=ok)

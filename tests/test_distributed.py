@@ -65,7 +65,16 @@ def _kill_one_worker(client) -> None:
     client.run(os._exit, 1, workers=[victim], on_error="ignore")
 
 
-def test_lost_worker_shard_is_recreated_bit_for_bit(client, data):
+@pytest.fixture
+def short_timeouts():
+    """Calls to a dead worker fail after 3 s instead of the default 30 s connect timeout."""
+    import dask
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "3s"}):
+        yield
+
+
+def test_lost_worker_shard_is_recreated_bit_for_bit(client, data, short_timeouts):
     """A worker dies after 7 iterations (checkpoint at 5, two sweeps replayed): the run
     continues with a warning and ends exactly where the single-process run ends."""
     one = _trainer(data, partial(MHGibbsChain))
@@ -80,7 +89,7 @@ def test_lost_worker_shard_is_recreated_bit_for_bit(client, data):
     np.testing.assert_array_equal(tr.theta, one.theta)
 
 
-def test_lost_worker_without_checkpoints_fails_cleanly(client, data):
+def test_lost_worker_without_checkpoints_fails_cleanly(client, data, short_timeouts):
     tr = _trainer(data, sharded_chain_factory(client, checkpoint_every=0))
     tr.fit(2)
     mu, theta = tr.mu.copy(), tr.theta.copy()

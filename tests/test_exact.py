@@ -101,11 +101,11 @@ def test_same_objective_as_the_trainer(random_layout_data, intercept):
     penalty = PCDTrainer(agg, base).penalty
     assert penalty.intercept == intercept and penalty.reg_theta[0] == (0.0 if intercept else 1.0)
     grads = {}
-    for g in ("rescaled-unbiased", "true", "rescaled-paper"):
+    for g in ("rescaled", "true", "rescaled-paper"):
         st = replace(base, gradient=g)
         upd = pcd_update(Params(model.mu, model.theta), Ed, Ec, Targets(agg.d, agg.c), st, penalty)
         grads[g] = upd
-    for g in ("rescaled-unbiased", "true"):
+    for g in ("rescaled", "true"):
         np.testing.assert_allclose(grads[g].g_mu, 0.0, atol=1e-5 * agg.n)
         np.testing.assert_allclose(grads[g].g_theta, 0.0, atol=1e-5 * agg.n)
     assert np.abs(grads["rescaled-paper"].g_theta).max() > 15 * 1e-5 * agg.n

@@ -254,8 +254,8 @@ def test_live_plot_updates_pins_in_place():
 def test_scoreboard_line():
     refs = {plots.REFERENCE_NAMES[0]: 0.42, plots.REFERENCE_NAMES[1]: 0.31}
     line = plots.scoreboard(0.4012, refs)
-    assert "0.4012" in line and "skyline 0.4200" in line and "naive Bayes 0.3100" in line
-    assert "-0.0188" in line
+    assert "MRF 0.4012" in line and "skyline 0.4200" in line and "naive Bayes 0.310" in line
+    assert "−0.0188" in line
     assert "fitting" in plots.scoreboard(None, {})
 
 
@@ -293,7 +293,7 @@ def test_privacy_curve_fills_in_point_by_point():
     assert list(x) == [0.1, 1.0] and list(y) == [0.12, 0.30]  # in ε order
     assert list(d.layers["MRF-N (finished runs)"][0]) == [0.1]
     assert list(d.layers["this run (training)"][0]) == [10.0]
-    sx, sy = d.layers["skyline: logistic on the records"]
+    sx, sy = d.layers["skyline (no privacy)"]
     assert sx[0] <= 0.1 and sx[-1] >= 10 and set(sy) == {0.38}
     assert "3 finished runs" in d.title
     fig = _render(plots.privacy_curve_plot(runs, live, 0.38, "adult"))
@@ -390,7 +390,7 @@ def test_xor_title_is_computed_from_the_exact_solution():
         }
     )
     title = plots.xor_title(frame)
-    assert "exact max-ent 1.00 / 0.00 / 0.80 / 0.20" in title
+    assert "exact max-ent 1.0 / 0.0 / 0.8 / 0.2" in title
     assert "truth 0.25 / 0.75 / 0.75 / 0.25" in title
     assert "0.9 / 0.1" not in title
     assert _render(plots.xor_plot(frame.assign(**{"live MRF": 0.5}))).title.text == title

@@ -184,16 +184,6 @@ def test_two_id_columns_upload_is_refused_before_allocation():
     assert "'user'" in str(info.value) and "'item'" in str(info.value)
 
 
-def test_upload_budget_counts_rows_like_the_layout():
-    from aggmrf_explore.tables import TableLayout
-
-    m = {"a": 3, "b": 4, "c": 5}
-    lay = TableLayout.all_pairs([3, 4, 5], list(m))
-    assert caches.check_upload_budget(m, True, True) == lay.K
-    with pytest.raises(AggMRFError, match="'c'"):
-        caches.check_upload_budget(m, True, True, max_rows=lay.K - 1)
-
-
 def test_upload_picker_drops_a_file_over_the_limit_on_the_server():
     from aggmrf_explore.explorer.upload_widget import UploadPicker
 
@@ -243,3 +233,19 @@ def test_after_divergence_play_refuses_and_continue_resumes_from_the_last_good_s
             s.pause()
         s.step(1)
     assert s.iteration > it
+
+
+def test_upload_chunks_fit_the_servers_websocket_message_limit():
+    """The picker's chunks (plus Bokeh's message framing) stay far below the websocket
+    message limit of `panel serve` (Bokeh's default, which the explorer documents), and the
+    upload limit is what the picker announces."""
+    from bokeh.server.tornado import DEFAULT_WEBSOCKET_MAX_MESSAGE_SIZE_BYTES
+
+    from aggmrf_explore.explorer.upload_widget import UploadPicker, size_limit_text
+
+    assert caches.WEBSOCKET_MAX_MESSAGE_BYTES == DEFAULT_WEBSOCKET_MAX_MESSAGE_SIZE_BYTES
+    assert 4 * caches.UPLOAD_CHUNK_BYTES <= caches.WEBSOCKET_MAX_MESSAGE_BYTES
+    w = UploadPicker()
+    assert w.chunk_size == caches.UPLOAD_CHUNK_BYTES and w.max_bytes == caches.UPLOAD_MAX_BYTES
+    assert w.max_file_size == size_limit_text(caches.UPLOAD_MAX_BYTES) == "10MB"
+    assert caches.UPLOADS.max_bytes == caches.UPLOAD_MAX_BYTES

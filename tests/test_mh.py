@@ -110,10 +110,14 @@ def test_mh_chain_is_deterministic_and_shards_match(problem):
         for ch in (whole, *parts):
             ch.sweep(mu, theta)
     np.testing.assert_array_equal(whole.codes, np.concatenate([p.codes for p in parts]))
-    d, c = whole.integer_statistics(theta)
-    ds, cs = zip(*(p.integer_statistics(theta) for p in parts), strict=True)
-    np.testing.assert_array_equal(d, sum(ds))
-    np.testing.assert_array_equal(c, sum(cs))
+    packed = whole.packed_statistics(theta)
+    np.testing.assert_array_equal(packed, sum(p.packed_statistics(theta) for p in parts))
+    d, c = whole.statistics(theta)
+    np.testing.assert_array_equal(d, np.bincount(whole.rows.ravel(), minlength=lay.K))
+    sig = 1.0 / (1.0 + np.exp(-whole.logits(theta)))
+    np.testing.assert_allclose(
+        c, np.bincount(whole.rows.ravel(), np.repeat(sig, lay.n_tables), lay.K), atol=1e-4
+    )
     again = MHGibbsChain(lay, 1000, marg, seed=9)
     for _ in range(3):
         again.sweep(mu, theta)

@@ -123,7 +123,7 @@ def test_pcd_matches_exact_box_and_both_beat_absent_zero(problem):
     box-constrained max-ent (same penalties); both beat "absent = 0" on held-out NLLH."""
     agg, sup, Xt, yt = problem
     lay = agg.layout
-    st = default_settings(lay, agg.n, n_gibbs=20_000, average=True, gradient="rescaled-unbiased")
+    st = default_settings(lay, agg.n, n_gibbs=20_000, average=True, gradient="rescaled")
     exact_box = fit_exact_box(sup, st.lambda_mu, st.lambda_theta)
     exact_zero = fit_exact(without_suppression(sup), st.lambda_mu, st.lambda_theta)
     pcd_box = PCDTrainer(sup, st).fit(3000).model

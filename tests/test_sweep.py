@@ -21,6 +21,7 @@ MODELS = ["MRF (raw)", "MRF (projected)", "MRF-N"]
 
 def test_sweep_writes_csv_and_png(tmp_path, capsys):
     out = tmp_path / "sub" / "sweep_small"
+    (tmp_path / "sub").mkdir()  # the command line never creates directories (issue 13)
     status = main(["sweep", *SMALL, "--epsilons", "1,10", "--mechanism", "gaussian",
                    "--delta", "1e-7", "--noise-seeds", "2", "--out", str(out), "--json"])  # fmt: skip
     assert status == 0
@@ -86,11 +87,11 @@ def test_sweep_quick(tmp_path):
         (["--epsilons", ","], "--epsilons must be comma-separated numbers"),
         (
             ["--mechanism", "gaussian", "--delta", "2", "--epsilons", "1"],
-            "delta must satisfy 0 < delta < 1",
+            "--delta: must be a number strictly between 0 and 1",
         ),
         (["--mechanism", "gaussian", "--delta", "0", "--epsilons", "1"], "delta"),
-        (["--iterations", "0", "--epsilons", "1"], "--iterations must be ≥ 1"),
-        (["--noise-seeds", "0", "--epsilons", "1"], "--noise-seeds must be an integer ≥ 1"),
+        (["--iterations", "0", "--epsilons", "1"], "--iterations: must be an integer from 1"),
+        (["--noise-seeds", "0", "--epsilons", "1"], "--noise-seeds: must be an integer from 1"),
     ],
 )
 def test_sweep_bad_input(extra, match, tmp_path, capsys):

@@ -26,7 +26,6 @@ from aggmrf_explore.mrf import (
     rescaling_ratio,
 )
 
-DEFAULT_RESCALED = "rescaled-paper"  # what gradient="rescaled" computes
 S = 2.0  # n / n'
 SETTINGS = TrainerSettings(
     n_gibbs=10,
@@ -123,7 +122,7 @@ def test_without_intercept_row_zero_is_an_ordinary_row():
 
 def test_rescaled_unbiased_update_by_hand():
     """r = (d − 2λ_μ μ)/d̂; fallback r = 1 where d̂ = 0 (row 2) or d − 2λ_μ μ ≤ 0 (row 3)."""
-    u = _update(settings=_with(gradient="rescaled-unbiased"))
+    u = _update(settings=_with(gradient="rescaled"))
     # numerators d − 2λ_μ·reg·μ = [20, 10.5, 2.8, 0]; row 0 unpenalised
     np.testing.assert_allclose(u.ratio, [20 / 22, 10.5 / 8, 1.0, 1.0])
     np.testing.assert_allclose(u.c_model, [6 * 20 / 22, 2 * 10.5 / 8, 0.0, 3.0])
@@ -131,11 +130,13 @@ def test_rescaled_unbiased_update_by_hand():
         u.g_theta, [60 / 11 - 5, 2.625 - 4 + 0.5, 0 - 1 - 0.25, 3 - 0.5 + 3.0]
     )
     np.testing.assert_allclose(u.h_theta, [60 / 11, 2.625 + 1, S, 3 + 1])
-    np.testing.assert_allclose(u.dir_theta, [(5 / 11) / (60 / 11), -0.875 / 3.625, -1.25 / 2, 5.5 / 4])
+    np.testing.assert_allclose(
+        u.dir_theta, [(5 / 11) / (60 / 11), -0.875 / 3.625, -1.25 / 2, 5.5 / 4]
+    )
     np.testing.assert_allclose(u.g_mu, [2.0, -2.5, -2.8, 4.0])  # μ's update is unchanged
     np.testing.assert_allclose(u.dir_mu, _update().dir_mu)
     # a negative numerator (raw noisy targets) also falls back to the true gradient
-    r = rescaling_ratio(np.array([5.0]), np.array([-3.0]), np.array([0.0]), "rescaled-unbiased")
+    r = rescaling_ratio(np.array([5.0]), np.array([-3.0]), np.array([0.0]), "rescaled")
     assert r.tolist() == [1.0]
 
 
@@ -152,18 +153,27 @@ def test_unbiased_ratio_is_one_at_the_fixed_point_of_mu():
         st = _with(gradient=gradient)
         return pcd_update(Params(mu, THETA), d_hat, c_hat, Targets(D, C), st, PENALTY)
 
-    unbiased, true, paper = upd("rescaled-unbiased"), upd("true"), upd("rescaled-paper")
+    unbiased, true, paper = upd("rescaled"), upd("true"), upd("rescaled-paper")
     np.testing.assert_array_equal(unbiased.ratio[:3], 1.0)
     np.testing.assert_allclose(unbiased.g_theta[:3], true.g_theta[:3], rtol=0, atol=1e-12)
     np.testing.assert_allclose(paper.ratio[:3], D[:3] / d_hat[:3])
     assert np.all(np.abs(paper.g_theta[1:3] - true.g_theta[1:3]) > 0.05)
 
 
-def test_default_gradient_names():
-    """'rescaled' is the default; 'rescaled-paper' is the paper's ratio d/d̂."""
-    assert TrainerSettings().gradient == "rescaled"
-    paper = _update()
-    np.testing.assert_allclose(paper.ratio, [20 / 22, 10 / 8, 1.0, 1 / 4])
-    default = _update(settings=_with(gradient="rescaled"))
-    same = _update(settings=_with(gradient=DEFAULT_RESCALED))
-    np.testing.assert_array_equal(default.ratio, same.ratio)
+def test_default_gradient_is_the_unbiased_ratio():
+    """TrainerSettings() uses gradient="rescaled", the unbiased ratio (d − 2λ_μ μ)/d̂;
+    "rescaled-paper" is the paper's d/d̂."""
+    default = TrainerSettings()
+    assert default.gradient == "rescaled" and default.average
+    st = TrainerSettings(
+        **{
+            **default.__dict__,
+            **{
+                k: getattr(SETTINGS, k)
+                for k in ("n_gibbs", "lambda_mu", "lambda_theta", "step_mu", "step_theta", "clip")
+            },
+        }
+    )
+    u = _update(settings=st)
+    np.testing.assert_allclose(u.ratio, [20 / 22, 10.5 / 8, 1.0, 1.0])
+    np.testing.assert_allclose(_update().ratio, [20 / 22, 10 / 8, 1.0, 1 / 4])

@@ -18,15 +18,13 @@ status 2 (:func:`main` is the one place that turns errors into that line).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
-from ..errors import AggMRFError
 from .aggregate import cmd_aggregate
+from .channel import run_guarded
 from .import_criteo import cmd_import_criteo
 from .parser import build_parser
 from .predict import cmd_predict
-from .report import error
 from .run import cmd_run
 from .sweep import cmd_sweep
 from .xor import cmd_xor
@@ -46,15 +44,14 @@ COMMANDS: dict[str, Callable[..., int]] = {
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `aggmrf-explore` console script; returns the exit status.
 
-    ``argv``: the arguments (default: ``sys.argv[1:]``).  0 on success, 2 with one
-    ``error: …`` line for a user error (argparse exits with 2 itself), 130 on Ctrl-C.
+    ``argv``: the arguments (default: ``sys.argv[1:]``).  0 on success; 2 with one
+    ``error: <what is wrong> — <how to fix>`` line for every expected failure, parsing
+    included (:mod:`.channel`); 1 with a traceback and a request to report it for a bug;
+    130 on Ctrl-C.  ``--help`` prints the help and exits 0 (SystemExit).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
+
+    def command() -> int:
+        args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
-    except AggMRFError as exc:
-        return error(exc)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+
+    return run_guarded(command)

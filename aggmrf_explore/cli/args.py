@@ -48,7 +48,16 @@ __all__ = [
     "read_records",
     "trainer_settings",
     "make_mechanism",
+    "check_numbers",
+    "budget",
+    "check_records_size",
+    "check_trainer_size",
+    "check_schema_size",
+    "warn_useless_noise",
+    "DEFAULT_DELTA",
 ]
+
+DEFAULT_DELTA = 1e-7  # --delta of the Gaussian mechanism when not given
 
 # (argument name, TrainerSettings field) of the training flags
 _SETTINGS_FLAGS = (
@@ -190,6 +199,7 @@ def load_dataset(args: argparse.Namespace) -> Dataset:
             drop_features=drop,
             seed=args.seed,
             unseen=args.unseen,
+            min_count=args.min_count,
         )
     if not args.dataset:
         raise AggMRFError(
@@ -217,6 +227,7 @@ def load_aggregate_records(args: argparse.Namespace) -> Dataset:
         args.label,
         test_csv=args.csv,
         unseen=args.unseen,
+        min_count=args.min_count,
         features=(args.features.split(",") if args.features else None),
         drop_features=(args.drop_features.split(",") if args.drop_features else None),
     )
@@ -229,9 +240,9 @@ def prepare_problem(args: argparse.Namespace) -> Problem:
 
     check_tables_kept(args)
     check_bins(args)
-    return prepare(
-        load_dataset(args), singles=not args.no_singles, pairs=not args.no_pairs, n_bins=args.bins
-    )
+    ds = load_dataset(args)
+    check_records_size(args, ds)
+    return prepare(ds, singles=not args.no_singles, pairs=not args.no_pairs, n_bins=args.bins)
 
 
 # ---------------------------------------------------------------------- training
@@ -254,7 +265,9 @@ def trainer_settings(args: argparse.Namespace, layout: TableLayout, n: int) -> T
             over[key] = v
     if args.no_precondition:
         over["precondition"] = False
-    return default_settings(layout, n, **over)
+    settings = default_settings(layout, n, **over)
+    check_trainer_size(args, layout, settings.n_gibbs)
+    return settings
 
 
 def make_mechanism(args: argparse.Namespace, layout: TableLayout, epsilon: float | None):
@@ -266,4 +279,96 @@ def make_mechanism(args: argparse.Namespace, layout: TableLayout, epsilon: float
         raise AggMRFError(f"--mechanism {args.mechanism} needs --epsilon (e.g. --epsilon 1).")
     if args.mechanism == "none" and epsilon is not None:
         raise AggMRFError("--epsilon given without a mechanism: add --mechanism laplace|gaussian.")
-    return build(args.mechanism, epsilon, args.delta, layout, args.accounting, args.calibration)
+    delta = DEFAULT_DELTA if args.delta is None else args.delta
+    return build(args.mechanism, epsilon, delta, layout, args.accounting, args.calibration)
+
+
+# ---------------------------------------------------------------------- before any work (issue 13)
+def check_numbers(args: argparse.Namespace) -> None:
+    """How the number flags fit together, checked before any work (each flag's own range is
+    checked while parsing, :mod:`.numbers`): ε/δ with the mechanism, ``--n`` of xor."""
+    mechanism = getattr(args, "mechanism", None)
+    epsilon = getattr(args, "epsilon", None)
+    delta = getattr(args, "delta", None)
+    if mechanism is None:
+        return
+    if mechanism == "none" and epsilon is not None:
+        raise AggMRFError("--epsilon given without a mechanism — add --mechanism laplace|gaussian.")
+    if mechanism == "none" and delta is not None:
+        raise AggMRFError(
+            "--delta given without a mechanism — add --mechanism gaussian --epsilon X."
+        )
+    if mechanism == "laplace" and delta is not None:
+        raise AggMRFError(
+            "--delta goes with the Gaussian mechanism; the Laplace mechanism is pure ε-DP "
+            "(no δ) — drop --delta or use --mechanism gaussian."
+        )
+    if mechanism not in ("none",) and epsilon is None and hasattr(args, "epsilon"):
+        raise AggMRFError(f"--mechanism {mechanism} needs --epsilon (e.g. --epsilon 1).")
+
+
+def budget(args: argparse.Namespace):
+    """The size budget of ``--max-rows`` (:class:`aggmrf_explore.budget.Budget`)."""
+    from ..budget import DEFAULT_MAX_ROWS, Budget
+
+    return Budget(max_rows=getattr(args, "max_rows", None) or DEFAULT_MAX_ROWS)
+
+
+def check_records_size(args: argparse.Namespace, ds: Dataset) -> None:
+    """The size budget of the records' tables, from one ``nunique`` per column, before
+    anything is encoded or aggregated (:func:`aggmrf_explore.budget.check_records`)."""
+    from ..budget import check_records
+
+    cols = list(ds.feature_columns)
+    opts = dict(ds.encoding or {})
+    check_records(
+        ds.train[cols],
+        n_bins=args.bins,
+        unseen=opts.get("unseen", "error"),
+        min_count=int(opts.get("min_count", 1)),
+        singles=not args.no_singles,
+        pairs=not args.no_pairs,
+        budget=budget(args),
+    )
+
+
+def check_schema_size(args: argparse.Namespace, schema) -> None:
+    """The size budget of the all-pairs tables of a schema (``aggregate --schema``)."""
+    from ..budget import all_pairs_tables, check_size
+
+    tables = all_pairs_tables(schema.n_features, not args.no_singles, not args.no_pairs)
+    check_size(
+        schema.n_modalities.tolist(), tables, schema.feature_names, budget=budget(args),
+        what="the tables of this schema",
+    )  # fmt: skip
+
+
+def check_trainer_size(args: argparse.Namespace, layout: TableLayout, n_gibbs: int) -> None:
+    """The size budget with the trainer's Gibbs samples (``--gibbs-samples``)."""
+    from ..budget import check_size
+
+    tables = [t for t in layout.tables if t]
+    check_size(
+        [int(m) for m in layout.n_modalities], tables, list(layout.feature_names),
+        budget=budget(args), n_gibbs=n_gibbs, what="training",
+    )  # fmt: skip
+
+
+def warn_useless_noise(mechanism, layout: TableLayout, n: float) -> None:
+    """A ``warning:`` line when the noise σ is far (> 10 ×) above the typical cell count
+    n / (rows per released table): the noisy tables then carry almost no information."""
+    from .report import warn
+
+    if mechanism is None:
+        return
+    sizes = [int(s) for s, t in zip(layout.table_sizes, layout.tables, strict=True) if t]
+    if not sizes:
+        return
+    typical = float(n) / (sum(sizes) / len(sizes))
+    sigma = float(mechanism.std)
+    if sigma > 10.0 * max(typical, 1.0):
+        warn(
+            f"the noise σ = {sigma:.3g} is {sigma / max(typical, 1e-12):.3g} × the typical cell "
+            f"count ({typical:.3g} = n / rows per table): the noisy tables carry almost no "
+            "information — raise --epsilon, or release fewer, coarser tables."
+        )

@@ -1,24 +1,34 @@
 """The argparse parser of ``aggmrf-explore``: one sub-parser per command, option groups shared.
 
-Only the shape of the command line lives here (flags, types, defaults, help); what the values
-mean and whether they fit together is checked in :mod:`.args`.
+Only the shape of the command line lives here (flags, types, defaults, help); every number
+is range-checked while parsing (:mod:`.numbers`); what the values mean and whether they fit
+together is checked in :mod:`.args`.  A parse error raises :class:`UsageError` (one
+``error:`` line from ``main``), never argparse's usage + exit.
 """
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["build_parser", "lambda_theta_arg"]
+from ..budget import DEFAULT_MAX_ROWS
+from ..errors import AggMRFError
+from . import numbers
+
+__all__ = ["build_parser", "lambda_theta_arg", "UsageError", "Parser"]
+
+lambda_theta_arg = numbers.lambda_theta
+BIG = 10**9
 
 
-def lambda_theta_arg(text: str) -> float | str:
-    """``--lambda-theta``: a number, or "auto" (chosen from the tables alone)."""
-    if text.strip().lower() == "auto":
-        return "auto"
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number ≥ 0 or 'auto'; got {text!r}") from None
+class UsageError(AggMRFError):
+    """A command line argparse cannot parse (unknown flag, bad value, missing argument)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors raised as :class:`UsageError` instead of usage + exit 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} — see `{self.prog} --help`.")
 
 
 def _add_data_options(p: argparse.ArgumentParser) -> None:
@@ -29,30 +39,40 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--label", help="label column of --csv (binary: 0/1, yes/no, true/false, …); "
                    "with --tables: which label of a release with several, or 'all'")  # fmt: skip
     g.add_argument("--test-csv", help="a separate test CSV (default: split --csv)")
-    g.add_argument(
-        "--test-fraction", type=float, default=0.3, help="test share when splitting (0.3)"
-    )
+    g.add_argument("--test-fraction", type=numbers.fraction, default=0.3,
+                   help="test share when splitting, between 0 and 1 (0.3)")  # fmt: skip
     g.add_argument("--features", help="comma-separated feature columns to keep")
     g.add_argument("--drop-features", help="comma-separated feature columns to drop")
-    g.add_argument("--n", type=int, default=None, help="records (generated data) or a subsample")
-    g.add_argument("--bins", type=int, default=10, help="bins for numeric columns (deciles: 10)")
+    g.add_argument("--n", type=numbers.integer(1, BIG), default=None,
+                   help="records (generated data) or a subsample")  # fmt: skip
+    g.add_argument("--bins", type=numbers.integer(2, 1000), default=10,
+                   help="bins for numeric columns (deciles: 10)")  # fmt: skip
+    g.add_argument("--min-count", type=numbers.integer(1, BIG), default=1,
+                   help="--csv: merge values seen fewer times into '(other)' (1: off)")  # fmt: skip
+    g.add_argument("--max-rows", type=numbers.integer(1, 10**12), default=DEFAULT_MAX_ROWS,
+                   help=f"size budget: refuse tables with more rows ({DEFAULT_MAX_ROWS:,})")  # fmt: skip
     g.add_argument("--unseen", choices=("error", "other"), default="error",
                    help="--csv: a test value never seen in training is an error (default) or '(other)'")  # fmt: skip
     g.add_argument("--no-singles", action="store_true", help="do not release single-feature tables")
     g.add_argument("--no-pairs", action="store_true", help="do not release pair tables")
-    g.add_argument("--seed", type=int, default=0, help="seed for data, noise and Gibbs sampling")
+    g.add_argument("--seed", type=numbers.seed, default=0,
+                   help="seed for data, noise and Gibbs sampling, 0 … 2^63-1")  # fmt: skip
 
 
 def _add_train_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("training (defaults: a documented rule, see mrf.default_settings)")
-    g.add_argument("--iterations", type=int, default=None, help="PCD iterations (600)")
-    g.add_argument("--gibbs-samples", type=int, default=None, help="persistent Gibbs samples n'")
-    g.add_argument("--lambda-mu", type=float, default=None, help="L2 penalty on μ")
+    g.add_argument("--iterations", type=numbers.integer(1, 10**7), default=None,
+                   help="PCD iterations (600)")  # fmt: skip
+    g.add_argument("--gibbs-samples", type=numbers.integer(1, 10**8), default=None,
+                   help="persistent Gibbs samples n'")  # fmt: skip
+    g.add_argument("--lambda-mu", type=numbers.number(0.0), default=None, help="L2 penalty on μ")
     g.add_argument("--lambda-theta", type=lambda_theta_arg, default=None,
                    help="L2 penalty on θ, or 'auto' (chosen from the tables alone, run only)")  # fmt: skip
-    g.add_argument("--step-mu", type=float, default=None, help="step size α_μ")
-    g.add_argument("--step-theta", type=float, default=None, help="step size α_θ")
-    g.add_argument("--gradient", choices=("rescaled", "true"), default=None)
+    g.add_argument("--step-mu", type=numbers.number(0.0, lo_open=True), default=None,
+                   help="step size α_μ > 0")  # fmt: skip
+    g.add_argument("--step-theta", type=numbers.number(0.0, lo_open=True), default=None,
+                   help="step size α_θ > 0")  # fmt: skip
+    g.add_argument("--gradient", choices=("rescaled", "rescaled-paper", "true"), default=None)
     g.add_argument("--no-precondition", action="store_true")
 
 
@@ -64,8 +84,10 @@ def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
         default="gaussian" if sweep else "none",
     )
     if not sweep:
-        g.add_argument("--epsilon", type=float, default=None, help="privacy budget ε > 0")
-    g.add_argument("--delta", type=float, default=1e-7, help="δ of the Gaussian mechanism (1e-7)")
+        g.add_argument("--epsilon", type=numbers.number(0.0, lo_open=True), default=None,
+                       help="privacy budget ε > 0")  # fmt: skip
+    g.add_argument("--delta", type=numbers.fraction, default=None,
+                   help="δ of the Gaussian mechanism, 0 < δ < 1 (1e-7)")  # fmt: skip
     g.add_argument("--accounting", choices=("both", "queries", "replace"), default="both",
                    help="both: counts and label sums (Δ1 = 2T); queries: the paper's T queries; "
                    "replace: replace-one neighbours (Δ1 = 4T, Δ2 = 2√T)")  # fmt: skip
@@ -99,7 +121,7 @@ def _add_scale_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command: run, aggregate, predict, xor, sweep (``args.command``)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="aggmrf-explore",
         description="Learn a logistic model from aggregated (and privacy-noised) contingency tables.",
     )
@@ -133,11 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--csv", required=True, help="records (CSV with the feature columns)")
     pr.add_argument("--out", help="write the probabilities here (default: stdout)")
     pr.add_argument("--label", help="label column: also report the NLLH on stderr")
+    pr.add_argument("--max-rows", type=numbers.integer(1, 10**12), default=DEFAULT_MAX_ROWS,
+                    help=f"size budget of the model's tables ({DEFAULT_MAX_ROWS:,} rows)")  # fmt: skip
 
     xor = sub.add_parser("xor", help="the XOR counterexample, state by state")
-    xor.add_argument("--n", type=int, default=100_000, help="records for PCD and logistic")
-    xor.add_argument("--iterations", type=int, default=600)
-    xor.add_argument("--seed", type=int, default=0)
+    xor.add_argument("--n", type=numbers.integer(100, BIG), default=100_000,
+                     help="records for PCD and logistic (≥ 100)")  # fmt: skip
+    xor.add_argument("--iterations", type=numbers.integer(1, 10**7), default=600)
+    xor.add_argument("--seed", type=numbers.seed, default=0)
     xor.add_argument("--json", action="store_true")
 
     ic = sub.add_parser(
@@ -146,12 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
     ic.add_argument("pairs", help="aggregated_pairs.csv of the challenge")
     ic.add_argument("singles", help="aggregated_singles.csv of the challenge")
     ic.add_argument("--out", required=True, help="output release directory")
-    ic.add_argument("--max-modalities", type=int, default=None,
+    ic.add_argument("--max-modalities", type=numbers.integer(2, BIG), default=None,
                     help="keep at most this many values per feature (the most frequent); the "
                     "others become '(other)' (default: keep all)")  # fmt: skip
-    ic.add_argument("--suppression", type=float, default=10.0,
+    ic.add_argument("--suppression", type=numbers.number(0.0), default=10.0,
                     help="pair rows with true count ≤ this were dropped (10)")  # fmt: skip
-    ic.add_argument("--sigma", type=float, default=17.0, help="the declared Gaussian noise σ (17)")
+    ic.add_argument("--sigma", type=numbers.number(0.0, lo_open=True), default=17.0,
+                    help="the declared Gaussian noise σ (17)")  # fmt: skip
     ic.add_argument("--json", action="store_true", help="print the import report as JSON")
 
     sw = sub.add_parser("sweep", help="MRF and MRF-N over a list of ε: CSV and PNG")
@@ -160,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_noise_options(sw, sweep=True)
     sw.add_argument("--epsilons", default=None,
                     help="comma-separated ε values (0.5,1,2,5,10; --quick: 1,10)")  # fmt: skip
-    sw.add_argument("--noise-seeds", type=int, default=None,
+    sw.add_argument("--noise-seeds", type=numbers.integer(1, 1000), default=None,
                     help="independent releases per ε, for error bars (3; --quick: 2)")  # fmt: skip
     sw.add_argument("--quick", action="store_true",
                     help="a small sweep: ε 1,10, 2 noise seeds, 150 iterations")  # fmt: skip

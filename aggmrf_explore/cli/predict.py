@@ -8,20 +8,48 @@ import sys
 
 from . import args as cli_args
 
-__all__ = ["cmd_predict"]
+__all__ = ["cmd_predict", "warn_saturated", "SATURATED"]
+
+SATURATED = 1e-12  # a probability within this of 0 or 1 is saturated
+
+
+def warn_saturated(p) -> None:
+    """A ``warning:`` line when predictions saturate (p within 1e-12 of 0 or 1): the model's
+    θ are extreme, and a wrong saturated prediction has an infinite log loss."""
+    import numpy as np
+
+    from ..errors import AggMRFError
+    from .report import warn
+
+    p = np.asarray(p, dtype=np.float64)
+    if not np.all(np.isfinite(p)):
+        raise AggMRFError(
+            "the model gives non-finite probabilities — its parameters are unusable; retrain it."
+        )
+    sat = int(np.count_nonzero((p < SATURATED) | (p > 1.0 - SATURATED)))
+    if sat:
+        warn(
+            f"{sat} of {len(p)} predictions saturate at 0 or 1 (within {SATURATED:g}): the "
+            "model's θ are extreme, so a wrong one costs an infinite log loss — check the model "
+            "(or retrain with a larger --lambda-theta)."
+        )
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     """``predict``: probabilities to ``--out`` or stdout; returns the exit status."""
     import pandas as pd
 
-    from ..io import load_model
+    from ..files import check_output_file
+    from ..io import load_model, neutralise_frame
     from ..metrics import nllh
 
-    model = load_model(args.model)
+    if args.out:
+        check_output_file(args.out, "--out")
+    model = load_model(args.model, budget=cli_args.budget(args))
     df = cli_args.read_records(args.csv)
     p = model.predict_proba(df)
-    frame = pd.DataFrame({"probability": p})
+    warn_saturated(p)
+    frame = neutralise_frame(pd.DataFrame({"probability": p}))
     text = frame.to_csv(index=False, float_format="%.17g")
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:

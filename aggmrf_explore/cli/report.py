@@ -56,13 +56,17 @@ class ProgressBar:
 # ---------------------------------------------------------------------- stderr lines
 def error(exc: AggMRFError | str) -> int:
     """Print the one ``error: …`` line of a failed command; returns its exit status, 2."""
-    print(f"error: {exc}", file=sys.stderr)
+    from .channel import one_line
+
+    print(f"error: {one_line(exc)}", file=sys.stderr)
     return 2
 
 
 def warn(message: str) -> None:
     """One ``warning: …`` line on stderr (the command goes on)."""
-    print(f"warning: {message}", file=sys.stderr)
+    from .channel import one_line
+
+    print(f"warning: {one_line(message)}", file=sys.stderr)
 
 
 def note(message: str) -> None:
@@ -112,17 +116,17 @@ def print_run(out: dict) -> None:
           f"{s['gradient']} gradient{', noise-aware' if s['noise_aware'] else ''}")  # fmt: skip
     print(f"\n{'model':<16}{'test NLLH':>10}{'seconds':>10}")
     for name, m in out["models"].items():
-        print(f"{name:<16}{m['nllh_test']:>10.4f}{m['seconds']:>10.1f}")
+        score = m.get("nllh_test")
+        shown = f"{score:>10.4f}" if score is not None and score == score else f"{'—':>10}"
+        print(f"{name:<16}{shown}{m['seconds']:>10.1f}")
 
 
 def print_tables_run(out: dict) -> None:
-    """The text report of ``run --tables``: :func:`print_run` (test NLLH ``nan`` without test
+    """The text report of ``run --tables``: :func:`print_run` (test NLLH "—" without test
     records), then the aggregated-only validation scores and the λθ-auto grid if any."""
     m = out["models"]["mrf"]
     printable = dict(out)
-    printable["models"] = {
-        "mrf": {"nllh_test": m.get("nllh_test", float("nan")), "seconds": m["seconds"]}
-    }
+    printable["models"] = {"mrf": {"nllh_test": m.get("nllh_test"), "seconds": m["seconds"]}}
     print_run(printable)
     sup = out.get("suppression")
     if sup:  # issue 17: rows absent from tables with a threshold, trained as 0 ≤ d ≤ k

@@ -71,6 +71,11 @@ def auto_lambda(args: argparse.Namespace, data, settings, iterations: int, valid
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``run``: train on records' tables (``--tables``: on a release); returns the exit status."""
+    cli_args.check_numbers(args)
+    if args.export_model:  # before any work: a bad path must not cost a training run
+        from ..io import check_model_path
+
+        check_model_path(args.export_model)
     if args.tables:
         return cmd_run_tables(args)
     if args.validation_csv:
@@ -84,6 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     problem = cli_args.prepare_problem(args)
     mech = cli_args.make_mechanism(args, problem.layout, args.epsilon)
+    cli_args.warn_useless_noise(mech, problem.layout, problem.aggregated.n)
     data = (
         release(problem.aggregated, mech, seed=args.seed)
         if mech is not None
@@ -158,7 +164,8 @@ def cmd_run_tables(args: argparse.Namespace) -> int:
     if args.label != "all":
         out = tables_report(args, args.label)
     else:
-        labels = read_release(args.tables, strict=not args.lenient).meta.get("labels") or [None]
+        rel = read_release(args.tables, strict=not args.lenient, budget=cli_args.budget(args))
+        labels = rel.meta.get("labels") or [None]
         out = {"dataset": str(args.tables), "labels": {}}
         for lab in labels:
             sub = argparse.Namespace(**{**vars(args), "label": lab})
@@ -187,14 +194,19 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
     from ..mrf import PCDTrainer
 
     t0 = time.perf_counter()
-    rel = read_release(args.tables, strict=not args.lenient, label=label)
+    rel = read_release(
+        args.tables, strict=not args.lenient, label=label, budget=cli_args.budget(args)
+    )
     for w in rel.warnings:
         warn(w)
     data, schema = rel.data, rel.schema
     cli_args.check_noise_aware_release(args, data)
     val = None
     if args.validation_tables:
-        val = read_release(args.validation_tables, strict=not args.lenient, label=label).data
+        val = read_release(
+            args.validation_tables, strict=not args.lenient, label=label,
+            budget=cli_args.budget(args),
+        ).data  # fmt: skip
     settings = cli_args.trainer_settings(args, data.layout, data.n)
     if args.noise_aware:
         settings = replace(settings, noise_aware=True)

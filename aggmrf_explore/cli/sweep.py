@@ -25,7 +25,7 @@ from .report import ProgressBar, noise_summary, print_json, print_sweep
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["cmd_sweep", "sweep_plot", "sweep_summary", "MODELS"]
+__all__ = ["cmd_sweep", "sweep_plot", "sweep_summary", "check_out", "MODELS"]
 
 #: model label → TrainerSettings overrides
 MODELS = {
@@ -64,9 +64,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from ..baselines import logistic_pairs
     from ..errors import DivergenceError
+    from ..io.formula import neutralise_frame
     from ..experiment import train_mrf
     from ..privacy import release
 
+    cli_args.check_numbers(args)
+    check_out(args.out)
     epsilons, n_seeds, iterations = _options(args)
     problem = cli_args.prepare_problem(args)
     # every mechanism first, so that a bad δ fails before any training
@@ -109,10 +112,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     frame["mrf_noiseless"] = ref.nllh_test
     frame["logistic_pairs"] = sky.nllh_test
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     csv_path = out.with_suffix(".csv")
     png_path = out.with_suffix(".png")
-    frame.to_csv(csv_path, index=False)
+    neutralise_frame(frame).to_csv(csv_path, index=False)
     sweep_plot(frame, problem.name, png_path)
     table = sweep_summary(frame)
     if args.json:
@@ -124,6 +126,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         print_sweep(table, csv_path, png_path)
     return 0
+
+
+def check_out(prefix: str) -> None:
+    """``--out PREFIX`` (before any work): PREFIX.csv and PREFIX.png can be written in an
+    existing directory (nothing is created), and PREFIX is not itself a directory."""
+    from ..errors import AggMRFError
+    from ..files import check_output_file
+
+    out = Path(prefix)
+    if out.is_dir():
+        raise AggMRFError(
+            f"--out {prefix!r} is a directory; give a file prefix such as {str(out / 'sweep')!r} "
+            "(writes PREFIX.csv and PREFIX.png)."
+        )
+    check_output_file(out.with_suffix(".csv"), "--out")
+    check_output_file(out.with_suffix(".png"), "--out")
 
 
 def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:

@@ -61,7 +61,7 @@ SMALL_DATASETS = ("toy", "xor", "synthetic")  # all baselines fitted with the da
 BASELINE_GROUPS = (CHEAP_BASELINES, SLOW_BASELINES)
 WARM_WAIT = 10.0  # seconds the server's first page waits for the kernels and default data
 COMPACT_ALERT = ":host { padding: 4px 12px !important; margin-bottom: 4px; } p { margin: 0; }"
-PLOT_HEIGHT = 250  # pixels per training plot (two rows fit 1280×720 with the header)
+PLOT_HEIGHT = 236  # pixels per training plot (two rows fit 1280×720 with the header)
 
 
 DATASET_LABELS = {
@@ -274,14 +274,17 @@ class Explorer(pn.viewable.Viewer):
         self.continue_button.on_click(lambda e: self._guard(self.session.resume))
         s.param.watch(lambda e: setattr(self.continue_button, "visible", bool(e.new)), "warning")
         self.status = pn.pane.Markdown(
-            "loading…", css_classes=["aggmrf-status"], sizing_mode="stretch_width", margin=(5, 10)
+            runtime.warm_up_message() or "loading…",  # first start: "compiling the sampler…"
+            css_classes=["aggmrf-status"],
+            sizing_mode="stretch_width",
+            margin=(5, 10),
         )
         loading = s.bundle is None or s.busy
         self.spinner = pn.indicators.LoadingSpinner(
             value=loading,
             visible=loading,
             size=28,
-            label="preparing data…" if loading else "",
+            label=(runtime.warm_up_message() or "preparing data…") if loading else "",
             margin=(5, 10),
             css_classes=["aggmrf-spinner"],
         )
@@ -302,7 +305,7 @@ class Explorer(pn.viewable.Viewer):
             **sw,
         )
         # space = play / pause, → = step (not while typing in an input)
-        self.shortcuts = Shortcuts(width=0, height=0, margin=0)
+        self.shortcuts = Shortcuts(width=1, height=1, margin=0, sizing_mode="fixed")
         self.shortcuts.param.watch(lambda e: self._guard(self._toggle), "play")
         self.shortcuts.param.watch(lambda e: self._guard(self._step), "step")
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, **sw)
@@ -361,7 +364,8 @@ class Explorer(pn.viewable.Viewer):
             label="step α_θ", step=0.01, format="0.0000", **sw
         )
         self.w_grad = pn.widgets.RadioButtonGroup(
-            label="Gradient", options={"rescaled (paper)": "rescaled", "true": "true"}
+            label="Gradient",
+            options={"rescaled": "rescaled", "rescaled (paper)": "rescaled-paper", "true": "true"},
         )
         self.w_precond = pn.widgets.Checkbox(label="preconditioning (diagonal Hessian)")
         self.w_ipt = pn.widgets.IntSlider(label="Max iterations per tick", start=1, end=200, **sw)
@@ -463,7 +467,7 @@ class Explorer(pn.viewable.Viewer):
             css_classes=["aggmrf-scoreboard"],
             sizing_mode="stretch_width",
             margin=(0, 10),
-            stylesheets=["p { font-size: 19px; margin: 6px 0 2px 0; }"],
+            stylesheets=["p { font-size: 17px; margin: 6px 0 2px 0; }"],
         )
         self.pins_md = pn.pane.Markdown(
             "",
@@ -473,10 +477,10 @@ class Explorer(pn.viewable.Viewer):
             visible=False,
         )
         self.pin_button = pn.widgets.Button(
-            label="Pin this run", width=130, margin=(2, 5), css_classes=["aggmrf-pin"]
+            label="Pin this run", width=115, margin=(2, 5), css_classes=["aggmrf-pin"]
         )
         self.unpin_button = pn.widgets.Button(
-            label="Clear pins", width=100, margin=(2, 5), css_classes=["aggmrf-unpin"]
+            label="Clear pins", width=95, margin=(2, 5), css_classes=["aggmrf-unpin"]
         )
         self.pin_button.on_click(lambda e: self._guard(self._pin))
         self.unpin_button.on_click(lambda e: self._guard(self._unpin))
@@ -514,7 +518,6 @@ class Explorer(pn.viewable.Viewer):
             self.step_button,
             self.reset_button,
             self.continue_button,
-            self.shortcuts,
             sizing_mode="stretch_width",
             css_classes=["aggmrf-run"],
         )
@@ -600,10 +603,10 @@ class Explorer(pn.viewable.Viewer):
             collapsed=True,
             sizing_mode="stretch_width",
         )
-        score_row = pn.Row(
-            self.scoreboard, self.pin_button, self.unpin_button, sizing_mode="stretch_width"
-        )
-        grid = pn.Column(score_row, self.pins_md, grid, explain, sizing_mode="stretch_width")
+        # the pin buttons sit beside the scoreboard; the served page moves them to the header
+        self.pin_row = pn.Row(self.pin_button, self.unpin_button, css_classes=["aggmrf-pins-row"])
+        self.score_row = pn.Row(self.scoreboard, self.pin_row, sizing_mode="stretch_width")
+        grid = pn.Column(self.score_row, self.pins_md, grid, explain, sizing_mode="stretch_width")
         self.privacy_runs_md = pn.pane.Markdown(
             "", sizing_mode="stretch_width", margin=(0, 10), css_classes=["aggmrf-privacy-runs"]
         )
@@ -675,6 +678,7 @@ class Explorer(pn.viewable.Viewer):
             self.warning,
             self.message,
             self.tabs,
+            self.shortcuts,
             sizing_mode="stretch_width",
         )
         self._on_dataset_visibility()
@@ -694,9 +698,11 @@ class Explorer(pn.viewable.Viewer):
         self.run_box.objects = [self.preset]
         self.run_row.sizing_mode = None
         self.run_row.width = 330
+        # "Pin this run" beside the run controls: the scoreboard gets the whole line
+        self.score_row.objects = [self.scoreboard]
         tmpl = pn.template.BootstrapTemplate(
             title="aggmrf explorer",
-            header=[self.run_row],
+            header=[self.run_row, self.pin_row],
             sidebar=[self.sidebar],
             main=[self.main],
             sidebar_width=330,
@@ -897,7 +903,6 @@ class Explorer(pn.viewable.Viewer):
         self._refresh_fast()
 
     def _refresh_privacy_runs(self) -> None:
-        self._guard(self._refresh_privacy_curve)
         s = self.session
         runs = [r for r in s.privacy_runs if r.get("dataset") == s.dataset]
         if not runs:
@@ -905,15 +910,18 @@ class Explorer(pn.viewable.Viewer):
                 "Move ε: each finished run adds a point (ε, final test NLLH) to this session's "
                 "price-of-privacy curve."
             )
-            return
-        rows = "\n".join(
-            f"| {r['epsilon']:g} | {r['mechanism']}{' (MRF-N)' if r['noise_aware'] else ''} "
-            f"| {r['iterations']:,} | {r['nllh']:.4f} |"
-            for r in sorted(runs, key=lambda r: r["epsilon"])
-        )
-        self.privacy_runs_md.object = (
-            "| ε | mechanism | iterations | final test NLLH |\n|---|---|---|---|\n" + rows
-        )
+        else:
+            rows = "\n".join(
+                f"| {r['epsilon']:g} | {r['mechanism']}{' (MRF-N)' if r['noise_aware'] else ''} "
+                f"| {r['iterations']:,} | {r['nllh']:.4f} |"
+                for r in sorted(runs, key=lambda r: r["epsilon"])
+            )
+            self.privacy_runs_md.object = (
+                "| ε | mechanism | iterations | final test NLLH |\n|---|---|---|---|\n" + rows
+            )
+        # the figure after the text (a text changed after a figure was replaced in the
+        # same batch makes BokehJS lay out a view that does not exist yet)
+        self._guard(self._refresh_privacy_curve)
 
     def _on_running(self, event) -> None:
         self.play_button.label = "❚❚ Pause" if event.new else "▶ Play"
@@ -1281,11 +1289,13 @@ class Explorer(pn.viewable.Viewer):
             h = s.history()
             refs = s.references()
             pins, n = self.pins, len(self.pins)
-            self.p_nllh.update({"history": h, "references": refs, "pinned": pins}, key=n)
-            self.p_conv.update({"history": h, "floor": s.floor, "pinned": pins}, key=n)
+            # text first: a text that changes after a figure was replaced in the same
+            # batch makes BokehJS lay out the figure's view before it exists (page error)
             self.scoreboard.object = plots.scoreboard(s.trainer.last_nllh, refs)
             self.pins_md.object = plots.pins_caption(pins)
             self.pins_md.visible = bool(pins)
+            self.p_nllh.update({"history": h, "references": refs, "pinned": pins}, key=n)
+            self.p_conv.update({"history": h, "floor": s.floor, "pinned": pins}, key=n)
 
     def _refresh_heavy(self) -> None:
         """The visible tab's heavier views (predictions, d̂ vs d, table, XOR bars)."""

@@ -29,8 +29,6 @@ __all__ = [
     "UPLOAD_MAX_BYTES",
     "UPLOAD_CHUNK_BYTES",
     "WEBSOCKET_MAX_MESSAGE_BYTES",
-    "UPLOAD_MAX_ROWS",
-    "check_upload_budget",
     "format_bytes",
     "cache_dir",
     "read_json",
@@ -45,10 +43,6 @@ __all__ = [
 UPLOAD_MAX_BYTES = 10 * 2**20
 UPLOAD_CHUNK_BYTES = 2**20
 WEBSOCKET_MAX_MESSAGE_BYTES = 20 * 2**20
-# Size budget of an upload's tables: table rows K (the intercept, one row per modality of
-# each single table, M_f·M_g per pair table).  The trainer holds a few float64 arrays of K
-# per session, the aggregation a K × 2 count table: 2·10⁶ rows stay well under 1 GB.
-UPLOAD_MAX_ROWS = 2_000_000
 
 
 class LockedCache:
@@ -157,30 +151,6 @@ class UploadRegistry:
 
 
 UPLOADS = UploadRegistry(8)  # shared by the sessions of the process
-
-
-def check_upload_budget(
-    modalities: dict[str, int], singles: bool, pairs: bool, max_rows: int = UPLOAD_MAX_ROWS
-) -> int:
-    """Table rows K of an upload's layout, from its per-feature modality counts
-    ({column: M_f}), before anything is allocated; raises AggMRFError over ``max_rows``,
-    naming the columns that make the tables large and the fixes."""
-    m = {str(k): int(v) for k, v in modalities.items()}
-    counts = list(m.values())
-    rows = 1 + (sum(counts) if singles or len(counts) < 2 else 0)
-    if pairs:
-        total = sum(counts)
-        rows += (total * total - sum(c * c for c in counts)) // 2
-    if rows > max_rows:
-        worst = sorted(m, key=m.get, reverse=True)[:3]
-        named = ", ".join(f"{c!r} ({m[c]:,} values)" for c in worst)
-        raise AggMRFError(
-            f"this CSV would make {rows:,} table rows, over the explorer's budget of "
-            f"{max_rows:,}: the largest columns are {named}. Pick fewer features (leave out "
-            "ID-like columns), bin numbers into fewer bins, or use the command line with "
-            "hashed tables / --min-count."
-        )
-    return rows
 
 
 def cache_dir() -> Path:

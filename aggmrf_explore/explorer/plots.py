@@ -500,20 +500,21 @@ def convergence_plot(
 # ---------------------------------------------------------------------- scoreboard
 def scoreboard(nllh: float | None, references: dict[str, float] | None = None) -> str:
     """The one big line over the training plots (Markdown): the MRF's current test NLLH
-    against the skyline, naive Bayes and the best pair, and its gap to the skyline."""
+    against the skyline (with the gap), naive Bayes and the best pair.  Short enough for
+    one line beside the pin buttons at 1280 px."""
     refs = references or {}
     v = _finite(nllh)
-    parts = [f"**MRF test NLLH {v:.4f}**" if math.isfinite(v) else "**MRF test NLLH –**"]
+    parts = [f"Test NLLH: **MRF {v:.4f}**" if math.isfinite(v) else "Test NLLH: **MRF –**"]
     sky = _finite(refs.get(REFERENCE_NAMES[0]))
     if math.isfinite(sky):
-        gap = f" (gap **{v - sky:+.4f}**)" if math.isfinite(v) else ""
+        gap = f" (gap **{v - sky:+.4f}**)".replace("-", "−") if math.isfinite(v) else ""
         parts.append(f"skyline {sky:.4f}{gap}")
     else:
         parts.append("skyline: fitting…")
     for name, short in ((REFERENCE_NAMES[1], "naive Bayes"), (REFERENCE_NAMES[2], "best pair")):
         r = _finite(refs.get(name))
         if math.isfinite(r):
-            parts.append(f"{short} {r:.4f}")
+            parts.append(f"{short} {r:.3f}")
     return " · ".join(parts)
 
 
@@ -750,13 +751,18 @@ def xor_title(frame: pd.DataFrame | None) -> str:
     order, computed from ``frame`` (at n = 100 the exact bars are ≈ 1.0 / 0.0 / 0.8 / 0.2,
     not the large-n 0.9 / 0.1)."""
 
+    def fmt(v: float) -> str:
+        if not math.isfinite(v):
+            return "–"
+        text = f"{v:.2f}"
+        return text[:-1] if text.endswith("0") else text  # 0.80 → 0.8, 0.75 stays
+
     def values(col: str) -> str:
         if frame is None or col not in frame or not len(frame):
             return "–"
-        vals = [_finite(v) for v in frame[col]]
-        return " / ".join("–" if not math.isfinite(v) else f"{v:.2f}" for v in vals)
+        return " / ".join(fmt(_finite(v)) for v in frame[col])
 
-    return f"XOR: P(Y=1|x) per state — truth {values('truth')}, exact max-ent {values('exact max-ent')}"
+    return f"XOR, P(Y=1|x): truth {values('truth')}, exact max-ent {values('exact max-ent')}"
 
 
 def xor_plot(frame: pd.DataFrame | None):
@@ -792,7 +798,7 @@ PRIVACY_NAMES = (
     "MRF-N (finished runs)",
     "MRF-N: runs",
     "this run (training)",
-    "skyline: logistic on the records",
+    "skyline (no privacy)",
 )
 
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..budget import check_records
 from ..errors import AggMRFError
-from .caches import UPLOADS, LockedCache, cache_dir, check_upload_budget, read_json, write_json
+from .caches import UPLOADS, LockedCache, cache_dir, read_json, write_json
 
 __all__ = [
     "DATASETS",
@@ -31,7 +32,6 @@ __all__ = [
     "ProblemBundle",
     "SettingError",
     "StoredBaseline",
-    "modality_counts",
     "upload_name",
     "clear_caches",
     "register_upload",
@@ -97,19 +97,6 @@ class SettingError(AggMRFError):
     def __init__(self, setting: str, message: str) -> None:
         super().__init__(message)
         self.setting = setting
-
-
-def modality_counts(ds, n_bins: int = 10) -> dict[str, int]:
-    """Estimated modalities per feature of a Dataset (its train split), counted without
-    encoding: distinct values of a text column (+1 for an "(other)" modality), at most
-    ``n_bins`` + 2 for a numeric column with many values (deciles)."""
-    out = {}
-    for col in ds.feature_columns:
-        s = ds.train[col]
-        k = int(s.nunique(dropna=False))
-        numeric = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s)
-        out[col] = min(k, n_bins + 2) if numeric else k + 1
-    return out
 
 
 @dataclass
@@ -211,7 +198,8 @@ def get_problem(
             raise AggMRFError("pair tables need at least two features; add a feature.")
         with_pairs = pairs or len(ds.feature_columns) < 2
         if dataset == "upload":  # before anything is allocated: K from the modality counts
-            check_upload_budget(modality_counts(ds), singles, with_pairs)
+            enc = {k: v for k, v in ds.encoding.items() if k in ("unseen", "min_count")}
+            check_records(ds.train[ds.feature_columns], singles=singles, pairs=with_pairs, **enc)
         prob = experiment.prepare(ds, singles=singles, pairs=with_pairs, triples=triples)
         bundle = ProblemBundle(key, prob, all_features)
         if dataset == "xor" and not features:

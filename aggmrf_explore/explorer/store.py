@@ -184,7 +184,9 @@ class ExplorerSession(param.Parameterized):
         default=1 / 6, bounds=(0.0, 10.0), inclusive_bounds=(False, True),
         softbounds=(1e-4, 1.0), label="α_θ", doc="Step size of θ",
     )  # fmt: skip
-    gradient = param.Selector(default="rescaled", objects=["rescaled", "true"], label="gradient")
+    gradient = param.Selector(
+        default="rescaled", objects=["rescaled", "rescaled-paper", "true"], label="gradient"
+    )
     precondition = param.Boolean(default=True)
     iters_per_tick = param.Integer(
         default=50, bounds=(1, 1000), softbounds=(1, 200),

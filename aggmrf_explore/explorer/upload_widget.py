@@ -31,7 +31,8 @@ class UploadPicker(pn.widgets.FileDropper):
     max_bytes = param.Integer(default=UPLOAD_MAX_BYTES, bounds=(1, None))
     refused = param.String(default="")
 
-    _rename = {**pn.widgets.FileDropper._rename, "max_bytes": None, "refused": None}
+    # server-side only (Panel merges ``_rename`` along the class hierarchy)
+    _rename = {"max_bytes": None, "refused": None}
 
     def __init__(self, **params) -> None:
         max_bytes = params.get("max_bytes", UPLOAD_MAX_BYTES)

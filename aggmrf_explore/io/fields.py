@@ -79,6 +79,8 @@ def check_number(value: object, what: str, *, lo: float = -math.inf, hi: float =
         raise AggMRFError(f"{what} must be a finite number; got {_type(value)} {short(value)}.")
     v = float(value)
     if not lo <= v <= hi:
+        if hi == math.inf:
+            raise AggMRFError(f"{what} must be ≥ {lo:g}; got {v:g}.")
         raise AggMRFError(f"{what} must be between {lo:g} and {hi:g}; got {v:g}.")
     return v
 

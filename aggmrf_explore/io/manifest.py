@@ -83,8 +83,8 @@ def _check_tables(tables: object, names: list[str] | None, where: str) -> None:
                 check_str(f, f"{at} 'features' item {j + 1}")
                 if known is not None and f not in known:
                     raise AggMRFError(
-                        f"{at} names the feature {short(f)}, which {where} 'features' does not "
-                        "declare."
+                        f"{at} names the feature {short(f)}, which the 'features' list does "
+                        "not declare."
                     )
             if len(set(feats)) != len(feats):
                 raise AggMRFError(f"{at} lists a feature twice.")
@@ -104,10 +104,11 @@ def _check_noise(noise: object, where: str) -> None:
         )
     for key in ("epsilon", "delta", "sigma", "scale", "l1_sensitivity", "l2_sensitivity", "std"):
         if noise.get(key) is not None:
-            lo = 0.0
-            v = check_number(noise[key], f"{where} 'noise' {key!r}", lo=lo)
+            v = check_number(noise[key], f"{where} 'noise' {key!r}", lo=0.0)
             if key == "delta" and not v < 1:
                 raise AggMRFError(f"{where} 'noise' 'delta' must be below 1; got {v:g}.")
+            if key != "delta" and not v > 0:
+                raise AggMRFError(f"{where} 'noise' {key!r} must be > 0; got {v:g}.")
     for key in ("calibration", "accounting"):
         if noise.get(key) is not None:
             check_str(noise[key], f"{where} 'noise' {key!r}")

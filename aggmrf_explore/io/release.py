@@ -506,7 +506,9 @@ def _read_table_files(sources: list[_TableFile], label_column: str = LABEL_SUM) 
             out.extend(_long_tables(f, None, df))
         else:
             feats = [c for c in df.columns if c not in (COUNT, LABEL_SUM)]
-            out.append(_split_table(df, " × ".join(feats) or f.stem, f.name, lines, None))
+            # a file without a count column is not a table: never name it by its header
+            name = " × ".join(feats) if COUNT in df.columns and feats else f.stem
+            out.append(_split_table(df, name, f.name, lines, None))
     return out
 
 

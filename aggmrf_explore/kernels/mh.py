@@ -25,8 +25,9 @@ stream 1.  ``i0`` is the global index of the chain's first sample, so a shard of
 [i0, i0 + n) draws exactly what the same samples draw in one chain: results do not
 depend on threads nor on how samples are split into shards.
 
-Statistics are integers: d̂ as counts, ĉ as Σ round(σ(z_i) · 2^32) in int64 (exact, so
-shards' partial sums add up to the one-chain sums bit for bit); rows are kept transposed,
+Statistics are integers, packed as in the dense kernel: one int64 per row holds
+count · 2^a + Σ round(σ(z_i) · 2^q) (:func:`fixed_point`; q = 24 at n' = 400 000), exact, so
+shards' partial sums add up to the one-chain sums bit for bit; rows are kept transposed,
 int32 (T, n'), so the accumulation runs in parallel over tables (disjoint row ranges).
 """
 
@@ -42,7 +43,7 @@ from .rows import bucket, table_row
 
 __all__ = [
     "PROPOSAL_UNIFORM",
-    "FIXED_BITS",
+    "fixed_point",
     "alias_table",
     "mh_sweep",
     "mh_rows_logits",
@@ -52,7 +53,17 @@ __all__ = [
 
 BLOCK = 64  # samples per parallel work item
 PROPOSAL_UNIFORM = 0.05  # weight of the uniform in the proposal mixture
-FIXED_BITS = 32  # ĉ's fixed point: σ in units of 2^-32
+
+
+def fixed_point(n_samples: int) -> tuple[int, int]:
+    """(q_bits, a_bits) of the packed statistics of a chain of n' samples (all shards):
+    one int64 per row holds count · 2^a_bits + Σ round(σ · 2^q_bits); with n' < 2^b,
+    q_bits = min(32, 62 − 2b) and a_bits = q_bits + b keep every sum below 2^62."""
+    b = int(n_samples).bit_length()
+    q = min(32, 62 - 2 * b)
+    if q < 8:
+        raise ValueError(f"n_samples = {n_samples} is too large (at most 2^27 - 1)")
+    return q, q + b
 
 
 def alias_table(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,15 +106,17 @@ def _row(rest, v, s, off, H, salt):
 
 
 @njit(cache=True, parallel=True)
-def mh_sweep(x, y, z, W, theta, hs, mh, i0, key, acc_key, first_key, first, counts, rows_t, fixed):
+def mh_sweep(
+    x, y, z, W, theta, hs, mh, i0, key, acc_key, first_key, first, counts, rows_t, fixed, scale
+):
     """One sweep of the samples x int32 (n, D) (global indices i0 .. i0 + n − 1).
 
     y uint8 (n,), z float64 (n,) (filled with φ(x̃_i)·θ), W float64 (2K,) = [μ, μ + θ],
     θ (K,), hs: HashedStructure; mh: (use_mh bool (D,), alias_ptr int64 (D + 1,),
     alias_prob float64, alias_idx int64, log_q float64 (Σ M_f,)).  counts int64
     (n_blocks, 2 D) receives accepted / proposed MH moves per block and feature.  The new
-    state's rows, int32 rows_t (T, n), and fixed-point σ's, int64 fixed (n,), are written
-    as in :func:`mh_rows_logits` (the statistics then need no second pass).
+    state's rows, int32 rows_t (T, n), and fixed-point σ's round(σ · scale), int64 fixed
+    (n,), are written as in :func:`mh_rows_logits` (the statistics need no second pass).
     """
     n_modalities, feat_ptr, feat_tab, feat_stride = (
         hs.n_modalities,
@@ -117,7 +130,6 @@ def mh_sweep(x, y, z, W, theta, hs, mh, i0, key, acc_key, first_key, first, coun
     K = theta.shape[0]
     T = tab_off.shape[0]
     order = feature_order(key, D)
-    scale = float(2**FIXED_BITS)
     max_m = 1
     for f in range(D):
         max_m = max(max_m, n_modalities[f])
@@ -205,12 +217,11 @@ def mh_sweep(x, y, z, W, theta, hs, mh, i0, key, acc_key, first_key, first, coun
 
 
 @njit(cache=True, parallel=True)
-def mh_rows_logits(x, theta, tabs, rows_t, z, fixed):
+def mh_rows_logits(x, theta, tabs, rows_t, z, fixed, scale):
     """rows_t[t, i] = row of sample i in table t (int32 (T, n)), z[i] = φ(x̃_i)·θ and
-    fixed[i] = round(σ(z_i) · 2^FIXED_BITS) (int64)."""
+    fixed[i] = round(σ(z_i) · scale) (int64)."""
     tab_feat, tab_stride, tab_off, tab_H, tab_salt = tabs
     T = tab_off.shape[0]
-    scale = float(2**FIXED_BITS)
     for i in prange(x.shape[0]):
         zi = 0.0
         for t in range(T):
@@ -222,15 +233,14 @@ def mh_rows_logits(x, theta, tabs, rows_t, z, fixed):
 
 
 @njit(cache=True, parallel=True)
-def mh_accumulate(rows_t, fixed, d, c):
-    """d[r] += 1 and c[r] += fixed[i] over every (table, sample), int64 (K,) each; parallel
-    over tables (their rows are disjoint), so the sums are exact and thread independent."""
+def mh_accumulate(rows_t, fixed, one_a, acc):
+    """acc[r] += one_a + fixed[i] over every (table, sample): count · one_a + Σ fixed σ in
+    one int64 per row (:func:`fixed_point`); parallel over tables (their rows are
+    disjoint), so the sums are exact and thread independent."""
     T, n = rows_t.shape
     for t in prange(T):
         for i in range(n):
-            r = rows_t[t, i]
-            d[r] += 1
-            c[r] += fixed[i]
+            acc[rows_t[t, i]] += one_a + fixed[i]
 
 
 @njit(cache=True)

@@ -12,7 +12,7 @@ that is M_f > 17.
 A chain can hold a *shard*: the samples ``first .. first + count − 1`` of a chain of
 ``n_samples``; its draws are exactly those of the same samples in the whole chain (the
 counter-based uniforms are keyed by the global sample index), and
-:meth:`MHGibbsChain.integer_statistics` returns exact integer partial sums, so shards
+:meth:`MHGibbsChain.packed_statistics` returns exact integer partial sums, so shards
 reduce to the one-chain statistics bit for bit (:mod:`aggmrf_explore.distributed`).
 """
 
@@ -22,9 +22,9 @@ import numpy as np
 
 from .hashed import HashedStructure
 from .mh import (
-    FIXED_BITS,
     PROPOSAL_UNIFORM,
     alias_table,
+    fixed_point,
     init_samples_offset,
     mh_accumulate,
     mh_rows_logits,
@@ -33,7 +33,7 @@ from .mh import (
 from .rng import stream_key
 from .rows import table_arrays
 
-__all__ = ["MHGibbsChain", "mh_features", "integer_to_float", "MH_COST_MARGIN"]
+__all__ = ["MHGibbsChain", "mh_features", "unpack_statistics", "MH_COST_MARGIN"]
 
 MH_COST_MARGIN = 8.0
 
@@ -95,8 +95,7 @@ class MHGibbsChain:
             )
         if layout.K >= 2**31:
             raise ValueError("more than 2^31 table rows; use feature hashing to reduce K")
-        if n_samples >= 2 ** (62 - FIXED_BITS):
-            raise ValueError(f"n_samples = {n_samples} is too large for exact statistics.")
+        self.q_bits, self.a_bits = fixed_point(n_samples)  # of the whole chain
         m = np.asarray(layout.n_modalities, dtype=np.int64)
         D = m.size
         ps, cdfs = _cdfs(m, marginals)
@@ -141,7 +140,7 @@ class MHGibbsChain:
         self._z = np.zeros(count)
         self._fixed = np.zeros(count, dtype=np.int64)
         self._rows_t = np.zeros((len(layout.tables), count), dtype=np.int32)
-        self._acc = (np.zeros(self.K, dtype=np.int64), np.zeros(self.K, dtype=np.int64))
+        self._acc = np.zeros(self.K, dtype=np.int64)
         self._W = np.zeros(
             2 * self.K, dtype=np.float32
         )  # [μ, μ + θ] in float32 (as the dense kernel)
@@ -181,7 +180,7 @@ class MHGibbsChain:
             self._rows_t,
             self._W,
             self._counts,
-            *self._acc,
+            self._acc,
         )
         return int(sum(a.nbytes for a in arrays))
 
@@ -236,7 +235,7 @@ class MHGibbsChain:
         mh_sweep(
             self._x, self._y, self._z, self._W, theta, self.structure, self._mh,
             self.first, keys[0], keys[1], keys[2], not self._y_drawn, self._counts,
-            self._rows_t, self._fixed,
+            self._rows_t, self._fixed, float(2**self.q_bits),
         )  # fmt: skip
         D = self._x.shape[1]
         self.accepted = self._counts[:, :D].sum(axis=0)
@@ -249,7 +248,10 @@ class MHGibbsChain:
     def _ensure_rows(self, theta: np.ndarray) -> None:
         if self._rows_theta is not None and np.array_equal(theta, self._rows_theta):
             return
-        mh_rows_logits(self._x, theta, self.structure.tables, self._rows_t, self._z, self._fixed)
+        mh_rows_logits(
+            self._x, theta, self.structure.tables, self._rows_t, self._z, self._fixed,
+            float(2**self.q_bits),
+        )  # fmt: skip
         self._rows_theta = theta.copy()
         self._stats = None
 
@@ -259,29 +261,32 @@ class MHGibbsChain:
         self._ensure_rows(theta)
         return self._z.copy()
 
-    def integer_statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Exact partial sums, int64 (K,) each: counts Σ_i φ(x̃_i) and
-        Σ_i round(σ(φ(x̃_i)·θ) 2^32) φ(x̃_i) over the samples held (the chain's own
-        buffers, read-only, valid until the next sweep)."""
+    def packed_statistics(self, theta: np.ndarray) -> np.ndarray:
+        """Exact partial sums over the samples held, int64 (K,): count · 2^a_bits +
+        Σ_i round(σ(φ(x̃_i)·θ) 2^q_bits) per row (:func:`.mh.fixed_point` of the whole
+        chain, so shards' arrays add up exactly); the chain's own buffer, read-only,
+        valid until the next sweep.  :func:`unpack_statistics` gives (d̂, ĉ)."""
         theta = self._check(theta, "theta")
         self._ensure_rows(theta)
         if self._stats is None:
-            d, c = self._acc
-            d.fill(0)
-            c.fill(0)
-            mh_accumulate(self._rows_t, self._fixed, d, c)
-            self._stats = (d.view(), c.view())
-            for a in self._stats:
-                a.flags.writeable = False
+            self._acc.fill(0)
+            mh_accumulate(
+                self._rows_t, self._fixed, np.int64(1) << np.int64(self.a_bits), self._acc
+            )
+            self._stats = self._acc.view()
+            self._stats.flags.writeable = False
         return self._stats
 
     def statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Unscaled d̂ = Σ_i φ(x̃_i) and ĉ = Σ_i σ(φ(x̃_i)·θ) φ(x̃_i), float64 (K,) each
-        (σ in units of 2^-32: exact sums, thread and shard independent)."""
-        d, c = self.integer_statistics(theta)
-        return integer_to_float(d, c)
+        (σ in units of 2^-q_bits: exact sums, thread and shard independent)."""
+        return unpack_statistics(self.packed_statistics(theta), self.q_bits, self.a_bits)
 
 
-def integer_to_float(d: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(d, c) int64 partial sums → float64 (d̂, ĉ): exact conversions (below 2^53)."""
-    return d.astype(np.float64), c.astype(np.float64) * float(2.0**-FIXED_BITS)
+def unpack_statistics(
+    packed: np.ndarray, q_bits: int, a_bits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Packed int64 (K,) sums → float64 (d̂, ĉ), (K,) each: exact conversions."""
+    d = (packed >> np.int64(a_bits)).astype(np.float64)
+    mask = (np.int64(1) << np.int64(a_bits)) - np.int64(1)
+    return d, (packed & mask).astype(np.float64) * float(2.0**-q_bits)
