@@ -153,20 +153,19 @@ def aggregate_duckdb(
         sql = grouping_sql(layout, _reader(src), cols, label)
         d = np.zeros(layout.K)
         c = np.zeros(layout.K)
-        cells = bad_code = bad_label = 0
+        cells = bad_label = 0
         # the cells come back in Arrow batches: Python holds one batch at a time
-        for batch in con.execute(sql).to_arrow_reader(BATCH_ROWS):
+        for batch in con.sql(sql).to_arrow_reader(BATCH_ROWS):
             res = {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
+            if np.any(res["__bad_code"] > 0):  # before any row is computed from a bad code
+                _raise_bad_code(duckdb.connect(), layout, _reader(src), cols)
             cells += res["__gid"].size
-            bad_code += int(np.count_nonzero(res["__bad_code"]))
             bad_label += int(np.count_nonzero(res["__bad_label"]))
             rows = _rows_from_keys(
                 layout, res["__gid"].astype(np.int64), res["__key"].astype(np.int64)
             )
             d += np.bincount(rows, weights=res["__d"].astype(np.float64), minlength=layout.K)
             c += np.bincount(rows, weights=res["__c"].astype(np.float64), minlength=layout.K)
-        if cells and bad_code:
-            _raise_bad_code(con, layout, _reader(src), cols)
     except duckdb.Error as e:
         raise AggMRFError(f"DuckDB could not aggregate {src!r}: {e}") from e
     finally:

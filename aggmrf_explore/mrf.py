@@ -265,8 +265,9 @@ class Penalty(NamedTuple):
 class Update(NamedTuple):
     """One PCD update: the new parameters and every intermediate quantity (each (K,)).
 
-    g_mu, g_theta: gradients;  ratio: d / d̂ (1 where d̂ = 0);  c_model: the model's label
-    sums in g_θ (ratio·ĉ for the rescaled gradient, ĉ for the true one);  h_mu, h_theta:
+    g_mu, g_theta: gradients;  ratio: r of :func:`rescaling_ratio` (with fallbacks);  c_model:
+    the model's label sums in g_θ (r·ĉ for the rescaled gradients, ĉ for the true one);  h_mu,
+    h_theta:
     preconditioners (floored at s; a scalar without preconditioning);  dir_mu, dir_theta:
     the clipped directions (dir_mu = 0 on the intercept).
     """

@@ -96,8 +96,8 @@ def main() -> None:
                 for _ in range(3):
                     wait_status(page, lambda t: iteration(t) > 200)
                     handle.focus()
-                    page.keyboard.press("ArrowRight")
-                    page.wait_for_timeout(1500)
+                    page.keyboard.press("ArrowRight")  # the next ε: a new release and run
+                    wait_status(page, lambda t: iteration(t) < 150)
                 wait_status(page, lambda t: iteration(t) > 200)
                 page.get_by_role("button", name="❚❚ Pause").first.click()
                 page.wait_for_timeout(3000)

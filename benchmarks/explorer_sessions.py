@@ -85,6 +85,7 @@ def measure_start(browser, label: str, cache: str, timeout: float = 900.0) -> No
     try:
         ctx = browser.new_context(viewport={"width": 1280, "height": 720})
         page = ctx.new_page()
+        page.set_default_navigation_timeout(timeout * 1000)
         page.goto(f"http://127.0.0.1:{port}/explorer")
         status = page.locator(".aggmrf-status p").first
         status.wait_for(state="visible", timeout=timeout * 1000)

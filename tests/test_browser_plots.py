@@ -157,7 +157,7 @@ def test_pin_two_runs_and_see_their_ghosts(server, browser):
 @pytest.mark.parametrize("width,height", [(1280, 720), (1600, 1000)])
 def test_training_tab_screenshot(server, browser, shots, width, height):
     """The Training tab of Adult after a few hundred iterations, at projector sizes."""
-    p = Page(browser, server.url + "?dataset=adult&n_gibbs=2000", ready="Adult", timeout=120)
+    p = Page(browser, server.url + "?dataset=adult&n_gibbs=10000", ready="Adult", timeout=120)
     try:
         p.page.set_viewport_size({"width": width, "height": height})
         train_until(p, 300, timeout=40)

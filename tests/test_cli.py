@@ -26,7 +26,14 @@ def test_run_json_shape(capsys):
     assert code == 0
     res = json.loads(out)
     assert res["dataset"] == "synthetic" and res["n_train"] == 3000 and res["n_test"] == 3000
-    assert set(res["models"]) == {"mrf", "logistic_pairs", "logistic", "naive_bayes", "naive_bayes_plain", "best_pair"}
+    assert set(res["models"]) == {
+        "mrf",
+        "logistic_pairs",
+        "logistic",
+        "naive_bayes",
+        "naive_bayes_plain",
+        "best_pair",
+    }
     for m in res["models"].values():
         assert np.isfinite(m["nllh_test"]) and m["seconds"] >= 0
     assert res["settings"]["n_gibbs"] == 1000 and res["settings"]["iterations"] == 30
@@ -184,3 +191,58 @@ def test_python_dash_m_runs_the_command_line():
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
     assert res.stderr.startswith("error: argument --n: must be an integer from 100 "), res.stderr
+
+
+# ---------------------------------------------------------------------- one error channel (issue 13)
+@pytest.mark.parametrize(
+    "exc, says",
+    [
+        (PermissionError(13, "Permission denied", "/srv/x.csv"), "permission denied: '/srv/x.csv'"),
+        (IsADirectoryError(21, "Is a directory", "/srv"), "is a directory"),
+        (FileNotFoundError(2, "No such file", "/nope"), "no such file"),
+        (MemoryError(), "out of memory"),
+        (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), "UTF-8"),
+        (OSError(28, "No space left on device", "/full"), "no space left"),
+    ],
+)
+def test_expected_failures_are_one_error_line(monkeypatch, capsys, exc, says):
+    from aggmrf_explore import cli
+
+    def boom(args):
+        raise exc
+
+    monkeypatch.setitem(cli.COMMANDS, "xor", boom)
+    code, out, err = run_cli(capsys, ["xor"])
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), err
+    assert " — " in err and says.lower() in err.lower(), err
+
+
+def test_a_bug_shows_its_traceback_and_asks_for_a_report(monkeypatch, capsys):
+    from aggmrf_explore import cli
+
+    def boom(args):
+        raise KeyError("internal")
+
+    monkeypatch.setitem(cli.COMMANDS, "xor", boom)
+    code, out, err = run_cli(capsys, ["xor"])
+    assert code == 1 and "Traceback" in err and "KeyError" in err
+    assert err.strip().splitlines()[-1].startswith("this is a bug in aggmrf-explore")
+
+
+def test_argparse_errors_are_one_line(capsys):
+    code, out, err = run_cli(capsys, ["run", "--dataset", "toy", "--frobnicate"])
+    assert code == 2 and err.count("\n") == 1 and "usage:" not in err
+    assert err.startswith("error: unrecognized arguments: --frobnicate"), err
+
+
+def test_long_multi_line_errors_become_one_short_line():
+    from aggmrf_explore.cli.channel import MAX_LINE, one_line
+
+    msg = (
+        "inconsistent release 'r':\n  - "
+        + "\n  - ".join(["problem " * 40] * 5)
+        + "\n(fix: --lenient)"
+    )
+    line = one_line(msg)
+    assert "\n" not in line and len(line) <= MAX_LINE and line.endswith("(fix: --lenient)")
+    assert line.startswith("inconsistent release 'r': problem")

@@ -276,8 +276,8 @@ def test_table_display_speaks_words_and_whole_counts():
     noisy = frame.assign(true_count=[10.0, 31.0], true_label_sum=[3.0, 8.0], count=[12.4, 29.2])
     out = plots.table_display(noisy)
     assert list(out.columns)[-2:] == ["true count", "true label sum"]
-    assert "released count d (noisy)" in out.columns
-    assert out["released count d (noisy)"].tolist() == [12.4, 29.2]
+    assert "noisy count d" in out.columns
+    assert out["noisy count d"].tolist() == [12.4, 29.2]
 
 
 def test_privacy_curve_fills_in_point_by_point():
@@ -299,6 +299,7 @@ def test_privacy_curve_fills_in_point_by_point():
     fig = _render(plots.privacy_curve_plot(runs, live, 0.38, "adult"))
     assert fig.x_scale.__class__.__name__ == "LogScale"
     assert "ε" in fig.xaxis[0].axis_label
+    assert {0.1, 1.0, 10.0} <= set(fig.xaxis[0].ticker.ticks)  # labelled log ticks
     # same layers with nothing yet
     empty = plots.privacy_curve_data([], None, None)
     assert list(empty.layers) == list(d.layers)

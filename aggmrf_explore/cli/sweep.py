@@ -64,8 +64,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from ..baselines import logistic_pairs
     from ..errors import DivergenceError
-    from ..io.formula import neutralise_frame
     from ..experiment import train_mrf
+    from ..io.formula import neutralise_frame
     from ..privacy import release
 
     cli_args.check_numbers(args)

@@ -266,10 +266,11 @@ class Explorer(pn.viewable.Viewer):
         self.step_button.on_click(lambda e: self._guard(self._step))
         self.reset_button.on_click(lambda e: self._guard(self._reset))
         # after a divergence: continue from the last good state (the trainer rejected the
-        # diverging step) with smaller steps, instead of Reset to iteration 0
+        # diverging step) with smaller steps, instead of Reset to iteration 0; shown under
+        # the divergence warning (the header's run controls have no room left)
         self.continue_button = pn.widgets.Button(
-            label="Continue from last good state", color="warning",
-            visible=False, css_classes=["aggmrf-continue"], **sw,
+            label="Continue from last good state", color="warning", width=280,
+            visible=False, css_classes=["aggmrf-continue"], margin=(0, 10, 8, 10),
         )  # fmt: skip
         self.continue_button.on_click(lambda e: self._guard(self.session.resume))
         s.param.watch(lambda e: setattr(self.continue_button, "visible", bool(e.new)), "warning")
@@ -382,7 +383,7 @@ class Explorer(pn.viewable.Viewer):
             name="Lesson link", disabled=False, css_classes=["aggmrf-lesson-link"], **sw
         )
         self.copy_lesson = pn.widgets.Button(
-            label="Copy lesson link", button_type="primary", css_classes=["aggmrf-copy"], **sw
+            label="Copy lesson link", color="primary", css_classes=["aggmrf-copy"], **sw
         )
         self.copy_lesson.js_on_click(
             args={"link": self.lesson_url},
@@ -517,7 +518,6 @@ class Explorer(pn.viewable.Viewer):
             self.play_button,
             self.step_button,
             self.reset_button,
-            self.continue_button,
             sizing_mode="stretch_width",
             css_classes=["aggmrf-run"],
         )
@@ -676,6 +676,7 @@ class Explorer(pn.viewable.Viewer):
             self.status_bar,
             self.notice,
             self.warning,
+            self.continue_button,
             self.message,
             self.tabs,
             self.shortcuts,

@@ -161,21 +161,24 @@ def _columns(glyph, layer) -> dict:
 
 
 def _set_ticks(fig, extra: dict) -> None:
-    """Labelled and minor ticks of a log y axis (``extra["yticks"]``, ``extra["yminor"]``)."""
-    ticks = extra.get("yticks")
-    if not ticks:
-        return
+    """Labelled and minor ticks of a log axis (``extra["yticks"]`` / ``["yminor"]``, and
+    the same for x)."""
     from bokeh.models import FixedTicker
 
-    minor = list(extra.get("yminor", []))
-    ticker = fig.yaxis[0].ticker
-    if isinstance(ticker, FixedTicker):
-        if list(ticker.ticks) != list(ticks):
-            ticker.ticks = list(ticks)
-        if list(ticker.minor_ticks) != minor:
-            ticker.minor_ticks = minor
-    else:
-        fig.yaxis[0].ticker = FixedTicker(ticks=list(ticks), minor_ticks=minor)
+    for axis in ("x", "y"):
+        ticks = extra.get(f"{axis}ticks")
+        if not ticks:
+            continue
+        minor = list(extra.get(f"{axis}minor", []))
+        ax = (fig.xaxis if axis == "x" else fig.yaxis)[0]
+        ticker = ax.ticker
+        if isinstance(ticker, FixedTicker):
+            if list(ticker.ticks) != list(ticks):
+                ticker.ticks = list(ticks)
+            if list(ticker.minor_ticks) != minor:
+                ticker.minor_ticks = minor
+        else:
+            ax.ticker = FixedTicker(ticks=list(ticks), minor_ticks=minor)
 
 
 def _set_legend(fig, labels: dict) -> None:

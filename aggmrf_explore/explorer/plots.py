@@ -148,7 +148,7 @@ class PlotData:
     text layer.  The app pushes these arrays into the existing Bokeh data sources of a
     figure first drawn by the matching HoloViews function (same labels, same layer
     order), so a refresh never rebuilds the figure.  ``extra`` may hold "yticks" /
-    "yminor" (tick positions of a log axis), "legend" ({layer: legend label}) and
+    "yminor" and "xticks" / "xminor" (tick positions of a log axis), "legend" ({layer: legend label}) and
     "image" (predictions, binned).
     """
 
@@ -201,13 +201,23 @@ def log_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], li
 
 def _log_axis_hook(plot, element) -> None:
     """HoloViews hook: the plot's y axis ticks from ``log_ticks`` of its y range."""
+    _fixed_log_ticks(plot.state, "y")
+
+
+def _log_x_hook(plot, element) -> None:
+    """HoloViews hook: the plot's x axis ticks from ``log_ticks`` of its x range."""
+    _fixed_log_ticks(plot.state, "x")
+
+
+def _fixed_log_ticks(fig, axis: str) -> None:
     from bokeh.models import FixedTicker
 
-    fig = plot.state
-    r = fig.y_range
+    r = fig.y_range if axis == "y" else fig.x_range
     majors, minors = log_ticks(r.start, r.end)
     if majors:
-        fig.yaxis[0].ticker = FixedTicker(ticks=majors, minor_ticks=minors)
+        (fig.yaxis if axis == "y" else fig.xaxis)[0].ticker = FixedTicker(
+            ticks=majors, minor_ticks=minors
+        )
 
 
 # ---------------------------------------------------------------------- pinned runs
@@ -870,7 +880,9 @@ def privacy_curve_data(
         if n
         else "The price of privacy: move ε, each finished run adds a point"
     )
-    return PlotData(layers, (lo_x, hi_x), (lo_y - pad, hi_y + pad), title)
+    majors, minors = log_ticks(lo_x, hi_x)
+    extra = {"xticks": majors, "xminor": minors}
+    return PlotData(layers, (lo_x, hi_x), (lo_y - pad, hi_y + pad), title, extra)
 
 
 def privacy_curve_plot(
@@ -911,6 +923,7 @@ def privacy_curve_plot(
             xlim=d.xlim,
             ylim=d.ylim,
             xformatter="%g",
+            hooks=[_log_x_hook],
             **_legend_opts(4),
             **_COMMON,
         )
@@ -935,12 +948,12 @@ def table_display(frame: pd.DataFrame, noisy: bool | None = None) -> pd.DataFram
     without ".0" and the rest to 1 decimal.
 
     ``frame``: ``AggregatedData.table_frame(t, extra={"d_hat": …, "c_hat": …})``;
-    ``noisy`` (default: a true_count column is present) names d and c "released (noisy)".
+    ``noisy`` (default: a true_count column is present) names d and c "noisy".
     """
     noisy = "true_count" in frame if noisy is None else noisy
     names = dict(TABLE_COLUMNS)
     if noisy:
-        names.update(count="released count d (noisy)", label_sum="released label sum c (noisy)")
+        names.update(count="noisy count d", label_sum="noisy label sum c")
     keys = [c for c in frame.columns if c not in TABLE_COLUMNS]
     keys += [c for c in TABLE_COLUMNS if c in frame.columns]
     out = pd.DataFrame(index=frame.index)

@@ -107,9 +107,9 @@ _IN_SUBPROCESS = bool(os.environ.get("AGGMRF_COMPILING"))
 
 
 def compile_in_subprocess(code: str) -> bool:
-    """Run ``code`` (a warm-up) in a niced child Python sharing numba's cache directory;
+    """Run ``code`` (a warm-up) in a child Python sharing numba's cache directory;
     True if it succeeded (else the caller compiles in-process, as before)."""
-    cmd = [sys.executable, "-c", "import os; os.nice(10)\n" + code]
+    cmd = [sys.executable, "-c", code]
     try:
         done = subprocess.run(cmd, env=os.environ.copy(), capture_output=True, timeout=1800)
     except (OSError, subprocess.SubprocessError) as exc:

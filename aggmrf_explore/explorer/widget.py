@@ -29,7 +29,13 @@ import numpy as np
 
 from ..errors import AggMRFError, DivergenceError
 
-__all__ = ["TrainingWidget", "convergence_figure", "notebook_explorer", "explorer_widget"]
+__all__ = [
+    "TrainingWidget",
+    "convergence_figure",
+    "load_offline",
+    "notebook_explorer",
+    "explorer_widget",
+]
 
 
 # ====================================================================== the plot
@@ -122,6 +128,9 @@ class TrainingWidget:
     floor : Monte-Carlo floor of the d̂ error; default ``mrf.expected_floor`` of the
         trainer's data and n′.
     title : optional title above the plot.
+    frame_seconds : each redraw stays on screen at least this long (seconds; 0 = as fast
+        as training goes).  A small problem trains 100 iterations in well under a second,
+        which a student would see as a blink; 0.15 s per frame lets the curves grow.
 
     Display the widget (last expression of a cell, or ``display(w)``), then call
     :meth:`run`: it trains in the calling cell, in chunks of ``plot_every`` iterations,
@@ -136,6 +145,7 @@ class TrainingWidget:
         references: Mapping[str, float] | None = None,
         floor: float | None = None,
         title: str | None = None,
+        frame_seconds: float = 0.15,
     ) -> None:
         import ipywidgets as W
 
@@ -149,8 +159,11 @@ class TrainingWidget:
             raise AggMRFError(f"plot_every must be an integer ≥ 1; got {plot_every!r}.")
         if plot_every < 1:
             raise AggMRFError(f"plot_every must be an integer ≥ 1; got {plot_every}.")
+        if not (isinstance(frame_seconds, int | float) and 0 <= frame_seconds <= 5):
+            raise AggMRFError(f"frame_seconds must be a number in [0, 5]; got {frame_seconds!r}.")
         self.trainer = trainer
         self.plot_every = int(plot_every)
+        self.frame_seconds = float(frame_seconds)
         self.references = dict(references or {})
         if floor is None and hasattr(trainer, "data") and hasattr(trainer, "settings"):
             from ..mrf import expected_floor
@@ -159,6 +172,7 @@ class TrainingWidget:
         self.floor = floor
         self.title = title
         self.status = "ready"
+        self.frames = 0  # redraws during the last run()
         self.progress = W.IntProgress(
             value=0, min=0, max=1, description="training", bar_style="info",
             layout=W.Layout(width="60%"),
@@ -214,16 +228,22 @@ class TrainingWidget:
         k = int(k)
         self.progress.max = k
         self.progress.value = 0
+        self.frames = 0
         self.progress.bar_style = "info"
         self.status = "training"
         out: list = []
-        t0 = time.perf_counter()
+        trained = 0.0  # seconds spent training, for an honest it/s while frames are paced
         try:
             while len(out) < k:
+                t_frame = time.perf_counter()
                 out.extend(self.trainer.step(min(self.plot_every, k - len(out))))
+                trained += time.perf_counter() - t_frame
                 self.progress.value = len(out)
-                dt = time.perf_counter() - t0
-                self.refresh(len(out) / dt if dt > 0 else None)
+                self.refresh(len(out) / trained if trained > 0 else None)
+                self.frames += 1
+                rest = self.frame_seconds - (time.perf_counter() - t_frame)
+                if rest > 0 and len(out) < k:
+                    time.sleep(rest)
         except DivergenceError as exc:
             self.status = f"diverged: {exc}"
             self.progress.bar_style = "danger"
@@ -237,6 +257,26 @@ class TrainingWidget:
 
 
 # ====================================================================== the explorer
+def load_offline() -> None:
+    """Load BokehJS, Panel and HoloViews' Bokeh renderer into this notebook INLINE.
+
+    Classrooms and exam rooms are often offline: Panel's default notebook loader fetches
+    BokehJS and panel.min.js from a CDN, and the explorer then shows a red JavaScript error
+    box.  This publishes the libraries inside the cell's output instead (≈ 4 MB, once per
+    kernel; later calls publish nothing new).  :func:`notebook_explorer` and
+    :func:`explorer_widget` call it; call it yourself before displaying any other Panel or
+    HoloViews object in the same notebook — and do not call ``pn.extension()`` without
+    ``inline=True`` first, or the CDN loader wins.
+    """
+    import holoviews as hv
+    import panel as pn
+
+    pn.config.inline = True
+    if not getattr(hv.extension, "_loaded", False) or hv.Store.current_backend != "bokeh":
+        hv.extension("bokeh", logo=False, inline=True)
+    pn.extension(inline=True)
+
+
 def notebook_explorer(**settings):
     """An :class:`~aggmrf_explore.explorer.app.Explorer` ready in a notebook.
 
@@ -246,15 +286,13 @@ def notebook_explorer(**settings):
     the page (or cell) renders, here the data are prepared and the trainer is built
     before this returns, in the calling thread: no worker thread is started, and the
     explorer can be stepped at once (``ex.session.step(k)`` or its Step button).
-    Display it as the last expression of a cell after ``pn.extension()``.
+    Display it as the last expression of a cell; no ``pn.extension()`` is needed (the
+    libraries are loaded inline by :func:`load_offline`).
     """
-    import holoviews as hv
-
     from . import app, runtime
     from .store import ExplorerSession
 
-    if "bokeh" not in hv.Store.renderers or hv.Store.current_backend != "bokeh":
-        hv.extension("bokeh", logo=False)  # the explorer's plots are Bokeh plots
+    load_offline()  # BokehJS + Panel inline: the explorer renders without internet
     runtime.warm_up_once()
     session = ExplorerSession(lazy=False, **settings)  # loads data and builds the trainer now
     # an Explorer given a loaded session draws it at once; later data changes made in the

@@ -89,6 +89,11 @@ def _model(model: object) -> MRFModel:
                 "model export does not support hashed tables yet (their rows are hash "
                 "buckets, not modality combinations); use MRFModel.predict_proba directly."
             )
+        if not (np.all(np.isfinite(model.theta)) and np.all(np.isfinite(model.mu))):
+            raise AggMRFError(
+                "the model has non-finite θ or μ (training diverged?) and cannot be saved; "
+                "retrain with smaller steps or a larger λθ."
+            )
         return model
     raise AggMRFError(f"expected a fitted MRFModel (or a PCDTrainer); got {type(model).__name__}.")
 
@@ -143,7 +148,9 @@ def export_model_json(
     :class:`~aggmrf_explore.encoding.Schema` (e.g. ``read_release(...).schema``); it maps raw
     records to codes, bin edges included.  ``None``: labels only (records must hold labels).
     """
-    return json.dumps(model_to_dict(model, encoder_or_schema, settings), ensure_ascii=False)
+    return json.dumps(
+        model_to_dict(model, encoder_or_schema, settings), ensure_ascii=False, allow_nan=False
+    )
 
 
 def export_model_csv(model: object, encoder_or_schema: Encoder | Schema | None = None) -> str:

@@ -258,8 +258,7 @@ def _huge_table_file(d: Path) -> None:
     rel = _copy_release(d)
     m = _manifest(rel)
     path = rel / first_table_file(m)["file"]
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(("x" * 1_000_000 + "\n") * 300)  # 300 MB of junk appended
+    os.truncate(path, path.stat().st_size + 300 * 2**20)  # 300 MB appended (sparse: fast)
 
 
 def _wide_release(m: dict) -> None:
