@@ -35,15 +35,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+sys.path.insert(0, str(ROOT))
 from test_browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
-    Page,
     free_port,
     server_log,
     start_server,
     stop_server,
 )
+
+from tests.test_browser_app import AppPage  # noqa: E402
+
+
+def Page(browser, url: str, ready: str = "iteration 0", timeout: float = 300):  # noqa: N802
+    """An explorer page at 1600×1000 (navigation may take long on a loaded machine)."""
+    return AppPage(browser, url, ready, timeout, viewport={"width": 1600, "height": 1000})
 
 
 def rss_mb(pid: int) -> float:

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.test_browser import Page, browser, server, shots  # noqa: F401 - fixtures
+from tests.test_browser import Page, browser, server, shots, slack  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
 
@@ -95,12 +95,13 @@ def test_adult_nllh_plot_past_4500_iterations_holds_every_point(server, browser)
     straight line.  Adult with a small n' (fast) and big ticks; NLLH every 3rd iteration."""
     p = Page(
         browser,
-        server.url + "?dataset=adult&n_gibbs=200&iters_per_tick=200",
+        server.url + "?dataset=adult&n_gibbs=50&iters_per_tick=500",
         ready="Adult",
         timeout=120,
     )
     try:
-        it = train_until(p, 4600, timeout=45)
+        # ~25 s at ~190 it/s on an idle 2-core machine; longer when it is loaded
+        it = train_until(p, 4600, timeout=45 * slack())
         assert it >= 4500, f"Adult reached only iteration {it} (status {p.status()!r})"
         data = series(p)
         x, y = data["MRF"]

@@ -158,6 +158,7 @@ def test_convergence_plot_log_axis_readable_ticks_and_floor_on_top():
     # the curves end near 0.04: labelled ticks below and above them, at 1-2-5 values
     assert any(t <= 0.04 for t in ticks) and any(0.04 < t <= 0.1 for t in ticks), ticks
     assert len(ticks) >= 3 and fig.yaxis[0].ticker.minor_ticks
+    assert ticks[0] == pytest.approx(fig.y_range.start)  # a labelled tick at the bottom
     # the dashed floor is the last glyph drawn: over the curves, never hidden under them
     lines = [r for r in fig.renderers if hasattr(r, "glyph")]
     assert lines[-1].glyph.line_dash == [6] or lines[-1].glyph.line_dash == "dashed"

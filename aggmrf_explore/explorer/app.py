@@ -1264,14 +1264,15 @@ class Explorer(pn.viewable.Viewer):
         ``reset_index(inplace=True)``, which pandas flags as deprecated: not ours to fix)."""
         frame = plots.table_display(self.session.table_view())
         # Tabulator renders titles as HTML: column names (user-supplied) escaped; text
-        # cells (modalities of an uploaded CSV) through the "plaintext" formatter
-        self.table_view.titles = {c: escape_html(c) for c in frame.columns}
-        self.table_view.formatters = {
-            c: {"type": "plaintext"} for c in frame.columns if frame[c].dtype == object
-        }
+        # cells (modalities of an uploaded CSV) through the "plaintext" formatter.  Titles
+        # accumulate: Panel redraws the table shown so far with the new titles before the
+        # new frame arrives, so the old columns must keep their escaped titles too.
+        tv = self.table_view
+        titles = {**tv.titles, **{c: escape_html(c) for c in frame.columns}}
+        text = {c: {"type": "plaintext"} for c in frame.columns if frame[c].dtype == object}
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*inplace keyword in DataFrame.reset_index")
-            self.table_view.value = frame
+            tv.param.update(titles=titles, formatters={**tv.formatters, **text}, value=frame)
 
     def _on_tab(self, event=None) -> None:
         """A tab became visible: bring its views up to date now."""

@@ -23,6 +23,7 @@ __all__ = [
     "pin_run",
     "run_label",
     "log_ticks",
+    "nice_floor",
     "pins_caption",
     "nllh_data",
     "convergence_data",
@@ -164,19 +165,18 @@ def _xy(xs, ys) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------------- log-axis ticks
-_MANTISSAS = ((1,), (1, 3), (1, 2, 5), (1, 1.5, 2, 3, 4, 5, 6, 8), tuple(np.arange(1, 10, 0.5)))
+_COARSER = ((1, 2, 5), (1, 3), (1,))
+_FINER = ((1, 1.5, 2, 3, 4, 5, 6, 8), tuple(np.arange(1, 10, 0.5)))
 
 
-def log_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], list[float]]:
+def log_ticks(lo: float, hi: float, max_ticks: int = 6) -> tuple[list[float], list[float]]:
     """Labelled (major) and minor tick positions for a log axis spanning [lo, hi] (> 0).
 
-    Majors are the coarsest of 10ⁿ, {1, 3}·10ⁿ, {1, 2, 5}·10ⁿ, {1, 1.5, 2, 3, …}·10ⁿ (then
-    steps of 0.5·10ⁿ) that
-    puts at least 3 labelled ticks in the range (at most ``max_ticks``: the coarsest
-    set with more than 3 wins when the finer one would crowd the axis); minors are every
-    integer multiple of each decade.  Bokeh's own log ticker labels only whole decades,
-    or falls back to linear ticks on a short range (0.5 and 1 on an axis whose curves
-    sit near 0.04).
+    Majors are the finest of {1, 2, 5}·10ⁿ, {1, 3}·10ⁿ, 10ⁿ with at most ``max_ticks``
+    labels in the range; a range too short for 3 of them gets {1, 1.5, 2, 3, …}·10ⁿ (then
+    steps of 0.5·10ⁿ).  Minors are every integer multiple of each decade.  Bokeh's own log
+    ticker labels only whole decades, or falls back to linear ticks on a short range (0.5
+    and 1 on an axis whose curves sit near 0.04).
     """
     lo, hi = float(lo), float(hi)
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi <= lo:
@@ -184,19 +184,30 @@ def log_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], li
     e0, e1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
 
     def within(mantissas) -> list[float]:
-        vals = (float(f"{m * 10.0**e:.6g}") for e in range(e0, e1 + 1) for m in mantissas)
+        vals = {float(f"{m * 10.0**e:.6g}") for e in range(e0, e1 + 1) for m in mantissas}
         return sorted(v for v in vals if lo <= v <= hi)
 
-    majors: list[float] = []
-    for mantissas in _MANTISSAS:
-        ticks = within(mantissas)
-        if len(ticks) > max_ticks and majors:
+    for mantissas in _COARSER:
+        majors = within(mantissas)
+        if len(majors) <= max_ticks:
             break
-        majors = ticks
-        if len(ticks) >= 3:
-            break
+    if len(majors) < 3:
+        for mantissas in _FINER:
+            majors = within(mantissas)
+            if len(majors) >= 3:
+                break
     minors = [v for v in within(range(1, 10)) if v not in majors]
     return majors, minors
+
+
+def nice_floor(v: float) -> float:
+    """The largest 1-2-5 value (1, 2 or 5 × 10ⁿ) ≤ v > 0: a log axis starting there has a
+    labelled tick at its bottom."""
+    e = math.floor(math.log10(v))
+    for m in (5, 2, 1):
+        if m * 10.0**e <= v * (1 + 1e-12):
+            return float(f"{m * 10.0**e:.6g}")
+    return 10.0**e
 
 
 def _log_axis_hook(plot, element) -> None:
@@ -451,7 +462,7 @@ def convergence_data(
         values.append(np.array([f]))
     vals = np.concatenate(values)
     vals = vals[np.isfinite(vals)]
-    lo = max(float(vals.min()) / 1.6 if vals.size else 1e-3, _TINY)
+    lo = max(nice_floor(float(vals.min()) / 1.25) if vals.size else 1e-3, _TINY)
     hi = float(vals.max()) * 1.6 if vals.size else 1.0
     ylim = (lo, max(hi, 3 * lo))
     majors, minors = log_ticks(*ylim)

@@ -274,7 +274,7 @@ def load_offline() -> None:
     pn.config.inline = True
     if not getattr(hv.extension, "_loaded", False) or hv.Store.current_backend != "bokeh":
         hv.extension("bokeh", logo=False, inline=True)
-    pn.extension(inline=True)
+    pn.extension("tabulator", "filedropper", inline=True)
 
 
 def notebook_explorer(**settings):
@@ -290,11 +290,18 @@ def notebook_explorer(**settings):
     libraries are loaded inline by :func:`load_offline`).
     """
     from . import app, runtime
-    from .store import ExplorerSession
+    from .problems import CHEAP_BASELINES, SLOW_BASELINES, get_baselines
+    from .store import ExplorerSession, baseline_names
 
     load_offline()  # BokehJS + Panel inline: the explorer renders without internet
     runtime.warm_up_once()
     session = ExplorerSession(lazy=False, **settings)  # loads data and builds the trainer now
+    # the baselines too (the served app fits the slow ones in a worker thread and pushes them
+    # later; a notebook has no server loop to push them, so the skyline would never appear)
+    bundle = session.bundle
+    for names in (baseline_names(bundle, CHEAP_BASELINES), SLOW_BASELINES):
+        if not all(k in session.baselines for k in names):
+            session.add_baselines(get_baselines(bundle, tuple(names)))
     # an Explorer given a loaded session draws it at once; later data changes made in the
     # widget reload as usual
     ex = app.Explorer(session=session, sync_url=False)
