@@ -9,7 +9,7 @@ chunks of 10^6.
 
 1. Aggregation of the records into every table, each in a fresh process (its peak RSS is
    the process's ru_maxrss): DuckDB (``aggregate_big.aggregate_duckdb``, one scan with
-   GROUPING SETS, DuckDB memory_limit 600 MB) and the pandas path (``pd.read_parquet`` then
+   GROUPING SETS, DuckDB memory_limit 1 GB) and the pandas path (``pd.read_parquet`` then
    ``tables.aggregate``; in full mode it is run on 10^6 records only, because its (n, T)
    int64 row matrix needs ≈ 31 GB at 10^7, more than this machine has; the JSON says so).
 2. Samplers at n' on the Criteo layout, one process with ``--threads`` numba threads:
@@ -56,7 +56,7 @@ def _agg_worker(kind: str, path: str, q) -> None:
     if kind == "duckdb":
         from aggmrf_explore.aggregate_big import aggregate_duckdb
 
-        agg = aggregate_duckdb(path, lay, label="click")  # memory_limit 600 MB
+        agg = aggregate_duckdb(path, lay, label="click")  # memory_limit 1 GB
     else:
         import pandas as pd
 
