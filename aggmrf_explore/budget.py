@@ -54,7 +54,8 @@ BYTES_PER_SAMPLE_FEATURE = 8
 MAX_CATEGORICAL_NUMERIC = 12  # as Encoder: a numeric column with ≤ 12 values is categorical
 _FIXES = (
     "leave them out (--features / --drop-features), use fewer --bins for numeric columns, "
-    "merge rare values (--min-count 5), or give them hashed tables (aggmrf_explore.highcard)"
+    "merge rare values (--min-count 5), or give them hashed tables "
+    "(TableLayout(..., hash_sizes=...); README, 'Data past Adult')"
 )
 
 

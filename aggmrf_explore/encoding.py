@@ -843,7 +843,7 @@ def encode_label(
 
 
 # ====================================================================== high cardinality
-# (section added by issue 12: the encoders of the former highcard.py)
+# High-cardinality encoders: target encoding and hashed crosses
 # Encoders for features with 10^4 .. 10^5 raw values (the paper's section 4.3), whose pair
 # tables (M² rows) would not fit: target encoding maps the raw values to few buckets (fit on
 # held-out records: ``aggmrf_explore.datasets.target_encode`` applies it to a Dataset);
