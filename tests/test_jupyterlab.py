@@ -1,0 +1,299 @@
+"""The README's three notebook examples in a real JupyterLab, offline, driven by chromium.
+
+``jupyter lab`` is started on 127.0.0.1 with no token; a notebook whose cells are EXACTLY the
+Python blocks of the README's "Three ways to train in a notebook" section (parsed from
+README.md, so README and test cannot drift) is opened in Debian's chromium through
+playwright, with every non-loopback request aborted and recorded, and run with
+Run > Run All Cells.  It checks:
+
+- the three entry points render (the inline explorer, the explorer as an ipywidget, the
+  TrainingWidget), with no "Click to show javascript error" box, no page error and no
+  console error;
+- ``TrainingWidget.run`` redraws while it trains (≥ 3 different images) and its progress
+  bar reaches the end;
+- pressing Play in the inline explorer grows its NLLH line (read from the Bokeh sources);
+- the inline explorer's XOR bars include a logistic series with finite probabilities;
+- no request left the machine, except the late Panel stylesheets listed in
+  ``TOLERATED_CDN`` (see there).
+
+Tested with JupyterLab 4.6 (jupyterlab 4.6.6, Panel 1.9, Bokeh 3.9, jupyter_bokeh 4.1,
+ipywidgets 8.1).  Screenshots go to ``docs/jupyter_*.png`` when ``AGGMRF_JUPYTER_DOCS=1``,
+otherwise to ``$AGGMRF_SCREENSHOT_DIR`` (default: ``<pytest tmp>/screenshots``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .test_browser import CHROMIUM, CHROMIUM_ARGS, slack
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION = "### Three ways to train in a notebook"
+# Panel 1.9 inlines every stylesheet at first render (pn.config.inline), but a few it sets
+# LATER, through comm updates after Play (Reactive._process_param_change builds
+# ImportedStyleSheet(url=CDN_DIST + ...) for them), still point at its CDN.  They are
+# cosmetic (the page renders and trains without them); nothing else may leave the machine.
+TOLERATED_CDN = re.compile(
+    r"^https://cdn\.holoviz\.org/panel/[^/]+/dist/"
+    r"(css/loading\.css|css/markdown\.css|bundled/theme/default\.css|bundled/theme/native\.css)$"
+)
+
+# legend label -> number of finite y values, per Bokeh document (one per displayed root)
+LEGEND_JS = """() => {
+  const out = [];
+  for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
+    const roots = typeof doc.roots === 'function' ? doc.roots() : doc.roots;
+    const seen = new Set(); const stack = [...roots]; const series = {};
+    while (stack.length) {
+      const m = stack.pop();
+      if (seen.has(m)) continue;
+      seen.add(m);
+      for (const r of m.references()) stack.push(r);
+    }
+    for (const m of seen) {
+      if (m.type !== 'LegendItem' || !m.renderers.length) continue;
+      const label = m.label && m.label.value !== undefined ? m.label.value : String(m.label);
+      const data = m.renderers[0].data_source.data;
+      const get = (k) => (data instanceof Map ? data.get(k) : data[k]);
+      const keys = Array.from(data instanceof Map ? data.keys() : Object.keys(data));
+      const y = Array.from(get(keys[1]) || []);
+      const n = y.filter((v) => typeof v === 'number' && isFinite(v)).length;
+      series[label] = (series[label] || 0) + n;
+    }
+    out.push(series);
+  }
+  return out;
+}"""
+
+# the XOR bars' sources: one list of [model, P(Y=1|x)] per source, per document
+XOR_JS = """() => {
+  const all = [];
+  for (const doc of (window.Bokeh ? Bokeh.documents : [])) for (const m of doc._all_models.values()) {
+    const data = m.data;
+    if (!data) continue;
+    const get = (k) => (data instanceof Map ? data.get(k) : data[k]);
+    if (get('model') && get('p') && get('xoffsets')) {
+      const mod = get('model'), p = get('p'), out = [];
+      for (let i = 0; i < p.length; i++) out.push([String(mod[i]), p[i]]);
+      all.push(out);
+    }
+  }
+  return all;
+}"""
+
+
+def readme_cells() -> list[str]:
+    """The ```python blocks of the README's notebook section, one cell each."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(SECTION)
+    end = text.find("\n## ", start)
+    section = text[start : end if end > 0 else len(text)]
+    cells = [b.strip("\n") for b in re.findall(r"```python\n(.*?)```", section, flags=re.S)]
+    assert len(cells) == 3, f"expected the README's 3 notebook examples, found {len(cells)}"
+    return cells
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on loopback (no token) whose root holds the README notebook."""
+    root = tmp_path_factory.mktemp("jlroot")
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": c,
+                "outputs": [],
+                "execution_count": None,
+            }
+            for c in readme_cells()
+        ],
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (root / "readme.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    port = free_port()
+    log = open(root / "jupyterlab.log", "w")
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
+         f"--port={port}", "--IdentityProvider.token=", "--ServerApp.password=",
+         f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True",
+         "--allow-root", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
+         "jupyterlab.NeverCheckForUpdate"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=root, env=env,
+    )  # fmt: skip
+    try:
+        t0 = time.time()
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api", timeout=1)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() - t0 > 90:
+                    raise RuntimeError(
+                        "jupyter lab did not start:\n" + (root / "jupyterlab.log").read_text()
+                    ) from None
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}", root
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def shot_path(tmp_path_factory, name: str) -> Path:
+    if os.environ.get("AGGMRF_JUPYTER_DOCS") == "1":
+        d = ROOT / "docs"
+    else:
+        d = Path(os.environ.get("AGGMRF_SCREENSHOT_DIR") or tmp_path_factory.mktemp("screenshots"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d / name
+
+
+def test_readme_notebook_examples_in_jupyterlab_offline(lab, tmp_path_factory):
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - the environment is broken, say how to fix it
+        pytest.fail("playwright is missing: pip install playwright")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    url, root = lab
+    k = slack()
+    blocked: list[str] = []
+    errors: list[str] = []
+
+    def route(r):
+        u = r.request.url
+        host = u.split("/")[2].split(":")[0] if "://" in u else ""
+        if u.startswith(("data:", "blob:")) or host in ("127.0.0.1", "localhost"):
+            r.continue_()
+        else:
+            blocked.append(u)
+            r.abort()
+
+    def on_console(m):
+        if m.type == "error":
+            errors.append(f"console: {m.text}"[:400])
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+            ctx.route("**/*", route)
+            page = ctx.new_page()
+            page.on("console", on_console)
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"[:400]))
+            page.goto(f"{url}/lab/tree/readme.ipynb")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                                   timeout=90_000)  # fmt: skip
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+            # 3. TrainingWidget: the image changes while the last cell runs
+            cells = page.locator(".jp-Notebook .jp-CodeCell")
+            img = cells.nth(2).locator(".jp-OutputArea img")
+            srcs: list[str] = []
+            t0 = time.time()
+            while time.time() - t0 < 150 * k:
+                if img.count():
+                    s = img.first.get_attribute("src") or ""
+                    if s and (not srcs or srcs[-1] != s):
+                        srcs.append(s)
+                prompt = cells.nth(2).locator(".jp-InputPrompt").inner_text()
+                if img.count() and "*" not in prompt and re.search(r"\d", prompt):
+                    break
+                page.wait_for_timeout(100)
+            prompts = [cells.nth(i).locator(".jp-InputPrompt").inner_text() for i in range(3)]
+            assert all(re.search(r"\[\d+\]", q) for q in prompts), f"cells not all run: {prompts}"
+            for i in range(3):
+                err = cells.nth(i).locator("[data-mime-type='application/vnd.jupyter.stderr']")
+                tb = cells.nth(i).locator(".jp-OutputArea-output[data-mime-type*='error']")
+                assert tb.count() == 0, f"cell {i + 1} raised:\n{cells.nth(i).inner_text()[-2000:]}"
+                del err  # numba / panel warnings on stderr are not failures
+            assert len(srcs) >= 3, f"TrainingWidget redrew only {len(srcs)} time(s)"
+            bar = cells.nth(2).locator(".widget-hprogress .progress-bar")
+            assert bar.count() == 1, "no progress bar in the TrainingWidget's cell"
+            assert "100%" in (bar.get_attribute("style") or ""), bar.get_attribute("style")
+            assert "progress-bar-success" in (bar.get_attribute("class") or "")
+            status = cells.nth(2).locator(".jp-OutputArea").inner_text()
+            assert "200" in status, f"TrainingWidget status does not show iteration 200: {status!r}"
+            cells.nth(2).scroll_into_view_if_needed()
+            page.screenshot(path=str(shot_path(tmp_path_factory, "jupyter_training_widget.png")))
+
+            # 2. the explorer as an ipywidget (jupyter_bokeh) rendered its Bokeh roots
+            page.wait_for_timeout(2000)
+            w_out = cells.nth(1).locator(".jp-OutputArea")
+            assert "The explorer" in w_out.inner_text()
+            assert w_out.locator(".bk-Canvas, canvas").count() > 0, "ipywidget explorer: no plot"
+            cells.nth(1).scroll_into_view_if_needed()
+            page.screenshot(path=str(shot_path(tmp_path_factory, "jupyter_widget.png")))
+
+            # 1. the inline explorer: XOR bars with a finite logistic series
+            out1 = cells.nth(0).locator(".jp-OutputArea")
+            assert out1.locator("canvas").count() > 0, "inline explorer: no plot"
+            bars = page.evaluate(XOR_JS)
+            logistic = [pv for src in bars for name, pv in src if "logistic" in name.lower()]
+            assert logistic, f"no logistic series in the XOR bars: {bars}"
+            assert all(isinstance(v, int | float) and math.isfinite(v) for v in logistic), logistic
+
+            # Play grows the inline explorer's NLLH line
+            before = page.evaluate(LEGEND_JS)
+            n0 = before[0].get("MRF", 0) if before else 0
+            cells.nth(0).scroll_into_view_if_needed()
+            out1.locator("button:has-text('Play')").first.click()
+            n1, t0 = n0, time.time()
+            while time.time() - t0 < 30 * k and n1 < n0 + 20:
+                page.wait_for_timeout(500)
+                n1 = page.evaluate(LEGEND_JS)[0].get("MRF", 0)
+            assert n1 >= n0 + 20, (
+                f"Play: the NLLH line grew {n0} -> {n1} points only; series {before}"
+            )
+            page.locator(".jp-Notebook").evaluate("e => e.scrollTop = 0")
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(shot_path(tmp_path_factory, "jupyter_explorer.png")))
+            pause = out1.locator("button:has-text('Pause')")
+            if pause.count():
+                pause.first.click()
+            page.wait_for_timeout(1000)
+
+            assert page.locator("text=Click to show javascript error").count() == 0
+        finally:
+            browser.close()
+
+    leaks = [u for u in blocked if not TOLERATED_CDN.match(u)]
+    assert not leaks, f"requests left the machine: {leaks}"
+    real = [
+        e for e in errors
+        if not ("Failed to load resource: net::ERR_FAILED" in e and blocked and not leaks)
+    ]  # fmt: skip
+    assert not real, "\n".join(real)
+    print(f"tolerated late Panel stylesheet requests: {sorted(set(blocked))}")
