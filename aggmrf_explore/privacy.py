@@ -501,10 +501,14 @@ def posterior_mean_counts(
     b: np.ndarray,
     prior_mean: np.ndarray,
     n: int | np.ndarray,
-    mechanism: Mechanism | None,
+    mechanism: Mechanism | np.ndarray | None,
     prior: Literal["binomial", "poisson"] = "binomial",
 ) -> np.ndarray:
     """E[A_j | A_j + L_j = b_j] for every coordinate j independently, shape of ``b``.
+
+    ``mechanism`` may also be an array of per-coordinate Gaussian σ_j ≥ 0 (counts,
+    broadcastable to b): L_j ~ N(0, σ_j²) independently (a local release's
+    ``CellGaussianNoise``); where σ_j = 0 the value is exact and the result is clip(b_j, 0, n_j).
 
     b : noisy values, shape (K,);  prior_mean : E[A_j] under the model, shape (K,)
     (clipped to [0, n_j]);  n : trials (int or integer-valued array broadcastable to b);
@@ -539,7 +543,6 @@ def posterior_mean_counts(
         raise AggMRFError(f"prior_mean and n must broadcast to b's shape {b_arr.shape}.")
     if mechanism is None:
         return np.clip(b_arr, 0.0, n_b)
-    mech = _check_mechanism(mechanism)
     from .kernels.noise import (
         NOISE_GAUSS,
         NOISE_LAPLACE,
@@ -552,15 +555,34 @@ def posterior_mean_counts(
     bb = np.ascontiguousarray(b_b, dtype=np.float64).ravel()
     nn = np.ascontiguousarray(n_b, dtype=np.float64).ravel()
     mm = np.clip(np.ascontiguousarray(mu_b, dtype=np.float64).ravel(), 0.0, nn)
+    if isinstance(mechanism, LaplaceMechanism | GaussianMechanism):
+        scale = np.full(bb.size, float(mechanism.scale))
+        noise = NOISE_GAUSS if isinstance(mechanism, GaussianMechanism) else NOISE_LAPLACE
+    elif isinstance(mechanism, np.ndarray):
+        sig = np.asarray(mechanism, dtype=np.float64)
+        if not np.all(np.isfinite(sig)) or np.any(sig < 0):
+            raise AggMRFError("per-coordinate σ must be finite and ≥ 0.")
+        try:
+            scale = np.ascontiguousarray(np.broadcast_to(sig, shape), dtype=np.float64).ravel()
+        except ValueError:
+            raise AggMRFError(
+                f"σ of shape {sig.shape} does not broadcast to b's {shape}."
+            ) from None
+        noise = NOISE_GAUSS
+    else:
+        _check_mechanism(mechanism)  # raises
+    exact = scale <= 0.0
     out = posterior_mean_kernel(
         bb,
         mm,
         nn,
-        float(mech.scale),
+        np.where(exact, 1.0, scale),
         PRIOR_BINOMIAL if kind == "binomial" else PRIOR_POISSON,
-        NOISE_GAUSS if isinstance(mech, GaussianMechanism) else NOISE_LAPLACE,
+        noise,
         _log_factorials(int(nn.max()) if nn.size else 0),
     )
+    if exact.any():
+        out[exact] = np.clip(bb[exact], 0.0, nn[exact])
     return out.reshape(shape)
 
 
@@ -594,6 +616,12 @@ def noise_aware_targets(
     posterior ignores b_j ("absorption at zero"); a floor of one Gibbs sample's weight
     s = n / n' lets a large released value pull the target up.
     d_hat, c_hat : the model's expected counts and label sums (counts), shape (K,).
+
+    A local release (``local_privacy.local_release``; ``data.noise`` a ``CellGaussianNoise``)
+    is treated with the approximation b_j = A_j + L_j, L_j ~ N(0, σ_j²) independent per cell
+    (σ_j = ``sigma_d[j]`` / ``sigma_c[j]``): the channel-inversion error is a sum over the
+    records, so near-Gaussian, but its cross-cell covariances are ignored and σ_j is the
+    release's plug-in estimate, not recomputed from the model.
     """
     if not isinstance(data, AggregatedData) or data.noise is None:
         raise AggMRFError("noise_aware_targets needs a noisy release (privacy.release).")
@@ -611,8 +639,12 @@ def noise_aware_targets(
     c_t = projected.c.copy()
     prior_d = np.maximum(d_hat[rel], floor) if floor > 0.0 else d_hat[rel]
     prior_c = np.maximum(c_hat[rel], floor) if floor > 0.0 else c_hat[rel]
-    d_t[rel] = posterior_mean_counts(data.d[rel], prior_d, data.n, data.noise)
-    c_t[rel] = posterior_mean_counts(data.c[rel], prior_c, data.n, data.noise)
+    noise_d = noise_c = data.noise
+    if hasattr(data.noise, "sigma_d"):  # local_privacy.CellGaussianNoise: one σ per row
+        noise_d = np.asarray(data.noise.sigma_d, dtype=np.float64)[rel]
+        noise_c = np.asarray(data.noise.sigma_c, dtype=np.float64)[rel]
+    d_t[rel] = posterior_mean_counts(data.d[rel], prior_d, data.n, noise_d)
+    c_t[rel] = posterior_mean_counts(data.c[rel], prior_c, data.n, noise_c)
     return d_t, np.minimum(c_t, d_t)
 
 

@@ -158,3 +158,29 @@ def test_mrf_n_gradient_with_negative_counts():
     noise_term = data.d[rel] - tg.d[rel]  # E[L | A + L = b], the paper's extra gradient term
     assert np.all(np.isfinite(noise_term))
     assert np.all(np.isfinite(trainer.mu)) and np.all(np.isfinite(trainer.theta))
+
+
+def test_sweep_central_and_local(tmp_path, capsys):
+    """``--privacy central,local``: four models per ε and seed; local MRF-N beats local MRF."""
+    out = tmp_path / "cl"
+    status = main(["sweep", *SMALL, "--epsilons", "2,8", "--noise-seeds", "2",
+                   "--privacy", "central,local", "--out", str(out), "--json"])  # fmt: skip
+    assert status == 0
+    report = json.loads(capsys.readouterr().out)
+    frame = pd.read_csv(tmp_path / "cl.csv")
+    assert (tmp_path / "cl.png").stat().st_size > 0
+    assert list(frame.columns) == [*COLUMNS[:8], "privacy", "noise_rms", *COLUMNS[8:]]
+    models = ["central MRF", "central MRF-N", "local MRF", "local MRF-N"]
+    assert sorted(
+        zip(frame["epsilon"], frame["noise_seed"], frame["model"], strict=True)
+    ) == sorted((e, k, m) for e in (2.0, 8.0) for k in (0, 1) for m in models)
+    assert set(frame.loc[frame["model"].str.startswith("local"), "privacy"]) == {"local"}
+    # local noise (σ ∝ √n per cell) is far larger than central noise at the same ε
+    local_rms = frame.loc[frame["privacy"] == "local", "noise_rms"]
+    central_rms = frame.loc[frame["privacy"] == "central", "noise_rms"]
+    assert local_rms.min() > central_rms.max()
+    s = pd.DataFrame(report["summary"]).set_index(["epsilon", "model"])["mean"]
+    assert s[(2.0, "local MRF-N")] > s[(2.0, "local MRF")]
+    bad = main(["sweep", *SMALL, "--privacy", "central,remote", "--out", str(tmp_path / "x")])
+    assert bad != 0 and "--privacy" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()

@@ -190,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="independent releases per ε, for error bars (3; --quick: 2)")  # fmt: skip
     sw.add_argument("--quick", action="store_true",
                     help="a small sweep: ε 1,10, 2 noise seeds, 150 iterations")  # fmt: skip
+    sw.add_argument("--privacy", default="central",
+                    help="comma-separated central,local: central (noisy tables, the default) "
+                    "and/or local (randomized response on every record, issue 18); with local, "
+                    "MRF and MRF-N per privacy model")  # fmt: skip
     sw.add_argument(
         "--out", default="sweep", help="output prefix: writes PREFIX.csv and PREFIX.png"
     )

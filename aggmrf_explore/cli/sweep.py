@@ -7,7 +7,15 @@ independent releases; on each, three models trained on the noisy tables:
   trainer's default);
 * ``MRF-N``: noise-aware training (the paper's section 5);
 
-against the noiseless MRF and the logistic skyline on records.  Writes PREFIX.csv (one row
+against the noiseless MRF and the logistic skyline on records.
+
+``--privacy central,local`` (issue 18): at each ε and seed a central release (as above) and/or
+a local one (``local_privacy.local_release``: randomized response on every training record
+at a person's ε, split equally over the fields, channel inverted), and on each the plain MRF
+(projected) and MRF-N (per-cell Gaussian σ for the local tables): models "central MRF",
+"central MRF-N", "local MRF", "local MRF-N".  The CSV gains ``privacy`` and ``noise_rms``
+(the central σ, or the local release's root-mean-square per-cell σ); the ``sigma`` column
+stays the central mechanism's σ at that ε (the plot's axis label).  Writes PREFIX.csv (one row
 per ε, model and noise seed) and PREFIX.png (test NLLH against ε: mean over the noise seeds,
 error bars ± 1 standard deviation).  ``--quick``: ε 1 and 10, 2 seeds, 150 iterations (each
 overridable by its own flag).
@@ -33,6 +41,20 @@ MODELS = {
     "MRF (projected)": {"targets": "projected", "noise_aware": False},
     "MRF-N": {"noise_aware": True},
 }
+#: ``--privacy`` other than "central": model label → (privacy model, TrainerSettings overrides)
+PRIVACY_MODELS = {
+    "central MRF": ("central", {"targets": "projected", "noise_aware": False}),
+    "central MRF-N": ("central", {"noise_aware": True}),
+    "local MRF": ("local", {"targets": "projected", "noise_aware": False}),
+    "local MRF-N": ("local", {"noise_aware": True}),
+}
+PRIVACIES = ("central", "local")
+STYLES = {  # model → (matplotlib format, x offset dodging the error bars, colour)
+    "MRF (raw)": ("v-", 0.97, None), "MRF (projected)": ("o-", 1.0, None),
+    "MRF-N": ("s-", 1.03, None),
+    "central MRF": ("o-", 0.96, "tab:blue"), "central MRF-N": ("s-", 0.98, "tab:orange"),
+    "local MRF": ("o--", 1.02, "tab:purple"), "local MRF-N": ("s--", 1.04, "tab:red"),
+}  # fmt: skip
 DEFAULT_EPSILONS = "0.5,1,2,5,10"
 QUICK = {"epsilons": "1,10", "noise_seeds": 2, "iterations": 150}
 
@@ -55,6 +77,26 @@ def _options(args: argparse.Namespace) -> tuple[list[float], int, int]:
     return epsilons, seeds, cli_args.iterations(args)
 
 
+def _privacies(args: argparse.Namespace) -> list[str]:
+    """``--privacy``: a non-empty list of distinct names from PRIVACIES."""
+    from ..errors import AggMRFError
+
+    text = getattr(args, "privacy", None) or "central"
+    out = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not out or any(t not in PRIVACIES for t in out) or len(set(out)) != len(out):
+        raise AggMRFError(
+            f"--privacy must be a comma-separated list of {', '.join(PRIVACIES)}; got {text!r}."
+        )
+    return out
+
+
+def _models(privacies: list[str]) -> dict[str, tuple[str, dict]]:
+    """Model label → (privacy model, settings overrides) for the sweep's ``--privacy``."""
+    if privacies == ["central"]:
+        return {m: ("central", o) for m, o in MODELS.items()}
+    return {m: v for m, v in PRIVACY_MODELS.items() if v[0] in privacies}
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``sweep``: write the CSV and the PNG, print the rows; returns the exit status."""
     from dataclasses import replace
@@ -66,17 +108,26 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..errors import DivergenceError
     from ..experiment import train_mrf
     from ..io.formula import neutralise_frame
+    from ..local_privacy import local_release, make_local_mechanism
     from ..privacy import release
 
     cli_args.check_numbers(args)
     check_out(args.out)
+    privacies = _privacies(args)
+    models = _models(privacies)
+    with_privacy = privacies != ["central"]
     epsilons, n_seeds, iterations = _options(args)
     problem = cli_args.prepare_problem(args)
     # every mechanism first, so that a bad δ fails before any training
     mechs = [cli_args.make_mechanism(args, problem.layout, eps) for eps in epsilons]
     base = cli_args.trainer_settings(args, problem.layout, problem.aggregated.n)
     enc = problem.encoded
-    total = 2 + len(MODELS) * n_seeds * len(epsilons)
+    local_mechs = (
+        [make_local_mechanism(eps, problem.layout) for eps in epsilons]
+        if "local" in privacies
+        else [None] * len(epsilons)
+    )
+    total = 2 + len(models) * n_seeds * len(epsilons)
     bar = ProgressBar("sweep")
     done = 0
     bar(done, total)
@@ -89,12 +140,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     done += 1
     bar(done, total)
-    for eps, mech in zip(epsilons, mechs, strict=True):
+    for eps, mech, lmech in zip(epsilons, mechs, local_mechs, strict=True):
         summary = noise_summary(mech, args.accounting)
         for k in range(n_seeds):
             noise_seed = args.seed + k
-            data = release(problem.aggregated, mech, seed=noise_seed)
-            for model, overrides in MODELS.items():
+            releases = {}
+            if "central" in privacies:
+                releases["central"] = release(problem.aggregated, mech, seed=noise_seed)
+            if lmech is not None:
+                releases["local"] = local_release(
+                    enc.X_train, enc.y_train, problem.layout, lmech, seed=noise_seed
+                )
+            for model, (priv, overrides) in models.items():
+                data = releases[priv]
                 st = replace(base, **overrides)
                 try:
                     run = train_mrf(problem, st, iterations, data=data, eval_every=iterations + 1)
@@ -106,6 +164,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     "sigma": summary["sigma"], "model": model, "noise_seed": noise_seed,
                     "nllh_test": score, "seconds": seconds,
                 })  # fmt: skip
+                if with_privacy:  # the local rows keep the central σ at that ε as its label
+                    rows[-1]["privacy"] = priv
+                    rows[-1]["noise_rms"] = (
+                        float(data.noise.std) if priv == "local" else summary["sigma"]
+                    )
                 done += 1
                 bar(done, total)
     frame = pd.DataFrame(rows)
@@ -149,7 +212,7 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
     ε and model (diverged runs, NaN, left out; ``n`` says how many runs remain)."""
     g = frame.groupby(["epsilon", "sigma", "model"], sort=True)["nllh_test"]
     out = g.agg(mean="mean", sd="std", n="count").reset_index()
-    order = {m: i for i, m in enumerate(MODELS)}
+    order = {m: i for i, m in enumerate([*MODELS, *PRIVACY_MODELS])}
     out["_o"] = out["model"].map(order)
     return out.sort_values(["epsilon", "_o"]).drop(columns="_o").reset_index(drop=True)
 
@@ -168,19 +231,26 @@ def sweep_plot(frame: pd.DataFrame, dataset: str, path: Path) -> None:
     table = sweep_summary(frame)
     n_seeds = int(frame.groupby(["epsilon", "model"])["noise_seed"].nunique().max())
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
-    styles = {"MRF (raw)": "v-", "MRF (projected)": "o-", "MRF-N": "s-"}
-    offsets = {"MRF (raw)": 0.97, "MRF (projected)": 1.0, "MRF-N": 1.03}  # dodge the bars
-    for model in MODELS:
+    for model in [*MODELS, *PRIVACY_MODELS]:  # offsets dodge the error bars
         sub = table[table["model"] == model]
         if sub.empty:
             continue
+        fmt, offset, colour = STYLES[model]
         ax.errorbar(
-            sub["epsilon"] * offsets[model], sub["mean"], yerr=sub["sd"].fillna(0.0),
-            fmt=styles[model], capsize=3, label=f"{model}",
+            sub["epsilon"] * offset, sub["mean"], yerr=sub["sd"].fillna(0.0),
+            fmt=fmt, capsize=3, label=f"{model}", color=colour,
         )  # fmt: skip
     sky, ref = frame["logistic_pairs"].iloc[0], frame["mrf_noiseless"].iloc[0]
     ax.axhline(sky, color="k", ls="--", lw=1, label=f"logistic on records, skyline ({sky:.3f})")
     ax.axhline(ref, color="tab:green", ls=":", lw=2, label=f"MRF, no noise ({ref:.3f})")
+    local = "privacy" in frame and bool((frame["privacy"] == "local").any())
+    floor = -0.25  # plain MRF on local tables can fall far below 0: keep the rest readable
+    clipped = local and bool((table["mean"] < floor).any())
+    if clipped:
+        top = max(float(table["mean"].max()), float(sky), float(ref))
+        ax.set_ylim(floor, top + 0.05)
+        ax.text(0.01, 0.01, f"means below {floor} are off the axis (see the CSV)",
+                transform=ax.transAxes, fontsize=7, va="bottom")  # fmt: skip
     ax.set_xscale("log")
     eps = frame.groupby("epsilon")["sigma"].first()
     ax.set_xticks(eps.index, [f"{e:g}\nσ={s:.3g}" for e, s in eps.items()])
@@ -189,8 +259,11 @@ def sweep_plot(frame: pd.DataFrame, dataset: str, path: Path) -> None:
     ax.set_ylabel("test NLLH (higher is better)")
     mech = frame["mechanism"].iloc[0]
     delta = frame["delta"].iloc[0]
+    kind = f"{mech} mechanism" + (f", δ={delta:g}" if delta else "")
+    if local:  # σ on the axis is the central mechanism's; local ε is pure (δ = 0)
+        kind = f"\ncentral: {kind} (σ on the axis); local: randomized response, δ=0"
     ax.set_title(
-        f"What does ε cost? {dataset}, {mech} mechanism" + (f", δ={delta:g}" if delta else "")
+        f"What does ε cost? {dataset}, {kind}"
         + f"\nmean ± 1 sd over {n_seeds} noise seed{'s' if n_seeds > 1 else ''}",
         fontsize=10,
     )  # fmt: skip

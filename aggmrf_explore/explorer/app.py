@@ -339,7 +339,12 @@ class Explorer(pn.viewable.Viewer):
         # privacy
         self.w_mech = pn.widgets.RadioButtonGroup(
             label="Mechanism",
-            options={"none": "none", "Laplace": "laplace", "Gaussian": "gaussian"},
+            options={
+                "none": "none",
+                "Laplace": "laplace",
+                "Gaussian": "gaussian",
+                "Local": "local",  # (randomized response; a longer label widens the sidebar)
+            },
         )
         self.w_acc = pn.widgets.Select(
             label="Accounting",
@@ -946,7 +951,8 @@ class Explorer(pn.viewable.Viewer):
         self.c_seed.visible = ds in ("xor", "synthetic", "adult", "bank", "upload")
         self.regenerate.visible = ds in ("xor", "synthetic")
         noisy = s.mechanism != "none"
-        self.c_eps.visible = self.c_acc.visible = self.c_aware.visible = noisy
+        self.c_eps.visible = self.c_aware.visible = noisy
+        self.c_acc.visible = noisy and s.mechanism != "local"
         self.c_eps_tab.visible = noisy
         self.c_delta.visible = self.c_cal.visible = s.mechanism == "gaussian"
         self.triples_row.visible = ds == "xor" and not s.features
@@ -957,6 +963,9 @@ class Explorer(pn.viewable.Viewer):
         s = self.session
         if s.bundle is None or s.mechanism == "none":
             self.sigma.object = "No noise: the learner sees the exact tables."
+            return
+        if s.mechanism == "local":
+            self.sigma.object = self._local_fields_text()
             return
         try:
             nums = s.noise_numbers()
@@ -979,6 +988,30 @@ class Explorer(pn.viewable.Viewer):
                 f"{classic:.3g}{note} · AdKDD'21 {nums['sigma_adkdd21']:.3g} records"
             )
         self.sigma.object = "  \n".join(lines)
+
+    def _local_fields_text(self) -> str:
+        """Local privacy: each field's ε share and keep probability (markdown table)."""
+        from ..local_privacy import make_local_mechanism
+
+        s = self.session
+        try:
+            mech = make_local_mechanism(s.epsilon, s.bundle.layout)
+        except Exception as exc:  # noqa: BLE001
+            return f"⚠ {error_message(exc)}"
+        names = list(getattr(s.bundle.encoded, "feature_names", [])) or None
+        fields = mech.fields(names)
+        lines = [
+            f"**Local (randomized response)**: each record is randomized before aggregation; "
+            f"ε = {s.epsilon:g} per person, split equally over the fields (δ = 0).",
+            "",
+            "| field | values | ε share | keep p |",
+            "|---|---:|---:|---:|",
+        ]
+        for r in fields.itertuples(index=False):
+            lines.append(
+                f"| {escape_markdown(str(r.field), limit=60)} | {r.values} | {r.epsilon:.3g} | {r.keep:.3f} |"
+            )
+        return "\n".join(lines)
 
     # ------------------------------------------------------------------ loading
     def _load_now(self) -> bool:

@@ -306,13 +306,22 @@ def peek_baselines(bundle: ProblemBundle, which: tuple[str, ...]) -> dict | None
 def get_release(
     bundle: ProblemBundle, mechanism: str, epsilon, delta, accounting, calibration, seed
 ):
-    """(noisy AggregatedData, mechanism) for a problem, cached; mechanism "none" → exact data."""
+    """(noisy AggregatedData, mechanism) for a problem, cached; mechanism "none" → exact data;
+    "local": every training record through randomized response at ε (``local_privacy``;
+    δ, accounting and calibration do not apply), the channel inverted."""
     if mechanism == "none":
         return bundle.aggregated, None
     key = (bundle.key, mechanism, epsilon, delta, accounting, calibration, seed)
 
     def compute():
         from .. import privacy
+
+        if mechanism == "local":
+            from ..local_privacy import local_release, make_local_mechanism
+
+            enc = bundle.encoded
+            mech = make_local_mechanism(epsilon, bundle.layout)
+            return local_release(enc.X_train, enc.y_train, bundle.layout, mech, seed), mech
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -143,7 +143,7 @@ class ExplorerSession(param.Parameterized):
     upload_hash = param.String(default="", doc="Content hash of the uploaded CSV")
     # --- privacy
     mechanism = param.Selector(
-        default="none", objects=["none", "laplace", "gaussian"], label="mechanism"
+        default="none", objects=["none", "laplace", "gaussian", "local"], label="mechanism"
     )
     epsilon = param.Number(
         default=1.0, bounds=(0.0, 1e4), inclusive_bounds=(False, True), softbounds=(0.01, 100),
@@ -522,7 +522,7 @@ class ExplorerSession(param.Parameterized):
 
         if self.noise_aware and self.mechanism == "none":
             raise AggMRFError(
-                "noise-aware training needs a privacy mechanism (Laplace or Gaussian)."
+                "noise-aware training needs a privacy mechanism (Laplace, Gaussian or local)."
             )
         settings = TrainerSettings(
             n_gibbs=self.n_gibbs,

@@ -362,7 +362,7 @@ def posterior_mean_kernel(
     b: np.ndarray,
     mu: np.ndarray,
     n: np.ndarray,
-    scale: float,
+    scale: np.ndarray,
     prior: int,
     noise: int,
     lf: np.ndarray,
@@ -370,14 +370,17 @@ def posterior_mean_kernel(
     """E[A_j | A_j + L_j = b_j] for every j; all arrays float64 of shape (K,).
 
     b: noisy values; mu: prior means (in [0, n_j]); n: trials / support caps (integers ≥ 0);
-    scale: σ (Gaussian) or Laplace scale; prior: PRIOR_*; noise: NOISE_*;
+    scale: per-coordinate σ_j (Gaussian) or Laplace scale (K,), > 0 (a central release
+    passes a constant array; a local release's Gaussian approximation one σ per cell);
+    prior: PRIOR_*; noise: NOISE_*;
     lf: ``log_factorials(max n)`` (a shorter table is fine: Stirling's series beyond it).
     """
     K = b.shape[0]
     out = np.empty(K, dtype=np.float64)
     for j in prange(K):
-        r = _stride_sum(b[j], mu[j], n[j], scale, prior, noise, lf)
+        s = scale[j]
+        r = _stride_sum(b[j], mu[j], n[j], s, prior, noise, lf)
         if r != r:  # NaN: the fast path does not apply
-            r = _one(b[j], mu[j], n[j], scale, prior, noise)
+            r = _one(b[j], mu[j], n[j], s, prior, noise)
         out[j] = min(max(r, 0.0), n[j])
     return out
