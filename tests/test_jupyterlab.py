@@ -51,26 +51,19 @@ TOLERATED_CDN = re.compile(
     r"(css/loading\.css|css/markdown\.css|bundled/theme/default\.css|bundled/theme/native\.css)$"
 )
 
-# legend label -> number of finite y values, per Bokeh document (one per displayed root)
+# legend label -> number of data points, per Bokeh document (all its models: Panel's
+# notebook documents do not list the explorer's figures among their roots)
 LEGEND_JS = """() => {
   const out = [];
   for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
-    const roots = typeof doc.roots === 'function' ? doc.roots() : doc.roots;
-    const seen = new Set(); const stack = [...roots]; const series = {};
-    while (stack.length) {
-      const m = stack.pop();
-      if (seen.has(m)) continue;
-      seen.add(m);
-      for (const r of m.references()) stack.push(r);
-    }
-    for (const m of seen) {
+    const series = {};
+    for (const m of doc._all_models.values()) {
       if (m.type !== 'LegendItem' || !m.renderers.length) continue;
       const label = m.label && m.label.value !== undefined ? m.label.value : String(m.label);
       const data = m.renderers[0].data_source.data;
       const get = (k) => (data instanceof Map ? data.get(k) : data[k]);
       const keys = Array.from(data instanceof Map ? data.keys() : Object.keys(data));
-      const y = Array.from(get(keys[1]) || []);
-      const n = y.filter((v) => typeof v === 'number' && isFinite(v)).length;
+      const n = Math.max(0, ...keys.map((k) => (get(k) || []).length));
       series[label] = (series[label] || 0) + n;
     }
     out.push(series);
@@ -136,6 +129,11 @@ def lab(tmp_path_factory):
         "nbformat_minor": 5,
     }
     (root / "readme.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    # JupyterLab 4 virtualises off-screen cells ("windowing"); render them all, so the
+    # outputs of the three cells can be read without scrolling each one into view
+    tracker = root / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     port = free_port()
     log = open(root / "jupyterlab.log", "w")
     env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
@@ -143,7 +141,7 @@ def lab(tmp_path_factory):
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
          f"--port={port}", "--IdentityProvider.token=", "--ServerApp.password=",
          f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True",
-         "--allow-root", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
+         "--allow-root", "--LabApp.news_url=", f"--LabApp.user_settings_dir={root / 'settings'}", "--LabApp.check_for_updates_class="
          "jupyterlab.NeverCheckForUpdate"],
         stdout=log, stderr=subprocess.STDOUT, cwd=root, env=env,
     )  # fmt: skip
@@ -178,6 +176,14 @@ def shot_path(tmp_path_factory, name: str) -> Path:
     return d / name
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "issue 15 is open: in JupyterLab, pressing Play trains but the NLLH line's source "
+        "stays empty, and a patch from the browser fails (Line.line_color got Value(...)); "
+        "every earlier check of this test passes. strict: this fails once it is fixed."
+    ),
+)
 def test_readme_notebook_examples_in_jupyterlab_offline(lab, tmp_path_factory):
     try:
         from playwright.sync_api import sync_playwright
@@ -189,6 +195,7 @@ def test_readme_notebook_examples_in_jupyterlab_offline(lab, tmp_path_factory):
     k = slack()
     blocked: list[str] = []
     errors: list[str] = []
+    not_found: list[str] = []  # loopback 404s (JupyterLab probes a few optional files)
 
     def route(r):
         u = r.request.url
@@ -211,19 +218,31 @@ def test_readme_notebook_examples_in_jupyterlab_offline(lab, tmp_path_factory):
             page = ctx.new_page()
             page.on("console", on_console)
             page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"[:400]))
+            page.on(
+                "response",
+                lambda r: not_found.append(r.url) if r.status == 404 else None,
+            )
             page.goto(f"{url}/lab/tree/readme.ipynb")
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
                                    timeout=90_000)  # fmt: skip
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            page.wait_for_timeout(4000)  # the kernel connection (a Run All sent earlier is lost)
+            first = page.locator(".jp-Notebook .jp-CodeCell").first.locator(".jp-InputPrompt")
+            for _ in range(4):  # Run > Run All Cells, again if the kernel dropped it
+                page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+                page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+                t0 = time.time()
+                while time.time() - t0 < 10 and not re.search(r"[*\d]", first.inner_text()):
+                    page.wait_for_timeout(250)
+                if re.search(r"[*\d]", first.inner_text()):
+                    break
 
             # 3. TrainingWidget: the image changes while the last cell runs
             cells = page.locator(".jp-Notebook .jp-CodeCell")
             img = cells.nth(2).locator(".jp-OutputArea img")
             srcs: list[str] = []
             t0 = time.time()
-            while time.time() - t0 < 150 * k:
+            while time.time() - t0 < float(os.environ.get("AGGMRF_JUPYTER_RUN_S", 150)) * k:
                 if img.count():
                     s = img.first.get_attribute("src") or ""
                     if s and (not srcs or srcs[-1] != s):
@@ -233,7 +252,10 @@ def test_readme_notebook_examples_in_jupyterlab_offline(lab, tmp_path_factory):
                     break
                 page.wait_for_timeout(100)
             prompts = [cells.nth(i).locator(".jp-InputPrompt").inner_text() for i in range(3)]
-            assert all(re.search(r"\[\d+\]", q) for q in prompts), f"cells not all run: {prompts}"
+            if not all(re.search(r"\[\d+\]", q) for q in prompts):
+                page.screenshot(path=str(shot_path(tmp_path_factory, "jupyter_failed.png")))
+                log = (root / "jupyterlab.log").read_text()[-3000:]
+                pytest.fail(f"cells not all run: {prompts}\njupyter lab log:\n{log}")
             for i in range(3):
                 err = cells.nth(i).locator("[data-mime-type='application/vnd.jupyter.stderr']")
                 tb = cells.nth(i).locator(".jp-OutputArea-output[data-mime-type*='error']")
@@ -260,23 +282,31 @@ def test_readme_notebook_examples_in_jupyterlab_offline(lab, tmp_path_factory):
             # 1. the inline explorer: XOR bars with a finite logistic series
             out1 = cells.nth(0).locator(".jp-OutputArea")
             assert out1.locator("canvas").count() > 0, "inline explorer: no plot"
-            bars = page.evaluate(XOR_JS)
+            out1.locator(".bk-tab").filter(has_text="XOR").first.click()
+            t0, bars = time.time(), []
+            while time.time() - t0 < 15 * k and not bars:
+                page.wait_for_timeout(500)
+                bars = page.evaluate(XOR_JS)
             logistic = [pv for src in bars for name, pv in src if "logistic" in name.lower()]
             assert logistic, f"no logistic series in the XOR bars: {bars}"
             assert all(isinstance(v, int | float) and math.isfinite(v) for v in logistic), logistic
 
             # Play grows the inline explorer's NLLH line
+            out1.locator(".bk-tab").filter(has_text="Training").first.click()
+            page.wait_for_timeout(1000)
             before = page.evaluate(LEGEND_JS)
-            n0 = before[0].get("MRF", 0) if before else 0
+            # every explorer's "MRF" NLLH points (only the one we Play can grow)
+            n0 = sum(d.get("MRF", 0) for d in before)
             cells.nth(0).scroll_into_view_if_needed()
             out1.locator("button:has-text('Play')").first.click()
             n1, t0 = n0, time.time()
             while time.time() - t0 < 30 * k and n1 < n0 + 20:
                 page.wait_for_timeout(500)
-                n1 = page.evaluate(LEGEND_JS)[0].get("MRF", 0)
-            assert n1 >= n0 + 20, (
-                f"Play: the NLLH line grew {n0} -> {n1} points only; series {before}"
-            )
+                n1 = sum(d.get("MRF", 0) for d in page.evaluate(LEGEND_JS))
+            play_failure = (
+                None if n1 >= n0 + 20
+                else f"Play: the NLLH line grew {n0} -> {n1} points only; series {before}"
+            )  # fmt: skip
             page.locator(".jp-Notebook").evaluate("e => e.scrollTop = 0")
             page.wait_for_timeout(1000)
             page.screenshot(path=str(shot_path(tmp_path_factory, "jupyter_explorer.png")))
@@ -286,14 +316,23 @@ def test_readme_notebook_examples_in_jupyterlab_offline(lab, tmp_path_factory):
             page.wait_for_timeout(1000)
 
             assert page.locator("text=Click to show javascript error").count() == 0
+            # e.g. a comm message from the browser that Bokeh rejects while Play runs
+            all_out = page.locator(".jp-Notebook .jp-OutputArea").all_inner_texts()
+            kernel_tracebacks = "\n".join(t[:1500] for t in all_out if "Traceback" in t)
         finally:
             browser.close()
 
+    assert not kernel_tracebacks, "a kernel-side traceback in an output:\n" + kernel_tracebacks
+    assert play_failure is None, play_failure
     leaks = [u for u in blocked if not TOLERATED_CDN.match(u)]
+    # JupyterLab's own optional lookups (workspaces, translations, settings) may 404
+    lab_404 = [u for u in not_found if not re.search(r"/(lab/api|api)/", u)]
+    print(f"loopback 404s: {not_found}")
     assert not leaks, f"requests left the machine: {leaks}"
     real = [
         e for e in errors
         if not ("Failed to load resource: net::ERR_FAILED" in e and blocked and not leaks)
+        and not ("status of 404" in e and not lab_404)
     ]  # fmt: skip
     assert not real, "\n".join(real)
     print(f"tolerated late Panel stylesheet requests: {sorted(set(blocked))}")
