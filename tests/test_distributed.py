@@ -21,10 +21,15 @@ from aggmrf_explore.tables import AggregatedData, TableLayout
 
 @pytest.fixture(scope="module")
 def client():
-    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+    # one numba thread per worker process, set in the workers' environment only: changing
+    # this process's NUMBA_NUM_THREADS after its threads launched breaks numba's next compile
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            env={"NUMBA_NUM_THREADS": "1"},
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
