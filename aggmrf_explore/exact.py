@@ -23,7 +23,14 @@ from .errors import AggMRFError
 from .mrf import MRFModel
 from .tables import AggregatedData, TableLayout
 
-__all__ = ["MAX_STATES", "all_states", "expected_statistics", "fit_exact", "state_probabilities"]
+__all__ = [
+    "MAX_STATES",
+    "all_states",
+    "dual_objective",
+    "expected_statistics",
+    "fit_exact",
+    "state_probabilities",
+]
 
 MAX_STATES = 2**20
 
@@ -98,7 +105,32 @@ def fit_exact(
     reg_theta = np.full(K, lambda_theta)
     if lay.intercept:
         reg_mu[0] = reg_theta[0] = 0.0
-    T = rows.shape[1]
+
+    objective = dual_objective(rows, d, c, reg_mu, reg_theta, n)
+
+    res = minimize(
+        objective,
+        np.zeros(2 * K),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-10, "maxcor": 30},
+    )
+    if not np.all(np.isfinite(res.x)):
+        raise AggMRFError(
+            "exact fit failed to produce finite parameters; add a little regularisation."
+        )
+    return MRFModel(lay, res.x[:K], res.x[K:])
+
+
+def dual_objective(rows, d, c, reg_mu, reg_theta, n: float):
+    """The convex dual F(μ, θ)/n = log Z − (μ·d + θ·c)/n + (λ_μ‖μ‖² + λ_θ‖θ‖²)/n and its
+    gradient, for scipy.optimize.minimize(jac=True).
+
+    rows: (S, T) table rows of every state (``all_states``); d, c, reg_mu, reg_theta: (K,);
+    the argument w is (μ, θ) stacked, shape (2K,).  The gradient is (E[D] − d + 2λ_μ μ,
+    E[C] − c + 2λ_θ θ)/n, zero at the max-ent fit of (d, c).
+    """
+    K, T = len(d), rows.shape[1]
     flat = rows.ravel()
 
     def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
@@ -116,15 +148,4 @@ def fit_exact(
         scale = max(n, 1e-300)
         return f / scale, g / scale
 
-    res = minimize(
-        objective,
-        np.zeros(2 * K),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-10, "maxcor": 30},
-    )
-    if not np.all(np.isfinite(res.x)):
-        raise AggMRFError(
-            "exact fit failed to produce finite parameters; add a little regularisation."
-        )
-    return MRFModel(lay, res.x[:K], res.x[K:])
+    return objective

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit, logsumexp
 
 from .errors import AggMRFError
-from .exact import all_states
+from .exact import all_states, dual_objective
 from .mrf import MRFModel
 from .tables import AggregatedData
 
@@ -36,8 +35,7 @@ def fit_exact_box(
     if lambda_mu < 0 or lambda_theta < 0 or not np.isfinite(lambda_mu + lambda_theta):
         raise AggMRFError("lambda_mu and lambda_theta must be finite and ≥ 0.")
     rows = lay.rows(all_states(lay))
-    K, T = lay.K, rows.shape[1]
-    flat = rows.ravel()
+    K = lay.K
     n = float(data.n) if data.meta.get("n_exact") is None else float(data.meta["n_exact"])
     proj = data.projected()
     d, c = proj.d.copy(), proj.c.copy()
@@ -54,18 +52,7 @@ def fit_exact_box(
     if lay.intercept:
         reg_mu[0] = reg_theta[0] = 0.0
 
-    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
-        mu, theta = w[:K], w[K:]
-        a, b = mu[rows].sum(axis=1), theta[rows].sum(axis=1)
-        log_px = a + np.logaddexp(0.0, b)
-        logZ = logsumexp(log_px)
-        px = np.exp(log_px - logZ)
-        p1 = expit(b)
-        Ed = np.bincount(flat, weights=np.repeat(n * px, T), minlength=K)
-        Ec = np.bincount(flat, weights=np.repeat(n * px * p1, T), minlength=K)
-        f = n * logZ - mu @ d - theta @ c + reg_mu @ mu**2 + reg_theta @ theta**2
-        g = np.concatenate([Ed - d + 2 * reg_mu * mu, Ec - c + 2 * reg_theta * theta])
-        return f / n, g / n
+    objective = dual_objective(rows, d, c, reg_mu, reg_theta, n)
 
     res = minimize(
         objective,
