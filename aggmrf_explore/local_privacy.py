@@ -67,7 +67,9 @@ independent L_j ~ N(0, σ_j²); the cross-cell covariances (within and across ta
 ignored.  σ_j² is estimated without knowing T: E[Õ] = C T, so (A∘A) Õ − T̂ is an unbiased
 estimate of Var(T̂_j) (floored at 0).  (Plugging the projected max(T̂, 0) into C T instead
 overstates σ several-fold at small ε: the projection adds mass.)  Checked in the tests: the
-interval T̂_j ± 1.96 σ̂_j covers T_j in ≈ 95 % of cells and seeds.
+interval T̂_j ± 1.96 σ̂_j covers T_j in ≈ 95 % of cells and seeds.  During training MRF-N
+re-evaluates σ_j at the model's expected tables instead (:meth:`CellGaussianNoise.at_model`):
+the same closed form with the model's (d̂, ĉ) as T, smoother than the plug-in.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ __all__ = [
     "local_variances",
     "unbiased_tables",
     "local_release",
+    "records_needed_theory",
 ]
 
 SPLITS = ("equal", "log-k")
@@ -437,12 +440,20 @@ class CellGaussianNoise:
     e.g. the intercept's count).  Cross-cell covariances are ignored.  ``mechanism``: the
     local mechanism that made the data; ``evaluated_at`` says which table the variances
     were evaluated at.
+
+    ``refresh`` (default True): MRF-N re-evaluates σ at the model's current expected tables
+    at every refresh of its targets (:meth:`at_model`, called by
+    ``privacy.noise_aware_targets``).  Var(T̂_j | T) = [(A∘A)(C T)]_j − T_j is linear in the
+    true table T; the release's σ plugs in the unbiased but noisy estimate (A∘A)Õ − T̂
+    (floored at 0), the model's (d̂, ĉ) is a smoothed T (never negative, and never 0 where
+    the channel has mixed mass in).  ``refresh=False`` keeps the release's σ throughout.
     """
 
     sigma_d: np.ndarray
     sigma_c: np.ndarray
     mechanism: RandomizedResponse
     evaluated_at: str = "unbiased plug-in (A∘A)Õ − T̂"
+    refresh: bool = True
     name: ClassVar[str] = "local-gaussian-approx"
 
     def __post_init__(self) -> None:
@@ -472,7 +483,35 @@ class CellGaussianNoise:
     def take(self, rows: np.ndarray) -> CellGaussianNoise:
         """The σ of a subset of rows (e.g. a sub-layout's)."""
         return CellGaussianNoise(
-            self.sigma_d[rows], self.sigma_c[rows], self.mechanism, self.evaluated_at
+            self.sigma_d[rows], self.sigma_c[rows], self.mechanism, self.evaluated_at, self.refresh
+        )
+
+    def at_model(
+        self, layout: TableLayout, d_hat: np.ndarray, c_hat: np.ndarray
+    ) -> CellGaussianNoise:
+        """σ re-evaluated at the model's expected tables: σ_j² = Var(T̂_j | T = (d̂, ĉ)).
+
+        ``layout``: the release's layout (K rows, the one these σ belong to);
+        ``d_hat``, ``c_hat`` (K,): the model's expected counts and label sums (counts), used
+        as max(d̂, 0) and clip(ĉ, 0, d̂).  The intercept's count stays exact (σ = 0).  Same
+        mechanism and ``refresh``; O(K).
+        """
+        d = np.asarray(d_hat, dtype=np.float64)
+        c = np.asarray(c_hat, dtype=np.float64)
+        if d.shape != self.sigma_d.shape or c.shape != self.sigma_d.shape:
+            raise AggMRFError(f"d_hat and c_hat must have shape {self.sigma_d.shape}.")
+        if not (np.all(np.isfinite(d)) and np.all(np.isfinite(c))):
+            raise AggMRFError("d_hat and c_hat must be finite.")
+        d = np.maximum(d, 0.0)
+        var_d, var_c = local_variances(layout, self.mechanism, d, np.clip(c, 0.0, d))
+        if layout.intercept:
+            var_d[0] = 0.0
+        return CellGaussianNoise(
+            np.sqrt(np.maximum(var_d, 0.0)),
+            np.sqrt(np.maximum(var_c, 0.0)),
+            self.mechanism,
+            "the model's expected tables (d̂, ĉ)",
+            self.refresh,
         )
 
     def sample(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
@@ -487,6 +526,7 @@ class CellGaussianNoise:
             evaluated_at=self.evaluated_at,
             std=self.std,
             sigma_d_max=float(self.sigma_d.max(initial=0.0)),
+            refresh=self.refresh,
         )
         return out
 
@@ -619,3 +659,64 @@ def local_release(
     out = unbiased_tables(aggregate(Xt, yt, layout), mechanism, aggregate(X, y, layout))
     out.meta["seed"] = seed if not isinstance(seed, np.random.Generator) else None
     return out
+
+
+# ---------------------------------------------------------------------- records needed (theory)
+def records_needed_theory(
+    layout: TableLayout,
+    mechanism: RandomizedResponse,
+    d: np.ndarray,
+    c: np.ndarray,
+    n: int,
+    central_sd: float,
+    n_central: float | np.ndarray,
+) -> np.ndarray:
+    """Records the local release needs for the same error as a central one with n_c records.
+
+    Error index: the χ² distance between the estimated and the true joint tables,
+    E = Σ_t Σ_j Var(T̂_j / n) / π_j over every released table t's cells j of (x_t, y) with
+    π_j > 0 (π from ``d``, ``c`` (K,), the exact aggregates of ``n`` records: cells
+    [d − c, c] / n).  This is the second-order term of the expected KL divergence of each
+    table, the loss a fit to the tables pays for noisy targets.  Records are i.i.d. from π:
+
+    * central at n_c: Var = s_j² + n_c π_j (1 − π_j), s² = σ² for c and 2σ² for d − c
+      (``central_sd`` σ on every count and label sum) ⇒ E_c = S / n_c² + Q / n_c,
+      S = Σ s_j² / π_j, Q = Σ (1 − π_j);
+    * local at n_l: Var = n_l v_j, v_j = [(A∘A)(C π)]_j − π_j² (randomization + sampling)
+      ⇒ E_l = V / n_l, V = Σ v_j / π_j.
+
+    E_l = E_c gives n_l = V / (S / n_c² + Q / n_c): quadratic in n_c while central noise
+    dominates (n_c ≪ S/Q), then linear with ratio V / Q (per axis ≈ (e^ε_f + k − 1)² /
+    (e^ε_f − 1)² times the sampling term) once sampling dominates.  An approximation: the
+    MRF shares parameters across tables and regularises, so read it as an order of
+    magnitude.  Returns n_l with the shape of ``n_central`` (records, float64).
+    """
+    _check_layout(layout, mechanism)
+    d = np.asarray(d, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    if d.shape != (layout.K,) or c.shape != (layout.K,):
+        raise AggMRFError(f"d and c must have shape ({layout.K},).")
+    if not (isinstance(n, numbers.Integral) and n >= 1):
+        raise AggMRFError(f"n must be a positive number of records; got {n!r}.")
+    sd = float(central_sd)
+    nc = np.asarray(n_central, dtype=np.float64)
+    if not (math.isfinite(sd) and sd >= 0) or not np.all(np.isfinite(nc) & (nc > 0)):
+        raise AggMRFError("central_sd must be finite ≥ 0 and n_central finite > 0.")
+    lab = mechanism.label_channel
+    lab_gap = mechanism._label_gap()
+    S = Q = V = 0.0
+    for t in range(layout.n_tables):
+        if not layout.tables[t]:
+            continue  # the intercept is not released
+        sl, shape, chans, gaps = _table_parts(layout, mechanism, t)
+        cc = np.clip(c[sl], 0.0, np.maximum(d[sl], 0.0))
+        pi = np.stack([np.maximum(d[sl], 0.0) - cc, cc], axis=-1).reshape(*shape, 2) / n
+        v = cell_variances(pi, [*chans, lab], [*gaps, lab_gap]) + pi - pi * pi
+        s2 = np.broadcast_to(np.array([2.0, 1.0]) * sd * sd, pi.shape)
+        ok = pi > 0
+        S += float(np.sum(s2[ok] / pi[ok]))
+        Q += float(np.sum(1.0 - pi[ok]))
+        V += float(np.sum(np.maximum(v[ok], 0.0) / pi[ok]))
+    if V <= 0 or (S <= 0 and Q <= 0):
+        raise AggMRFError("the tables have no cell with positive mass.")
+    return V / (S / nc**2 + Q / nc)

@@ -620,8 +620,10 @@ def noise_aware_targets(
     A local release (``local_privacy.local_release``; ``data.noise`` a ``CellGaussianNoise``)
     is treated with the approximation b_j = A_j + L_j, L_j ~ N(0, σ_j²) independent per cell
     (σ_j = ``sigma_d[j]`` / ``sigma_c[j]``): the channel-inversion error is a sum over the
-    records, so near-Gaussian, but its cross-cell covariances are ignored and σ_j is the
-    release's plug-in estimate, not recomputed from the model.
+    records, so near-Gaussian, but its cross-cell covariances are ignored.  σ_j is
+    re-evaluated at (d_hat, c_hat) on every call (``CellGaussianNoise.at_model``: the
+    closed-form Var(T̂_j | T) with the model's expectation as T) unless the release's noise
+    has ``refresh=False``, which keeps its plug-in σ.  Central releases are unaffected.
     """
     if not isinstance(data, AggregatedData) or data.noise is None:
         raise AggMRFError("noise_aware_targets needs a noisy release (privacy.release).")
@@ -641,8 +643,9 @@ def noise_aware_targets(
     prior_c = np.maximum(c_hat[rel], floor) if floor > 0.0 else c_hat[rel]
     noise_d = noise_c = data.noise
     if hasattr(data.noise, "sigma_d"):  # local_privacy.CellGaussianNoise: one σ per row
-        noise_d = np.asarray(data.noise.sigma_d, dtype=np.float64)[rel]
-        noise_c = np.asarray(data.noise.sigma_c, dtype=np.float64)[rel]
+        cell = data.noise.at_model(data.layout, d_hat, c_hat) if data.noise.refresh else data.noise
+        noise_d = np.asarray(cell.sigma_d, dtype=np.float64)[rel]
+        noise_c = np.asarray(cell.sigma_c, dtype=np.float64)[rel]
     d_t[rel] = posterior_mean_counts(data.d[rel], prior_d, data.n, noise_d)
     c_t[rel] = posterior_mean_counts(data.c[rel], prior_c, data.n, noise_c)
     return d_t, np.minimum(c_t, d_t)

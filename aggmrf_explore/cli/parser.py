@@ -194,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="comma-separated central,local: central (noisy tables, the default) "
                     "and/or local (randomized response on every record, issue 18); with local, "
                     "MRF and MRF-N per privacy model")  # fmt: skip
+    sw.add_argument("--sizes", default=None,
+                    help="train on nested random subsamples of the training records: fractions "
+                    "(0.25,0.5,1) or record counts (1000,10000); with central,local also writes "
+                    "PREFIX_records.csv/.png, the records local privacy needs for the same NLLH "
+                    "(default 0.25,0.5,1 with central,local; else 1)")  # fmt: skip
     sw.add_argument(
         "--out", default="sweep", help="output prefix: writes PREFIX.csv and PREFIX.png"
     )
