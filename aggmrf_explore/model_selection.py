@@ -91,6 +91,7 @@ from .errors import AggMRFError
 from .kernels import sample_logits
 from .mrf import MRFModel, PCDTrainer, default_settings, sigmoid
 from .privacy import GaussianMechanism, scaled_noise
+from .suppression import split_suppression, sub_suppression
 from .tables import AggregatedData, TableLayout
 
 __all__ = [
@@ -282,8 +283,9 @@ def sub_release(agg: AggregatedData, keep: Sequence[int]) -> AggregatedData:
         np.arange(lay.offsets[t], lay.offsets[t + 1]) for t in keep
     ]
     rows = np.concatenate(parts)
+    box = sub_suppression(agg.suppression, lay, keep)  # suppressed rows stay 0 ≤ d ≤ k
     return AggregatedData(
-        sub, agg.d[rows], agg.c[rows], agg.n, noise=agg.noise, meta=dict(agg.meta)
+        sub, agg.d[rows], agg.c[rows], agg.n, noise=agg.noise, meta=dict(agg.meta), suppression=box
     )
 
 
@@ -314,6 +316,10 @@ def split_release(
     In both cases the mechanism is ``privacy.scaled_noise`` of the release's (what MRF-N on
     a half must assume); thinning the noise itself adds a binomial variance ≈ f(1 − f)|L|,
     negligible once σ ≳ 2.
+
+    Suppressed rows (``agg.suppression``) stay suppressed in both halves, with the bound
+    scaled to f·k and (1 − f)·k (``suppression.split_suppression`` says why), and their d, c
+    stay 0; the halves' n (the intercept) comes from the tables without a threshold.
     """
     if not 0 < fraction < 1:
         raise AggMRFError(f"fraction must be in (0, 1); got {fraction!r}.")
@@ -342,14 +348,23 @@ def split_release(
     halves = []
     starts = lay.offsets[int(lay.intercept) : -1]
     for dd, cc, share in parts:
+        box = split_suppression(agg.suppression, share)  # same rows, bound share·k
+        if box is not None:  # absent rows stay absent (no fission noise on them)
+            dd[box.rows] = 0.0
+            cc[box.rows] = 0.0
         noise = None
         if agg.noise is not None:
             noise = scaled_noise(agg.noise, np.sqrt(share) if split_noise else share)
         if lay.intercept:
-            dd[0] = float(np.add.reduceat(dd, starts).sum()) / lay.n_released_tables
-            cc[0] = float(np.add.reduceat(cc, starts).sum()) / lay.n_released_tables
+            # n from the complete tables: a table with suppressed rows misses their records
+            full = [t for t in range(1, lay.n_tables) if box is None or t not in box.thresholds]
+            full = np.asarray(full or range(1, lay.n_tables)) - 1
+            dd[0] = float(np.add.reduceat(dd, starts)[full].mean())
+            cc[0] = float(np.add.reduceat(cc, starts)[full].mean())
         n = max(1, int(round(dd[0] if lay.intercept else dd[rel].sum() / lay.n_released_tables)))
-        halves.append(AggregatedData(lay, dd, cc, n, noise=noise, meta=dict(agg.meta)))
+        halves.append(
+            AggregatedData(lay, dd, cc, n, noise=noise, meta=dict(agg.meta), suppression=box)
+        )
     return halves[0], halves[1]
 
 

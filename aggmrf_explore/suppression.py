@@ -24,18 +24,26 @@ suppressed release from exact (or noisy) aggregates, as a data owner would.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import copy
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import pandas as pd
 
 from .errors import AggMRFError
 
 __all__ = [
     "Suppression",
     "apply_suppression",
+    "suppress_pair_tables",
     "box_targets",
     "suppressed_per_table",
+    "suppressed_cells",
+    "suppression_check",
+    "model_counts",
+    "split_suppression",
+    "sub_suppression",
     "without_suppression",
     "suppression_from_presence",
 ]
@@ -184,3 +192,160 @@ def suppression_from_presence(
         {int(t): float(k) for t, k in thresholds.items()},
         {int(t): int(v) for t, v in (cells or {}).items()},
     )
+
+
+def suppress_pair_tables(data, k: float) -> object:
+    """:func:`apply_suppression` with threshold ``k`` on every pair table of ``data`` (the
+    AdKDD'21 rule: pair cells with true count ≤ k are dropped, singles are complete).
+    ``data`` unchanged (the same object) when its layout has no pair table."""
+    lay = data.layout
+    pairs = {ti: float(k) for ti, t in enumerate(lay.tables) if len(t) == 2}
+    return apply_suppression(data, pairs) if pairs else data
+
+
+def _check_d_hat(data, d_hat) -> np.ndarray:
+    d_hat = np.asarray(d_hat, dtype=np.float64)
+    if d_hat.shape != (data.layout.K,):
+        raise AggMRFError(f"d_hat must have shape ({data.layout.K},); got {d_hat.shape}.")
+    if not np.all(np.isfinite(d_hat)):
+        raise AggMRFError("d_hat has non-finite values; the model's counts must be finite.")
+    return d_hat
+
+
+def suppressed_cells(data, d_hat: np.ndarray) -> pd.DataFrame:
+    """One row per suppressed row of ``data``: the model's d̂ against its box 0 ≤ d ≤ k.
+
+    d_hat: float64 (K,), the model's expected counts (records; e.g. ``PCDTrainer.d_hat``,
+    the chain's n/n'-scaled count, which the box targets compare with k, or
+    :func:`model_counts`).  Columns: table (name), row (index into the layout's K rows),
+    k (the table's threshold, records), d_hat (records), ratio = d̂/k (0 where k = 0),
+    outside (d̂ > k or d̂ < 0: the box constraint is active and pushes back).  Ordered by
+    table, then row.  Empty (same columns) without suppression.
+    """
+    cols = {"table": [], "row": [], "k": [], "d_hat": [], "ratio": [], "outside": []}
+    box = getattr(data, "suppression", None)
+    if box is None or not box.rows.any():
+        return pd.DataFrame(cols).astype(
+            {"row": np.int64, "k": float, "d_hat": float, "ratio": float, "outside": bool}
+        )
+    d_hat = _check_d_hat(data, d_hat)
+    lay = data.layout
+    rows = np.flatnonzero(box.rows)
+    table_of = lay.row_table()[rows]
+    names = np.asarray(lay.table_names, dtype=object)
+    k = box.bound[rows]
+    dh = d_hat[rows]
+    ratio = np.divide(dh, k, out=np.zeros_like(dh), where=k > 0)
+    return pd.DataFrame(
+        {
+            "table": names[table_of],
+            "row": rows.astype(np.int64),
+            "k": k,
+            "d_hat": dh,
+            "ratio": ratio,
+            "outside": (dh > k) | (dh < 0),
+        }
+    )
+
+
+def suppression_check(data, d_hat: np.ndarray) -> dict | None:
+    """The model's d̂ on the suppressed rows, per table with a declared threshold and in total.
+
+    Returns None without suppression, else {"suppressed_rows", "rows", "outside",
+    "max_ratio", "tables": {name: {"threshold", "suppressed", "rows", "outside",
+    "max_d_hat", "mean_d_hat"}}} where outside counts suppressed rows with d̂ outside
+    [0, k] and max_ratio is the largest d̂/k (records / records).  d_hat: float64 (K,).
+    """
+    per = suppressed_per_table(data)
+    if not per:
+        return None
+    cells = suppressed_cells(data, d_hat)
+    by = cells.groupby("table", sort=False)
+    out_tables = {}
+    for name, v in per.items():
+        one = dict(v)
+        if name in by.groups:
+            g = by.get_group(name)
+            one.update(
+                outside=int(g["outside"].sum()),
+                max_d_hat=float(g["d_hat"].max()),
+                mean_d_hat=float(g["d_hat"].mean()),
+            )
+        else:
+            one.update(outside=0, max_d_hat=0.0, mean_d_hat=0.0)
+        out_tables[name] = one
+    return {
+        "suppressed_rows": int(len(cells)),
+        "rows": int(sum(v["rows"] for v in per.values())),
+        "outside": int(cells["outside"].sum()),
+        "max_ratio": float(cells["ratio"].max()) if len(cells) else 0.0,
+        "tables": out_tables,
+    }
+
+
+def model_counts(
+    chain, mu: np.ndarray, theta: np.ndarray, n: int, sweeps: int = 20, burn_in: int = 0
+) -> np.ndarray:
+    """The model's expected counts d̂ (K,) in records: the mean over ``sweeps`` sweeps at
+    (μ, θ) (each (K,)) of n/n' · (the chain's row counts), after ``burn_in`` sweeps, on a
+    copy of ``chain`` (any :class:`~aggmrf_explore.kernels.Chain` with n' samples; the
+    caller's chain is untouched).  Start from a chain already near the model (e.g.
+    ``PCDTrainer.chain``), or burn it in."""
+    if int(sweeps) < 1 or int(burn_in) < 0:
+        raise AggMRFError(f"sweeps must be ≥ 1 and burn_in ≥ 0; got {sweeps!r}, {burn_in!r}.")
+    ch = copy.deepcopy(chain)
+    for _ in range(int(burn_in)):
+        ch.sweep(mu, theta, statistics=False)
+    total = None
+    for _ in range(int(sweeps)):
+        ch.sweep(mu, theta)
+        d_raw, _ = ch.statistics(theta)
+        total = d_raw.astype(np.float64) if total is None else total + d_raw
+    return total * (float(n) / ch.n_samples / int(sweeps))
+
+
+def split_suppression(box: Suppression | None, fraction: float) -> Suppression | None:
+    """The suppression of one part of a release thinned at ``fraction`` (each record kept
+    with probability f; ``model_selection.split_release``).
+
+    The suppressed rows are the same: a row absent from the full release had true count
+    D ≤ k, and its part holds D_A ≤ D ≤ k records.  The bound becomes f·k: the part's model
+    fits expectations, E[D_A | D] = f·D ≤ f·k, and n_A·p ≤ f·k ⇔ n·p ≤ k, so the part's box
+    constrains the model's cell probability p exactly as the full release's box does (as
+    its released rows carry ≈ f·d).  The sure bound k would allow the part's model twice
+    the full release's mass in suppressed cells (f = ½), a looser problem than the one
+    whose λθ is being chosen.  Thresholds scale the same way; None stays None.
+    """
+    if box is None:
+        return None
+    if not 0 < fraction <= 1:
+        raise AggMRFError(f"fraction must be in (0, 1]; got {fraction!r}.")
+    f = float(fraction)
+    return Suppression(
+        box.rows.copy(),
+        box.bound * f,
+        {t: k * f for t, k in box.thresholds.items()},
+        dict(box.cells),
+    )
+
+
+def sub_suppression(box: Suppression | None, layout, keep: Sequence[int]) -> Suppression | None:
+    """The suppression of the sub-release of ``layout``'s tables ``keep`` (sorted table
+    indices; the intercept row first when the layout has one), as ``model_selection
+    .sub_release`` builds it: rows and bounds restricted, thresholds renumbered.  None when
+    no kept table declares a threshold."""
+    if box is None:
+        return None
+    parts = [np.arange(1)] if layout.intercept else []
+    thresholds, cells = {}, {}
+    first = 1 if layout.intercept else 0
+    for j, t in enumerate(keep):
+        parts.append(np.arange(layout.offsets[t], layout.offsets[t + 1]))
+        if t in box.thresholds:
+            thresholds[first + j] = box.thresholds[t]
+            if t in box.cells:
+                cells[first + j] = box.cells[t]
+    if not thresholds:
+        return None
+    rows = np.concatenate(parts)
+    return Suppression(box.rows[rows], box.bound[rows], thresholds, cells)

@@ -198,7 +198,81 @@ def test_cli_import_then_run_each_label(tmp_path, capsys):
         res = json.loads(capsys.readouterr().out)
         assert res["label"] == label and res["n_test"] == 3000
         assert np.isfinite(res["models"]["mrf"]["nllh_test"])
-        assert res["suppression"]["suppressed_rows"] == rep["pair_cells_suppressed"]
+        sup = res["suppression"]
+        assert sup["suppressed_rows"] == rep["pair_cells_suppressed"]
+        # the reported model's d̂ on the suppressed rows, per table and in total
+        assert 0 <= sup["outside"] <= sup["suppressed_rows"] and sup["d_hat_sweeps"] > 0
+        assert sum(v["outside"] for v in sup["tables"].values()) == sup["outside"]
+        assert sum(v["suppressed"] for v in sup["tables"].values()) == sup["suppressed_rows"]
+        assert all(
+            np.isfinite(v["max_d_hat"]) and v["max_d_hat"] >= 0 for v in sup["tables"].values()
+        )
+        assert np.isfinite(sup["max_ratio"]) and sup["max_ratio"] > 0
     assert main(["run", "--tables", str(out), "--iterations", "20", "--gibbs-samples", "1000"]) == 0
     text = capsys.readouterr().out
     assert "suppressed rows:" in text and "k = 10" in text
+    assert "the model's d̂ on them:" in text and "outside [0, k]" in text
+    # with --validation-csv (no trainer left: a fresh chain at the chosen model, burnt in)
+    code = main(["run", "--tables", str(out), "--validation-csv", str(src / "granular_sample.csv"),
+                 "--iterations", "20", "--gibbs-samples", "1000", "--json"])  # fmt: skip
+    assert code == 0
+    sup = json.loads(capsys.readouterr().out)["suppression"]
+    assert 0 <= sup["outside"] <= sup["suppressed_rows"] == rep["pair_cells_suppressed"]
+
+
+# ---------------------------------------------------------------------- byte caps
+def _cli_error(capsys, args: list[str]) -> str:
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err  # one line, no traceback
+    return err[0]
+
+
+def test_caps_refuse_huge_line_big_file_many_rows_and_binary(files, tmp_path, capsys):
+    """Hostile challenge files are refused from their bytes, before pandas parses them, with
+    one error line naming the cap and how to raise it; within the caps they import."""
+    from aggmrf_explore.io.criteo import CsvCaps, scan_csv
+
+    p, s = files
+    out = ["--out", str(tmp_path / "out")]
+    raw = p.read_bytes()
+    n_rows = raw.count(b"\n") - 1
+    assert scan_csv(p, "pairs") == n_rows
+    # a huge line (100 MB of digits in one field), found while scanning 4 MiB blocks
+    huge = tmp_path / "huge.csv"
+    with open(huge, "wb") as fh:
+        fh.write(raw.splitlines(keepends=True)[0] + b"0,1,2,3,4,")
+        for _ in range(25):
+            fh.write(b"7" * (4 << 20))
+        fh.write(b",1,0,0\n")
+    with pytest.raises(AggMRFError, match="line 2: longer than 4096 bytes"):
+        read_criteo(huge, s)
+    msg = _cli_error(capsys, ["import-criteo", str(huge), str(s), *out])
+    assert "--max-line-bytes" in msg
+    # a file over the byte cap (a small cap here), refused from its size
+    with pytest.raises(AggMRFError, match="more than the .* allowed.*--max-file-mib"):
+        read_criteo(p, s, caps=CsvCaps(max_bytes=1000))
+    msg = _cli_error(capsys, ["import-criteo", str(huge), str(s), "--max-file-mib", "50", *out])
+    assert "MiB, more than the 50 MiB allowed" in msg and "--max-file-mib 101" in msg
+    # too many rows
+    with pytest.raises(AggMRFError, match="more than the 10 rows allowed.*--max-lines"):
+        read_criteo(p, s, caps=CsvCaps(max_lines=10))
+    msg = _cli_error(capsys, ["import-criteo", str(p), str(s), "--max-lines", "10", *out])
+    assert "--max-lines" in msg
+    # binary garbage (a NUL byte), and bytes that are not CSV at all
+    garbage = tmp_path / "garbage.csv"
+    garbage.write_bytes(np.random.default_rng(0).integers(0, 256, 100_000, np.uint8).tobytes())
+    msg = _cli_error(capsys, ["import-criteo", str(garbage), str(s), *out])
+    assert "binary data" in msg
+    noise = tmp_path / "noise.csv"
+    noise.write_bytes(bytes(range(1, 10)) * 50 + b"\n" + b"\xff\xfe;;" * 100 + b"\n")
+    _cli_error(capsys, ["import-criteo", str(noise), str(s), *out])
+    # a directory or a device is refused without being opened
+    assert "not a regular file" in _cli_error(
+        capsys, ["import-criteo", str(tmp_path), str(s), *out]
+    )
+    assert "device" in _cli_error(capsys, ["import-criteo", "/dev/zero", str(s), *out])
+    # within the caps: the same files import
+    assert read_criteo(p, s, caps=CsvCaps(max_lines=n_rows, max_line_bytes=200)).data.layout.K > 0
+    with pytest.raises(AggMRFError, match="max_lines must be an integer"):
+        CsvCaps(max_lines=0)

@@ -14,9 +14,15 @@ __all__ = ["cmd_import_criteo"]
 
 def cmd_import_criteo(args: argparse.Namespace) -> int:
     """``import-criteo``: read, write the release, report; returns the exit status."""
-    from ..io.criteo import import_criteo
+    from ..io.criteo import DEFAULT_CAPS, CsvCaps, import_criteo
 
     t0 = time.perf_counter()
+    mib = getattr(args, "max_file_mib", None)
+    caps = CsvCaps(
+        max_bytes=int(mib) * 2**20 if mib else DEFAULT_CAPS.max_bytes,
+        max_line_bytes=getattr(args, "max_line_bytes", None) or DEFAULT_CAPS.max_line_bytes,
+        max_lines=getattr(args, "max_lines", None) or DEFAULT_CAPS.max_lines,
+    )
     path, rel = import_criteo(
         args.pairs,
         args.singles,
@@ -24,6 +30,7 @@ def cmd_import_criteo(args: argparse.Namespace) -> int:
         max_modalities=args.max_modalities,
         suppression=args.suppression,
         sigma=args.sigma,
+        caps=caps,
     )
     rep = dict(rel.report)
     rep["release"] = str(path.parent)

@@ -133,8 +133,14 @@ def print_tables_run(out: dict) -> None:
         print(f"suppressed rows: {sup['suppressed_rows']} of {sup['rows']} in "
               f"{sup['tables_with_threshold']} table(s) with a threshold "
               "(absent ⇔ true count ≤ k; trained as 0 ≤ d ≤ k)")  # fmt: skip
+        if "outside" in sup:
+            print(f"  the model's d̂ on them: {sup['outside']} outside [0, k] "
+                  f"(largest d̂/k = {sup['max_ratio']:.2f})")  # fmt: skip
         for name, v in list(sup["tables"].items())[:8]:
-            print(f"  {name:<28} k = {v['threshold']:g}: {v['suppressed']} of {v['rows']} rows")
+            extra = f", d̂ > k on {v['outside']}" if "outside" in v else ""
+            print(
+                f"  {name:<28} k = {v['threshold']:g}: {v['suppressed']} of {v['rows']} rows{extra}"
+            )
         if len(sup["tables"]) > 8:
             print(f"  … and {len(sup['tables']) - 8} more tables (--json lists every one)")
     if "validation_csv" in out:

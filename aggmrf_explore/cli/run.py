@@ -28,6 +28,12 @@ __all__ = [
 ]
 
 
+# the reported model's d̂ on suppressed rows: the mean of this many sweeps of a copy of the
+# trainer's chain at the model's (μ, θ) (a fresh chain, with --validation-csv, is burnt in)
+SUPPRESSION_SWEEPS = 20
+SUPPRESSION_BURN_IN = 100
+
+
 def chain_factory_for(args: argparse.Namespace):
     """The trainer's chain factory for ``--sampler`` / ``--scheduler`` (None: the default)."""
     scheduler = getattr(args, "scheduler", None)
@@ -236,12 +242,20 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
         settings = replace(settings, lambda_theta=chosen.lambda_theta)
         iterations = chosen.iterations
         model = chosen.model
+        trainer = None
     else:
         bar = ProgressBar("MRF" + ("-N" if settings.noise_aware else ""))
         trainer = PCDTrainer(data, settings, chain_factory=chain_factory_for(args))
         trainer.fit(iterations, [Progress(bar, iterations)])
         model = trainer.model
     mrf = {"seconds": time.perf_counter() - t1}
+    d_hat = None
+    if data.suppression is not None:  # the reported model's d̂ on the suppressed rows
+        from ..suppression import model_counts
+
+        burn = 0 if trainer is not None else SUPPRESSION_BURN_IN  # a fresh chain: burn in
+        chain = (trainer or PCDTrainer(data, settings, chain_factory=chain_factory_for(args))).chain
+        d_hat = model_counts(chain, model.mu, model.theta, data.n, SUPPRESSION_SWEEPS, burn)
     if test is not None:
         mrf["nllh_test"] = nllh(test[1], model.predict_proba(test[0])[:, 1])
     if val is not None:
@@ -268,7 +282,7 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
         "settings": {**asdict(settings), "iterations": iterations},
         "models": {"mrf": mrf},
         "noise": noise_summary(data.noise, accounting),
-        "suppression": suppression_summary(data),
+        "suppression": suppression_summary(data, d_hat),
         "seconds": {"prepare": prep, "total": time.perf_counter() - t0},
         "warnings": rel.warnings,
     }
@@ -281,17 +295,29 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
     return out
 
 
-def suppression_summary(data) -> dict | None:
+def suppression_summary(data, d_hat=None) -> dict | None:
     """{"tables": {name: {"threshold", "suppressed", "rows"}}, "suppressed_rows", ...} of a
-    release with suppressed tables (None without)."""
-    from ..suppression import suppressed_per_table
+    release with suppressed tables (None without).  With the model's counts ``d_hat``
+    (float64 (K,), records) each table also gets "outside" (suppressed rows whose d̂ is
+    outside [0, k]), "max_d_hat" and "mean_d_hat", and the total "outside", "max_ratio"
+    (largest d̂/k) and "d_hat_sweeps" (:func:`..suppression.suppression_check`)."""
+    from ..suppression import suppressed_per_table, suppression_check
 
     per = suppressed_per_table(data)
     if not per:
         return None
-    return {
+    out = {
         "tables_with_threshold": len(per),
         "suppressed_rows": int(sum(v["suppressed"] for v in per.values())),
         "rows": int(sum(v["rows"] for v in per.values())),
         "tables": per,
     }
+    if d_hat is not None:
+        check = suppression_check(data, d_hat)
+        out.update(
+            outside=check["outside"],
+            max_ratio=check["max_ratio"],
+            d_hat_sweeps=SUPPRESSION_SWEEPS,
+            tables=check["tables"],
+        )
+    return out

@@ -78,6 +78,8 @@ __all__ = [
     "write_records",
     "write_criteo_release",
     "feature_columns",
+    "SMALL_CARDINALITIES",
+    "small_dataset",
 ]
 
 N_FEATURES = 19
@@ -389,3 +391,58 @@ def write_criteo_release(
     }
     (out / "truth.json").write_text(json.dumps({"release": summary, "truth": truth.to_dict()}))
     return summary
+
+
+# the explorer's "Criteo-shaped (small, suppressed)" problem: 6 Zipf features, 15 pair tables
+SMALL_CARDINALITIES = (30, 20, 12, 8, 6, 5)
+
+
+def small_dataset(n: int = 20_000, seed: int = 0, label: str = "click"):
+    """A small labelled Criteo-shaped dataset for teaching (the explorer's suppressed problem).
+
+    The same generator as the challenge files (:func:`make_truth` with
+    :data:`SMALL_CARDINALITIES`, ``seed``), n train and n test records (streams of
+    :func:`iter_records`), columns ``hash_0 … hash_5`` (pandas Categoricals "0" … "M_f − 1",
+    so encoding keeps every value) and the 0/1 label ``label`` ("click" or "sale").  Its
+    pair cells are sparse (Zipf values), so suppressing counts ≤ :data:`SUPPRESSION` drops
+    many of them; the suppression itself is applied to the release, not here.
+    """
+    from .dataset import Dataset
+
+    if label not in ("click", "sale"):
+        raise AggMRFError(f"label must be 'click' or 'sale'; got {label!r}.")
+    n = int(n)
+    if n < 1:
+        raise AggMRFError(f"n must be a positive number of records; got {n!r}.")
+    truth = make_truth(seed, np.asarray(SMALL_CARDINALITIES))
+    names = feature_columns(truth.n_features)
+    cats = [[str(v) for v in range(int(m))] for m in truth.cardinalities]
+
+    def split(stream: int) -> tuple[pd.DataFrame, np.ndarray]:
+        X, click, sale = next(iter_records(truth, n, seed, chunk=n, stream=stream))
+        df = pd.DataFrame(
+            {
+                nm: pd.Categorical.from_codes(X[:, f], categories=cats[f])
+                for f, nm in enumerate(names)
+            }
+        )
+        df[label] = (click if label == "click" else sale).astype(np.int64)
+        p = true_probabilities(truth, X)[0 if label == "click" else 1]
+        return df, p
+
+    train, p_train = split(_STREAM_AGG)
+    test, p_test = split(_STREAM_TEST)
+    return Dataset(
+        name="Criteo-shaped (small, suppressed)",
+        train=train,
+        test=test,
+        label=label,
+        description=(
+            f"{n} + {n} records of a Criteo-shaped generator (6 hashed features, Zipf values, "
+            f"cardinalities {list(SMALL_CARDINALITIES)}); pair cells with count ≤ {SUPPRESSION} "
+            "are suppressed in its release"
+        ),
+        true_proba_train=p_train,
+        true_proba_test=p_test,
+        positive="1",
+    )

@@ -31,7 +31,8 @@ import holoviews as hv
 import numpy as np
 import panel as pn
 
-from . import plots, runtime, url
+from ..suppression import suppressed_cells, suppression_check
+from . import plots, runtime, suppression_view, url
 from .caches import UPLOAD_MAX_BYTES, format_bytes
 from .escape import escape_html, escape_markdown
 from .lesson import lesson_link, parse_lesson
@@ -68,6 +69,7 @@ DATASET_LABELS = {
     "Toy — the paper's Table 1": "toy",
     "XOR counterexample": "xor",
     "Synthetic (random MRF)": "synthetic",
+    "Criteo-shaped (small, suppressed)": "criteo",
     "Adult (census income)": "adult",
     "Bank marketing": "bank",
     "Upload a CSV…": "upload",
@@ -671,6 +673,7 @@ class Explorer(pn.viewable.Viewer):
                     sizing_mode="stretch_width",
                 ),
             ),
+            ("Suppression", self._build_suppression()),  # issue 17: cells a release left out
             dynamic=True,
             sizing_mode="stretch_width",
         )
@@ -947,9 +950,9 @@ class Explorer(pn.viewable.Viewer):
         ds = s.dataset
         self.w_upload.visible = self.c_label.visible = ds == "upload"
         self.upload_info.visible = ds == "upload"
-        self.c_n.visible = ds in ("xor", "synthetic")
-        self.c_seed.visible = ds in ("xor", "synthetic", "adult", "bank", "upload")
-        self.regenerate.visible = ds in ("xor", "synthetic")
+        self.c_n.visible = ds in ("xor", "synthetic", "criteo")
+        self.c_seed.visible = ds in ("xor", "synthetic", "criteo", "adult", "bank", "upload")
+        self.regenerate.visible = ds in ("xor", "synthetic", "criteo")
         noisy = s.mechanism != "none"
         self.c_eps.visible = self.c_aware.visible = noisy
         self.c_acc.visible = noisy and s.mechanism != "local"
@@ -1350,12 +1353,35 @@ class Explorer(pn.viewable.Viewer):
             self._show_table()
         elif tab == 2:
             self._refresh_privacy_curve()
+        elif tab == 4:
+            self._refresh_suppression()
         elif tab == 3:
             xf = s.xor_frame()
             self.xor_note.visible = xf is None
             self.p_xor.pane.visible = xf is not None
             if xf is not None:
                 self.p_xor.update({"frame": xf}, key=tuple(xf["state"]))
+
+    def _build_suppression(self):
+        """The Suppression tab: suppressed rows per table and the model's d̂ on them."""
+        self.sup_md = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self.sup_fig = suppression_view.SuppressionFigure(height=380)
+        explain = pn.pane.Markdown(
+            suppression_view.EXPLAIN, css_classes=["aggmrf-explain"], margin=(0, 10),
+            sizing_mode="stretch_width",
+        )  # fmt: skip
+        return pn.Column(self.sup_fig.pane, self.sup_md, explain, sizing_mode="stretch_width")
+
+    def _refresh_suppression(self) -> None:
+        """Suppressed rows and the trainer's current d̂ on them (suppression.py computes)."""
+        s = self.session
+        cells = suppressed_cells(s.data, s.trainer.d_hat)
+        self.sup_md.object = suppression_view.summary_markdown(
+            suppression_check(s.data, s.trainer.d_hat)
+        )
+        self.sup_fig.pane.visible = len(cells) > 0
+        if len(cells):
+            self.sup_fig.update(cells, s.iteration)
 
     def _refresh_static(self) -> None:
         """What changes only with a new release: the privacy views and σ."""

@@ -8,6 +8,7 @@ calls the package (datasets → experiment.prepare → privacy → baselines / e
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import tempfile
@@ -26,6 +27,7 @@ __all__ = [
     "DATASET_NAMES",
     "GENERATED",
     "SUBSAMPLED",
+    "SUPPRESSED",
     "CHEAP_BASELINES",
     "SLOW_BASELINES",
     "BASELINE_LABELS",
@@ -44,16 +46,20 @@ __all__ = [
     "noise_summary",
 ]
 
-DATASETS = ("toy", "xor", "synthetic", "adult", "bank", "upload")
+DATASETS = ("toy", "xor", "synthetic", "criteo", "adult", "bank", "upload")
 DATASET_NAMES = {
     "toy": "toy (Table 1)",
     "xor": "XOR",
     "synthetic": "synthetic",
+    "criteo": "Criteo-shaped (suppressed)",
     "adult": "Adult",
     "bank": "Bank marketing",
     "upload": "uploaded CSV",
 }
-GENERATED = ("xor", "synthetic")  # sample size n and seed apply
+GENERATED = ("xor", "synthetic", "criteo")  # sample size n and seed apply
+# releases that leave out small cells: {dataset: k}, pair cells with true count ≤ k absent
+# (issue 17; the AdKDD'21 rule); the trainer treats them as 0 ≤ d ≤ k
+SUPPRESSED = {"criteo": 10.0}
 SUBSAMPLED = ("adult", "bank")  # n (optional subsample of the train split) and seed apply
 CHEAP_BASELINES = ("naive_bayes", "best_pair")
 SLOW_BASELINES = ("logistic_pairs", "logistic")
@@ -144,6 +150,11 @@ def _load_dataset(dataset: str, n: int | None, seed: int, features, label: str, 
             raise AggMRFError(text.strip().splitlines()[0] if text.strip() else name) from None
         finally:
             os.unlink(path)
+    if dataset == "criteo":
+        from ..datasets.criteo import small_dataset
+        from ..datasets.dataset import select_features
+
+        return select_features(small_dataset(n or 20_000, seed), features, None)
     kwargs: dict = {"features": features}
     if dataset != "toy":
         kwargs["seed"] = seed
@@ -201,12 +212,25 @@ def get_problem(
             enc = {k: v for k, v in ds.encoding.items() if k in ("unseen", "min_count")}
             check_records(ds.train[ds.feature_columns], singles=singles, pairs=with_pairs, **enc)
         prob = experiment.prepare(ds, singles=singles, pairs=with_pairs, triples=triples)
+        if dataset in SUPPRESSED:  # the release leaves out its small pair cells
+            prob = dataclasses.replace(prob, aggregated=_suppressed(dataset, prob.aggregated))
         bundle = ProblemBundle(key, prob, all_features)
         if dataset == "xor" and not features:
             bundle.xor, bundle.exact_model = _xor_states(prob)
         return bundle
 
     return _PROBLEMS.get(key, compute)
+
+
+def _suppressed(dataset: str, data):
+    """``data`` as the release of ``dataset`` shows it: pair cells with true count ≤ k left
+    out (:data:`SUPPRESSED`; a noisy release keeps its true counts, so the same cells); other
+    datasets unchanged."""
+    if dataset not in SUPPRESSED:
+        return data
+    from ..suppression import suppress_pair_tables
+
+    return suppress_pair_tables(data, SUPPRESSED[dataset])
 
 
 def _xor_states(prob) -> tuple[pd.DataFrame, object]:
@@ -328,7 +352,7 @@ def get_release(
             mech = privacy.make_mechanism(
                 mechanism, epsilon, delta, bundle.layout, accounting, calibration
             )
-        return privacy.release(bundle.aggregated, mech, seed), mech
+        return _suppressed(bundle.key[0], privacy.release(bundle.aggregated, mech, seed)), mech
 
     return _RELEASES.get(key, compute)
 

@@ -28,6 +28,12 @@ Policies (all reported in ``CriteoRelease.report``):
   rows was listed is suppressed like any other.
 - **Intercept**: n and the intercept's label sums are the means of the 19 singles tables'
   totals (each single table counts every record once, plus noise).
+- **Caps** (hostile or wrong files must not exhaust memory), checked on the raw bytes
+  before pandas parses anything (:func:`scan_csv`): at most ``max_bytes`` per file
+  (default 4 GiB), ``max_line_bytes`` per line (4 096; a challenge row has < 150 bytes)
+  and ``max_lines`` rows per file (3·10⁷, about 2 GB once parsed); a NUL byte means a
+  binary file.  Each refusal is one error saying how to raise the cap
+  (``import-criteo --max-file-mib / --max-line-bytes / --max-lines``).
 - **Malformed files** are errors naming the file and line: a missing column, a non-integer
   id or value, a non-finite number, a pair of a feature with itself, a feature id the
   singles do not list, a pair value the singles do not list, a row listed twice, and a
@@ -45,6 +51,7 @@ import pandas as pd
 
 from ..encoding import Schema
 from ..errors import AggMRFError
+from ..files import check_regular_file, mib
 from ..privacy import GaussianMechanism
 from ..suppression import Suppression
 from ..tables import AggregatedData, TableLayout
@@ -57,6 +64,9 @@ __all__ = [
     "CRITEO_SIGMA",
     "OTHER",
     "CriteoRelease",
+    "CsvCaps",
+    "DEFAULT_CAPS",
+    "scan_csv",
     "read_criteo",
     "import_criteo",
     "write_criteo",
@@ -69,6 +79,99 @@ CRITEO_SIGMA = 17.0
 OTHER = "(other)"
 LABELS = ("click", "sale")
 Z_NEGATIVE = 5.0
+
+
+@dataclass(frozen=True)
+class CsvCaps:
+    """What one challenge file may hold: bytes, bytes per line, lines (header excluded)."""
+
+    max_bytes: int = 4 * 2**30
+    max_line_bytes: int = 4096
+    max_lines: int = 30_000_000
+
+    def __post_init__(self) -> None:
+        for name in ("max_bytes", "max_line_bytes", "max_lines"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+                raise AggMRFError(f"{name} must be an integer ≥ 1; got {v!r}.")
+
+
+DEFAULT_CAPS = CsvCaps()
+_SCAN_BLOCK = 1 << 22  # 4 MiB per read while scanning
+
+
+def _too_many_rows(what: str, shown: str, caps: CsvCaps) -> str:
+    return (
+        f"{what} file {shown} has more than the {caps.max_lines:,} rows allowed; if it is the "
+        "right file, raise the cap with --max-lines (memory: about 100 bytes per row parsed)."
+    )
+
+
+def scan_csv(path: str | Path, what: str, caps: CsvCaps = DEFAULT_CAPS) -> int:
+    """Check a challenge file's raw bytes against ``caps`` before parsing; returns its number
+    of data lines (lines after the header, a last line without newline included).
+
+    Refused (AggMRFError, one line with the fix): not a regular file (a directory, FIFO or
+    device; nothing is opened), more than ``caps.max_bytes`` bytes (from its size, before
+    reading), a line longer than ``caps.max_line_bytes`` (found while reading 4 MiB
+    blocks; memory stays one block whatever the file), more than ``caps.max_lines`` lines,
+    a NUL byte (binary data).  Memory: one block.
+    """
+    path = Path(path)
+    shown = repr(path.name)
+    st = check_regular_file(path, f"{what} file", shown)
+    if st.st_size > caps.max_bytes:
+        raise AggMRFError(
+            f"{what} file {shown} is {mib(st.st_size)}, more than the {mib(caps.max_bytes)} "
+            "allowed; if it is the right file, raise the cap with --max-file-mib "
+            f"{-(-st.st_size // 2**20)} (read_criteo(..., caps=CsvCaps(max_bytes=...)))."
+        )
+    lines = 0  # newlines seen
+    current = 0  # bytes of the line being read
+    offset = 0
+    last = b"\n"
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(_SCAN_BLOCK)
+            if not block:
+                break
+            if offset + len(block) > caps.max_bytes:  # grew since the stat
+                raise AggMRFError(
+                    f"{what} file {shown} is larger than the {mib(caps.max_bytes)} allowed; "
+                    "raise the cap with --max-file-mib if it is the right file."
+                )
+            arr = np.frombuffer(block, dtype=np.uint8)
+            nul = np.flatnonzero(arr == 0)
+            if nul.size:
+                raise AggMRFError(
+                    f"{what} file {shown} holds binary data (a NUL byte at byte "
+                    f"{offset + int(nul[0])}); the challenge files are CSV text."
+                )
+            nl = np.flatnonzero(arr == 10)
+            # line lengths without the newline; the first continues the previous block's
+            lengths = np.diff(np.concatenate([[-1], nl])) - 1
+            if nl.size:
+                lengths[0] += current
+                current = len(block) - 1 - int(nl[-1])
+            else:
+                current += len(block)
+            over = np.flatnonzero(lengths > caps.max_line_bytes)
+            if over.size or current > caps.max_line_bytes:
+                at = lines + 1 + (int(over[0]) if over.size else int(nl.size))
+                raise AggMRFError(
+                    f"{what} file {shown}, line {at}: longer than {caps.max_line_bytes} bytes "
+                    "(a challenge row has < 150); is this the right file? If so, raise the "
+                    "cap with --max-line-bytes."
+                )
+            lines += int(nl.size)
+            if lines > caps.max_lines + 1:
+                raise AggMRFError(_too_many_rows(what, shown, caps))
+            offset += len(block)
+            last = block[-1:]
+    data_lines = lines + (0 if last == b"\n" else 1) - 1  # the header is not a row
+    if data_lines > caps.max_lines:
+        raise AggMRFError(_too_many_rows(what, shown, caps))
+    return max(data_lines, 0)
 
 
 @dataclass
@@ -93,13 +196,15 @@ class CriteoRelease:
 
 
 # ---------------------------------------------------------------------- reading
-def _read(path: str | Path, columns: list[str], what: str) -> pd.DataFrame:
-    """A challenge CSV: the unnamed index dropped, the columns checked, numbers parsed."""
+def _read(
+    path: str | Path, columns: list[str], what: str, caps: CsvCaps = DEFAULT_CAPS
+) -> pd.DataFrame:
+    """A challenge CSV: its bytes checked against ``caps`` (:func:`scan_csv`), then parsed;
+    the unnamed index dropped, the columns checked, numbers parsed."""
     path = Path(path)
-    if not path.is_file():
-        raise AggMRFError(f"{what} file not found: {str(path)!r}.")
+    rows = scan_csv(path, what, caps)
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, nrows=rows + 1, low_memory=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise AggMRFError(f"{what} ({path.name}) cannot be parsed as CSV: {msg}.") from None
@@ -192,11 +297,13 @@ def read_criteo(
     max_modalities: int | None = None,
     suppression: float = CRITEO_SUPPRESSION,
     sigma: float = CRITEO_SIGMA,
+    caps: CsvCaps = DEFAULT_CAPS,
 ) -> CriteoRelease:
     """Read the challenge's two files (see the module docstring) into a :class:`CriteoRelease`.
 
     max_modalities: keep at most this many modalities per feature (≥ 2; rare values →
-    ``"(other)"``); suppression: the pairs' threshold k (10); sigma: the declared noise (17).
+    ``"(other)"``); suppression: the pairs' threshold k (10); sigma: the declared noise (17);
+    caps: what each file may hold (:class:`CsvCaps`; checked before parsing).
     """
     if max_modalities is not None and (int(max_modalities) != max_modalities or max_modalities < 2):
         raise AggMRFError(f"max_modalities must be an integer ≥ 2; got {max_modalities!r}.")
@@ -204,8 +311,10 @@ def read_criteo(
         raise AggMRFError(f"suppression must be a number ≥ 0; got {suppression!r}.")
     if not (np.isfinite(sigma) and sigma > 0):
         raise AggMRFError(f"sigma must be a number > 0; got {sigma!r}.")
-    singles = _read(singles_csv, SINGLE_COLUMNS, "singles")
-    pairs = _read(pairs_csv, PAIR_COLUMNS, "pairs")
+    if not isinstance(caps, CsvCaps):
+        raise AggMRFError(f"caps must be a CsvCaps; got {type(caps).__name__}.")
+    singles = _read(singles_csv, SINGLE_COLUMNS, "singles", caps)
+    pairs = _read(pairs_csv, PAIR_COLUMNS, "pairs", caps)
     s_name, p_name = Path(singles_csv).name, Path(pairs_csv).name
     _duplicates(singles, ["feature_1_id", "feature_1_value"], "singles", s_name)
     ids = sorted(int(v) for v in singles["feature_1_id"].unique())
@@ -365,13 +474,15 @@ def import_criteo(
     max_modalities: int | None = None,
     suppression: float = CRITEO_SUPPRESSION,
     sigma: float = CRITEO_SIGMA,
+    caps: CsvCaps = DEFAULT_CAPS,
 ) -> tuple[Path, CriteoRelease]:
     """Read the challenge files and write our release (directory ``out``: a CSV per table with
     ``label_sum`` = click and ``label_sum.sale``, release.json declaring the noise and the
     pairs' suppression).  Returns (release.json path, the CriteoRelease)."""
     rel = read_criteo(
-        pairs_csv, singles_csv, max_modalities=max_modalities, suppression=suppression, sigma=sigma
-    )
+        pairs_csv, singles_csv, max_modalities=max_modalities, suppression=suppression,
+        sigma=sigma, caps=caps,
+    )  # fmt: skip
     path = write_release(
         rel.data, out, rel.schema, label="click", positive_label="1", classes=["0", "1"],
         labels={"sale": rel.sale},
