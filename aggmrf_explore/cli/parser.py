@@ -178,6 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="pair rows with true count ≤ this were dropped (10)")  # fmt: skip
     ic.add_argument("--sigma", type=numbers.number(0.0, lo_open=True), default=17.0,
                     help="the declared Gaussian noise σ (17)")  # fmt: skip
+    ic.add_argument("--max-file-mib", type=numbers.integer(1, 2**30), default=None,
+                    help="refuse a file larger than this many MiB (4096)")  # fmt: skip
+    ic.add_argument("--max-line-bytes", type=numbers.integer(1, 2**30), default=None,
+                    help="refuse a line longer than this many bytes (4096)")  # fmt: skip
+    ic.add_argument("--max-lines", type=numbers.integer(1, 10**12), default=None,
+                    help="refuse a file with more rows (30,000,000)")  # fmt: skip
     ic.add_argument("--json", action="store_true", help="print the import report as JSON")
 
     sw = sub.add_parser("sweep", help="MRF and MRF-N over a list of ε: CSV and PNG")
