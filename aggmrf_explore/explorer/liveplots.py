@@ -6,6 +6,12 @@ new model ids (~0.08 s), kept in memory and on disk (the figure cache).  A refre
 pushes new arrays into the figure's ColumnDataSources and moves its ranges, which costs
 milliseconds, where replacing a HoloViews object re-indexes the whole Bokeh document
 (~0.3 s).
+
+In a notebook (Panel's comm, the README's method 1) Panel keeps the cell's document on
+hold and sends only what its own components push; Bokeh models changed directly, as a
+refresh does, stay queued, and the next message from the browser releases the queue
+without sending it.  So every refresh ends with :func:`panel.io.push_notebook` on its
+pane (a no-op on a server and in an ipywidget, where Bokeh sends each change itself).
 """
 
 from __future__ import annotations
@@ -147,6 +153,7 @@ class LivePlot:
             self.fig.title.text = d.title
         _set_ticks(self.fig, d.extra)
         _set_legend(self.fig, labels)
+        pn.io.push_notebook(self.pane)
 
 
 def _columns(glyph, layer) -> dict:
@@ -219,6 +226,7 @@ class XorPlot(LivePlot):
         title = plots.xor_title(kwargs["frame"])
         if self.fig.title.text != title:
             self.fig.title.text = title
+        pn.io.push_notebook(self.pane)
 
 
 def clear_figure_cache() -> None:

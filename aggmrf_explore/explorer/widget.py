@@ -19,10 +19,12 @@ starts the explorer's own periodic callback only when a user presses it.
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import math
 import time
+import weakref
 from collections.abc import Mapping
 
 import numpy as np
@@ -275,6 +277,94 @@ def load_offline() -> None:
     if not getattr(hv.extension, "_loaded", False) or hv.Store.current_backend != "bokeh":
         hv.extension("bokeh", logo=False, inline=True)
     pn.extension("tabulator", "filedropper", inline=True)
+    _local_stylesheets()
+
+
+class _LocalSheets(dict):
+    """One document's stylesheet cache ({URL: ImportedStyleSheet}) that answers every
+    Panel CDN stylesheet with the same CSS from Panel's own package, as a ``data:`` URL."""
+
+    def __bool__(self) -> bool:  # Panel's theme code reads an empty cache as "no cache"
+        return True
+
+    def _local(self, url) -> str | None:
+        from panel.io.resources import CDN_DIST, DIST_DIR, LOCAL_DIST
+
+        url = str(url).split("?")[0]
+        for prefix in (CDN_DIST, LOCAL_DIST):
+            if prefix in url and url.endswith(".css"):
+                path = DIST_DIR / url.split(prefix, 1)[1]
+                return _css_data_url(str(path)) if path.is_file() else None
+        return None
+
+    def __contains__(self, url) -> bool:
+        return super().__contains__(url) or self._local(url) is not None
+
+    def __getitem__(self, url):
+        if not super().__contains__(url):
+            data = self._local(url)
+            if data is None:
+                raise KeyError(url)
+            from bokeh.models import ImportedStyleSheet
+
+            super().__setitem__(url, ImportedStyleSheet(url=data))
+        return super().__getitem__(url)
+
+    def get(self, url, default=None):
+        return self[url] if url in self else default
+
+
+class _LocalSheetCaches(weakref.WeakKeyDictionary):
+    """Panel's per-document stylesheet caches, each a :class:`_LocalSheets`."""
+
+    def __contains__(self, doc) -> bool:
+        return True
+
+    def __getitem__(self, doc):
+        try:
+            return super().__getitem__(doc)
+        except KeyError:
+            cache = _LocalSheets()
+            super().__setitem__(doc, cache)
+            return cache
+
+    def get(self, doc, default=None):
+        return default if doc is None else self[doc]
+
+    def __setitem__(self, doc, cache) -> None:
+        local = cache if isinstance(cache, _LocalSheets) else _LocalSheets(cache)
+        super().__setitem__(doc, local)
+
+
+@functools.lru_cache(maxsize=64)
+def _css_data_url(path: str) -> str:
+    import base64
+
+    with open(path, "rb") as f:
+        return "data:text/css;base64," + base64.b64encode(f.read()).decode("ascii")
+
+
+def _local_stylesheets() -> None:
+    """Serve Panel's late stylesheets from the kernel, not from its CDN.
+
+    With ``pn.config.inline`` Panel 1.9 inlines every stylesheet when a cell first
+    renders, but a component that updates later (a Markdown pane's new text, a theme
+    hook) sends its stylesheets again as ``ImportedStyleSheet(url=CDN_DIST + …)``:
+    ``css/loading.css``, ``css/markdown.css``, ``bundled/theme/default.css`` and
+    ``native.css``, which an offline browser cannot fetch (holoviz/panel#5167, #8750).
+    Those URLs are looked up in ``pn.state``'s per-document stylesheet cache first; this
+    cache answers each with the same file from Panel's installed ``dist/`` as a ``data:``
+    URL, so nothing leaves the machine.  Idempotent.
+    """
+    import panel as pn
+
+    current = pn.state._stylesheets
+    if isinstance(current, _LocalSheetCaches):
+        return
+    caches = _LocalSheetCaches()
+    for doc, cache in list(current.items()):
+        caches[doc] = cache
+    pn.state._stylesheets = caches
 
 
 def notebook_explorer(**settings):
@@ -305,6 +395,11 @@ def notebook_explorer(**settings):
     # an Explorer given a loaded session draws it at once; later data changes made in the
     # widget reload as usual
     ex = app.Explorer(session=session, sync_url=False)
+    # every tab rendered once, then only shown or hidden.  A dynamic Tabs re-sends a tab's
+    # figures each time it is shown again; BokehJS then sends their scalar line colours
+    # back as {"type": "value", ...}, which Bokeh's Python side refuses ("failed to
+    # validate Line.line_color … got Value(value='#1f77b4')"), losing that whole message.
+    ex.tabs.dynamic = False
     return ex
 
 
