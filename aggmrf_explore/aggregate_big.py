@@ -6,10 +6,21 @@ Dask DataFrame; the same tables as :func:`aggmrf_explore.tables.aggregate`.
 - numpy codes (n, D) and labels (n,): the in-memory pandas/numpy path,
   :func:`aggmrf_explore.tables.aggregate` (unchanged, for small data);
 - a path (str / ``os.PathLike``, ``*.csv[.gz]`` or ``*.parquet``, globs allowed):
-  :func:`aggregate_duckdb`, ONE scan of the file with ``GROUP BY GROUPING SETS`` (one set
-  per table of the layout, the intercept ``()`` included).  DuckDB bounds its memory
-  (``memory_limit``, default 1 GB) and spills to ``temp_directory``; only (table, key,
-  count, label sum) per non-empty cell comes back to Python, in Arrow batches;
+  :func:`aggregate_duckdb`, ONE DuckDB scan of the file.  Two methods:
+
+  - ``"stream"`` (default): DuckDB reads only the D + 1 needed columns and hands them to
+    Python in Arrow batches of ``batch_records`` records; each batch's table rows (the
+    package's row kernel) are counted into two dense int64 (K,) accumulators with
+    ``np.bincount``.  Memory: 2K int64 + one batch (batch_records × T int64) + DuckDB's
+    reader buffers, whatever the number of records (≈ 0.6 GB at K = 5.7·10⁶, T = 191).
+    The model itself holds several K-vectors, so dense accumulators are never the
+    binding limit; no hash table is needed because every row index is known in advance.
+  - ``"grouping_sets"``: ``GROUP BY GROUPING SETS`` (one set per table of the layout, the
+    intercept ``()`` included) inside DuckDB; only (table, key, count, label sum) per
+    non-empty cell comes back.  DuckDB keeps one radix hash table per grouping set *and
+    per thread*: with 191 sets it needs ≈ 1.2 GB at 10⁷ Criteo-shaped records and runs
+    out of memory under a 500 MB ``memory_limit`` (measured, ``benchmarks/criteo_scale.py``),
+    so it is kept for comparison and for layouts with few tables.
 - a ``dask.dataframe.DataFrame``: :func:`aggregate_dask`, per-partition (K,) partial sums
   reduced in partition order (integers held in float64: exact below 2^53 records).
 
@@ -35,9 +46,19 @@ from .errors import AggMRFError
 from .tables import AggregatedData, TableLayout, hash_rows
 from .tables import aggregate as aggregate_in_memory
 
-__all__ = ["aggregate", "aggregate_duckdb", "aggregate_dask", "grouping_sql", "BATCH_ROWS"]
+__all__ = [
+    "aggregate",
+    "aggregate_duckdb",
+    "aggregate_dask",
+    "grouping_sql",
+    "BATCH_ROWS",
+    "BATCH_RECORDS",
+    "METHODS",
+]
 
-BATCH_ROWS = 1_000_000  # result cells per Arrow batch handed to Python
+BATCH_ROWS = 1_000_000  # result cells per Arrow batch handed to Python (grouping_sets)
+BATCH_RECORDS = 65_536  # records per Arrow batch (stream): 65 536 × 191 tables × 8 B = 100 MB
+METHODS = ("stream", "grouping_sets")
 
 
 def _columns(layout: TableLayout, columns: Sequence[str] | None) -> list[str]:
@@ -118,20 +139,25 @@ def aggregate_duckdb(
     layout: TableLayout,
     label: str = "label",
     columns: Sequence[str] | None = None,
-    memory_limit: str = "1GB",
+    memory_limit: str = "512MB",
     temp_directory: str | os.PathLike | None = None,
     threads: int | None = None,
+    method: str = "stream",
+    batch_records: int = BATCH_RECORDS,
 ) -> AggregatedData:
     """Aggregate the coded records of a CSV / Parquet file (or glob) in one DuckDB scan.
 
     ``columns``: the D feature columns (default ``layout.feature_names``); ``label``: the
-    0/1 label column.  DuckDB holds at most ``memory_limit`` (1 GB; 600 MB ran out of
-    memory on 10⁷ Criteo-shaped records with 191 grouping sets) and spills to
-    ``temp_directory`` (default: DuckDB's own, beside its database); ``threads`` defaults
-    to DuckDB's choice.  Returns d, c (K,) bit-identical to :func:`tables.aggregate`.
+    0/1 label column.  ``method``: ``"stream"`` (default) or ``"grouping_sets"`` (module
+    docstring).  DuckDB holds at most ``memory_limit`` (512 MB) and spills to
+    ``temp_directory`` (default: DuckDB's own); ``threads`` defaults to DuckDB's choice;
+    ``batch_records``: records per Arrow batch of the stream method.  Returns d, c (K,)
+    float64, bit-identical to :func:`tables.aggregate`.
     """
     import duckdb
 
+    if method not in METHODS:
+        raise AggMRFError(f"method must be one of {', '.join(METHODS)}; got {method!r}.")
     cols = _columns(layout, columns)
     src = os.fspath(source)
     if not any(ch in src for ch in "*?[") and not Path(src).exists():
@@ -150,31 +176,108 @@ def aggregate_duckdb(
         missing = [c for c in [*cols, label] if c not in have]
         if missing:
             raise AggMRFError(f"{src!r} lacks the columns {missing}; it has {have}.")
-        sql = grouping_sql(layout, _reader(src), cols, label)
-        d = np.zeros(layout.K)
-        c = np.zeros(layout.K)
-        cells = bad_label = 0
-        # the cells come back in Arrow batches: Python holds one batch at a time
-        for batch in con.sql(sql).to_arrow_reader(BATCH_ROWS):
-            res = {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
-            if np.any(res["__bad_code"] > 0):  # before any row is computed from a bad code
-                _raise_bad_code(duckdb.connect(), layout, _reader(src), cols)
-            cells += res["__gid"].size
-            bad_label += int(np.count_nonzero(res["__bad_label"]))
-            rows = _rows_from_keys(
-                layout, res["__gid"].astype(np.int64), res["__key"].astype(np.int64)
-            )
-            d += np.bincount(rows, weights=res["__d"].astype(np.float64), minlength=layout.K)
-            c += np.bincount(rows, weights=res["__c"].astype(np.float64), minlength=layout.K)
+        if method == "stream":
+            d, c, n = _stream(con, layout, _reader(src), cols, label, int(batch_records))
+        else:
+            d, c, n = _grouping_sets(con, layout, _reader(src), cols, label)
     except duckdb.Error as e:
         raise AggMRFError(f"DuckDB could not aggregate {src!r}: {e}") from e
     finally:
         con.close()
+    return AggregatedData(layout, d, c, n)
+
+
+def _stream(
+    con, layout: TableLayout, source_sql: str, cols: list[str], label: str, batch: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The stream method: (d, c) float64 (K,) and n from Arrow batches of the D + 1 columns."""
+    if batch < 1:
+        raise AggMRFError(f"batch_records must be ≥ 1; got {batch}.")
+    sql = f"SELECT {', '.join(_quote(c) for c in [*cols, label])} FROM {source_sql}"
+    m = np.asarray(layout.n_modalities, dtype=np.int64)
+    D, K = layout.n_features, layout.K
+    d = np.zeros(K, dtype=np.int64)
+    c = np.zeros(K, dtype=np.int64)
+    n = 0
+    for rb in con.sql(sql).to_arrow_reader(batch):
+        nb = rb.num_rows
+        if nb == 0:
+            continue
+        X = np.empty((nb, D), dtype=np.int32)
+        for f in range(D):
+            X[:, f] = _codes(rb.column(f), cols[f], layout.feature_names[f], int(m[f]), n)
+        y = _labels(rb.column(D), label)
+        r = layout.rows(X)  # (nb, T) int64, the package's row kernel
+        d += np.bincount(r.ravel(), minlength=K)
+        c += np.bincount(r[y].ravel(), minlength=K)
+        n += nb
+        del r, X
+    if n == 0:
+        raise AggMRFError("cannot aggregate zero records.")
+    return d.astype(np.float64), c.astype(np.float64), n
+
+
+def _codes(col, name: str, feature: str, m: int, first: int) -> np.ndarray:
+    """One feature's codes of a batch (an Arrow array) as int64, checked: integer type,
+    no missing value, 0..m − 1 (the error names the feature and the record)."""
+    import pyarrow as pa
+
+    if not pa.types.is_integer(col.type):
+        raise AggMRFError(
+            f"column {name!r} holds {col.type}, not integer codes; encode the records first."
+        )
+    if col.null_count:
+        i = first + int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise AggMRFError(
+            f"code of feature {feature!r} is missing (record {i}); encode the records first."
+        )
+    x = col.to_numpy()
+    bad = (x < 0) | (x >= m)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise AggMRFError(
+            f"code {int(x[i])} of feature {feature!r} (record {first + i}) is missing or "
+            f"outside 0..{m - 1}; encode the records first."
+        )
+    return x
+
+
+def _labels(col, label: str) -> np.ndarray:
+    """A batch's labels as a bool mask (label == 1); anything but 0 / 1 raises."""
+    import pyarrow as pa
+
+    ok_type = pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
+    if pa.types.is_boolean(col.type):
+        ok_type = True
+    y = col.to_numpy(zero_copy_only=False) if ok_type and not col.null_count else None
+    if y is None or not np.all((y == 0) | (y == 1)):
+        raise AggMRFError(f"labels of column {label!r} must be 0 or 1; encode the label first.")
+    return y == 1
+
+
+def _grouping_sets(
+    con, layout: TableLayout, source_sql: str, cols: list[str], label: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The grouping_sets method: (d, c) float64 (K,) and n from the cells of one
+    GROUPING SETS query (:func:`grouping_sql`), fetched in Arrow batches."""
+    sql = grouping_sql(layout, source_sql, cols, label)
+    d = np.zeros(layout.K)
+    c = np.zeros(layout.K)
+    cells = bad_label = 0
+    for batch in con.sql(sql).to_arrow_reader(BATCH_ROWS):
+        res = {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
+        if np.any(res["__bad_code"] > 0):  # before any row is computed from a bad code
+            _raise_bad_code(con, layout, source_sql, cols)
+        cells += res["__gid"].size
+        bad_label += int(np.count_nonzero(res["__bad_label"]))
+        rows = _rows_from_keys(layout, res["__gid"].astype(np.int64), res["__key"].astype(np.int64))
+        d += np.bincount(rows, weights=res["__d"].astype(np.float64), minlength=layout.K)
+        c += np.bincount(rows, weights=res["__c"].astype(np.float64), minlength=layout.K)
     if cells == 0:
         raise AggMRFError("cannot aggregate zero records.")
     if bad_label:
         raise AggMRFError(f"labels of column {label!r} must be 0 or 1; encode the label first.")
-    return AggregatedData(layout, d, c, _n_records(layout, d))
+    return d, c, _n_records(layout, d)
 
 
 def _raise_bad_code(con, layout: TableLayout, source_sql: str, cols: list[str]) -> None:

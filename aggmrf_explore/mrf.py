@@ -41,6 +41,7 @@ import pandas as pd
 from .callbacks import Callback, HeldOutNLLH, History, StopTraining
 from .errors import AggMRFError, DivergenceError
 from .kernels import make_chain, sample_logits
+from .kernels.update import GRADIENT_CODES, bound_excess, update_pass
 from .metrics import relative_l1
 from .suppression import box_targets
 from .tables import AggregatedData, TableLayout
@@ -322,23 +323,23 @@ def pcd_update(
     """
     st, mu, theta = settings, params.mu, params.theta
     s = penalty.s
-    pen_mu = 2.0 * st.lambda_mu * penalty.reg_mu * mu
-    g_mu = d_hat - targets.d + pen_mu
-    ratio = rescaling_ratio(d_hat, targets.d, pen_mu, st.gradient)
-    c_model = c_hat if st.gradient == "true" else ratio * c_hat
-    lam_theta = 2.0 * st.lambda_theta * penalty.reg_theta
-    g_theta = c_model - targets.c + lam_theta * theta
-
-    if st.precondition:
-        h_mu = np.maximum(d_hat + 2.0 * st.lambda_mu * penalty.reg_mu, s)
-        h_theta = np.maximum(c_model + lam_theta, s)
-    else:
-        h_mu = h_theta = max(penalty.h_plain, s)
-    dir_mu = np.clip(g_mu / h_mu, -st.clip, st.clip)
-    dir_theta = np.clip(g_theta / h_theta, -st.clip, st.clip)
-    if penalty.intercept:
-        dir_mu[0] = 0.0
-    new = Params(mu - st.step_mu * dir_mu, theta - st.step_theta * dir_theta)
+    h_plain = max(penalty.h_plain, s)
+    # one pass over the K coordinates (kernels.update): the numpy expressions of this
+    # docstring's steps, same operations in the same order, without (K,) temporaries
+    new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta = (
+        update_pass(
+            *(np.ascontiguousarray(a, dtype=np.float64) for a in (mu, theta, d_hat, c_hat)),
+            *(np.ascontiguousarray(a, dtype=np.float64) for a in targets),
+            *(np.ascontiguousarray(a, dtype=np.float64) for a in penalty[:2]),
+            float(2.0 * st.lambda_mu),
+            float(2.0 * st.lambda_theta), float(s), GRADIENT_CODES[st.gradient],
+            bool(st.precondition), float(h_plain), float(st.clip), float(st.step_mu),
+            float(st.step_theta), bool(penalty.intercept),
+        )
+    )  # fmt: skip
+    if not st.precondition:
+        h_mu = h_theta = h_plain
+    new = Params(new_mu, new_theta)
     return Update(new, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta)
 
 
@@ -680,12 +681,15 @@ def divergence(
     larger λ; otherwise the step α·|direction| was too large for it: reduce α.
     """
     mu, theta = upd.params
-    over_t = np.where(np.isfinite(theta), np.abs(theta), np.inf) / THETA_BOUND
-    over_m = np.where(np.isfinite(mu), np.abs(mu), np.inf) / MU_BOUND
-    if max(over_t.max(), over_m.max()) <= 1.0:
+    # max |θ|/bound, |μ|/bound (non-finite = inf) and their first positions, in one pass
+    top_t, k_t, top_m, k_m = bound_excess(
+        np.ascontiguousarray(mu, dtype=np.float64), np.ascontiguousarray(theta, dtype=np.float64),
+        MU_BOUND, THETA_BOUND,
+    )  # fmt: skip
+    if max(top_t, top_m) <= 1.0:
         return ""
-    is_theta = over_t.max() >= over_m.max()
-    k = int(np.argmax(over_t if is_theta else over_m))
+    is_theta = top_t >= top_m
+    k = int(k_t if is_theta else k_m)
     value = (theta if is_theta else mu)[k]
     t = layout.tables[int(np.searchsorted(layout.offsets, k, side="right")) - 1]
     where = f"row {k} of table {layout.table_name(t)}"

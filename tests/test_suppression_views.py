@@ -206,3 +206,28 @@ def test_suppression_view_data_is_finite_and_counts_every_cell(rel):
     md = summary_markdown(suppression_check(sup, d_hat))
     assert f"{r.size:,} of" in md and "| table |" in md
     assert "no suppressed cells" in summary_markdown(None)
+
+
+def test_explorer_criteo_problem_is_a_suppressed_release():
+    """The explorer's "Criteo-shaped (small, suppressed)" problem: its pair cells with true
+    count ≤ 10 are absent (d = c = 0, marked) and stay so under Gaussian noise; singles
+    complete; the records are the generator's (same seed → same data)."""
+    from aggmrf_explore.datasets.criteo import SMALL_CARDINALITIES, small_dataset
+    from aggmrf_explore.explorer.problems import SUPPRESSED, get_problem, get_release
+
+    b = get_problem("criteo", 3000, 1, None, True, True)
+    exact = aggregate(b.encoded.X_train, b.encoded.y_train, b.layout)
+    lay, box = b.layout, b.aggregated.suppression
+    assert list(lay.n_modalities) == list(SMALL_CARDINALITIES)
+    pair = np.isin(lay.row_table(), [i for i, t in enumerate(lay.tables) if len(t) == 2])
+    np.testing.assert_array_equal(box.rows, pair & (exact.d <= SUPPRESSED["criteo"]))
+    assert box.n_rows > 100
+    assert np.all(b.aggregated.d[box.rows] == 0) and np.all(b.aggregated.c[box.rows] == 0)
+    np.testing.assert_array_equal(b.aggregated.d[~box.rows], exact.d[~box.rows])
+    noisy, _ = get_release(b, "gaussian", 1.0, 1e-7, "both", "analytic", 0)
+    assert noisy.is_noisy and np.array_equal(noisy.suppression.rows, box.rows)
+    assert np.all(noisy.d[box.rows] == 0)
+    a, c = small_dataset(500, seed=4), small_dataset(500, seed=4)
+    assert a.train.equals(c.train) and not a.train.equals(small_dataset(500, seed=5).train)
+    with pytest.raises(AggMRFError, match="label"):
+        small_dataset(10, label="conversion")

@@ -460,6 +460,8 @@ class Explorer(pn.viewable.Viewer):
         s.param.watch(self._on_busy, "busy")
         s.param.watch(self._on_version, "version")
         s.param.watch(self._on_running, "running")
+        # steps from code (``ex.session.step(k)`` in a notebook) redraw like the Step button
+        s.param.watch(lambda e: self._guard(self._refresh_all), "stepped")
 
     # ------------------------------------------------------------------ plots
     def _build_plots(self) -> None:
@@ -1212,8 +1214,9 @@ class Explorer(pn.viewable.Viewer):
         if s.running:
             s.pause()
         if self._sampler_ready():
-            s.step(1)
-        self._refresh_all()
+            s.step(1)  # redraws through the session's "stepped" event
+        else:
+            self._refresh_all()
 
     def _reset(self) -> None:
         self.session.reset()

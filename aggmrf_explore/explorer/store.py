@@ -197,6 +197,7 @@ class ExplorerSession(param.Parameterized):
     running = param.Boolean(default=False)
     busy = param.Boolean(default=False)
     status = param.String(default="no data loaded")
+    stepped = param.Event(doc="Fired after step(k) (Step button or code): views redraw")
     notice = param.String(default="")
     warning = param.String(default="", doc="Divergence, with its likely cause")
     privacy_runs = param.List(
@@ -642,7 +643,9 @@ class ExplorerSession(param.Parameterized):
         """Run k iterations now (the Step button); returns their statistics."""
         if self.trainer is None:
             raise AggMRFError("no data loaded yet.")
-        return self._run(budget=None, max_iters=int(k))
+        stats = self._run(budget=None, max_iters=int(k))
+        self.param.trigger("stepped")
+        return stats
 
     def tick(self, budget: float = 0.06) -> list:
         """One time-boxed slice of training while running: iterations until ``budget`` s are used."""

@@ -33,16 +33,20 @@ int32 (T, n'), so the accumulation runs in parallel over tables (disjoint row ra
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
 from .rng import GOLDEN, feature_order, inverse_cdf, mix
 from .rng import sigmoid as _sigmoid
 from .rng import uniform53 as _uniform
-from .rows import bucket, table_row
+from .rows import TableArrays, bucket, table_arrays, table_row
 
 __all__ = [
     "PROPOSAL_UNIFORM",
+    "MHStructure",
+    "mh_structure",
     "fixed_point",
     "alias_table",
     "mh_sweep",
@@ -51,7 +55,8 @@ __all__ = [
     "init_samples_offset",
 ]
 
-BLOCK = 64  # samples per parallel work item
+BLOCK = 64  # samples per parallel work item (and per row of the MH move counts)
+SUB = 16  # samples processed together inside a block (their rows stay in cache)
 PROPOSAL_UNIFORM = 0.05  # weight of the uniform in the proposal mixture
 
 
@@ -87,133 +92,246 @@ def alias_table(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return prob, alias
 
 
-@njit(inline="always")
-def _rest(x, i, t, f, tab_feat, tab_stride):
-    """key_t without f's term: Σ_{g∈t, g≠f} x[i, g] stride_{t,g}."""
-    rest = np.int64(0)
-    for j in range(tab_feat.shape[1]):
-        g = tab_feat[t, j]
-        if g != f:
-            rest += np.int64(x[i, g]) * tab_stride[t, j]
-    return rest
+class MHStructure(NamedTuple):
+    """The static structure of an :class:`~.mh_chain.MHGibbsChain` sweep, one *entry* per
+    (feature f, table t ∋ f) pair, entries of f at ``feat_ptr[f] : feat_ptr[f + 1]``.
+
+    n_modalities : int64 (D,) M_f;  feat_ptr : int64 (D + 1,)
+    ent_tab, ent_stride : int64 (E,) the table t and f's stride in t's key
+    ent_other, ent_ostride : int64 (E, W − 1) t's other features and their strides (padding:
+        feature 0 with stride 0), so key_t(v) = v · ent_stride + Σ x[ent_other] · ent_ostride
+    ent_off, ent_H : int64 (E,) t's first row and hash size (0: exact);  ent_salt : uint64 (E,)
+    tables : the layout's :class:`~.rows.TableArrays` (rows of whole samples)
+    """
+
+    n_modalities: np.ndarray
+    feat_ptr: np.ndarray
+    ent_tab: np.ndarray
+    ent_stride: np.ndarray
+    ent_other: np.ndarray
+    ent_ostride: np.ndarray
+    ent_off: np.ndarray
+    ent_H: np.ndarray
+    ent_salt: np.ndarray
+    tables: TableArrays
+
+
+def mh_structure(layout) -> MHStructure:
+    """:class:`MHStructure` of a TableLayout (exact or hashed tables, any arity)."""
+    m = np.asarray(layout.n_modalities, dtype=np.int64)
+    tabs = table_arrays(
+        layout.tables, layout.strides, layout.offsets, layout.hash_sizes, layout.hash_salts
+    )
+    w1 = max(1, max((len(t) for t in layout.tables), default=1) - 1)
+    ptr, ent = [0], []
+    for f in range(m.size):
+        for t, feats in enumerate(layout.tables):
+            if f in feats:
+                o = [g for g in feats if g != f]
+                pad = w1 - len(o)
+                ent.append((t, int(layout.strides[t, f]), o + [0] * pad,
+                            [int(layout.strides[t, g]) for g in o] + [0] * pad))  # fmt: skip
+        ptr.append(len(ent))
+    tab = np.array([e[0] for e in ent], dtype=np.int64)
+    return MHStructure(
+        n_modalities=m,
+        feat_ptr=np.asarray(ptr, dtype=np.int64),
+        ent_tab=tab,
+        ent_stride=np.array([e[1] for e in ent], dtype=np.int64),
+        ent_other=np.array([e[2] for e in ent], dtype=np.int64).reshape(-1, w1),
+        ent_ostride=np.array([e[3] for e in ent], dtype=np.int64).reshape(-1, w1),
+        ent_off=tabs.offsets[tab].copy(),
+        ent_H=tabs.hash_sizes[tab].copy(),
+        ent_salt=tabs.hash_salts[tab].copy(),
+        tables=tabs,
+    )
 
 
 @njit(inline="always")
-def _row(rest, v, s, off, H, salt):
+def _rest(x, i, e, ent_other, ent_ostride):
+    """key_t without f's term for entry e = (f, t): Σ_{g∈t, g≠f} x[i, g] stride_{t,g}."""
+    key = np.int64(0)
+    for k in range(ent_other.shape[1]):
+        key += np.int64(x[i, ent_other[e, k]]) * ent_ostride[e, k]
+    return key
+
+
+@njit(inline="always")
+def _row(key, off, H, salt):
     if H == 0:
-        return off + rest + v * s
-    return off + bucket(rest + v * s, salt, H)
+        return off + key
+    return off + bucket(key, salt, H)
 
 
 @njit(cache=True, parallel=True)
 def mh_sweep(
-    x, y, z, W, theta, hs, mh, i0, key, acc_key, first_key, first, counts, rows_t, fixed, scale
-):
+    x, y, z, P, ms, mh, i0, key, acc_key, first_key, first, rows_valid, counts, rows_t, fixed,
+    scale,
+):  # fmt: skip
     """One sweep of the samples x int32 (n, D) (global indices i0 .. i0 + n − 1).
 
-    y uint8 (n,), z float64 (n,) (filled with φ(x̃_i)·θ), W float64 (2K,) = [μ, μ + θ],
-    θ (K,), hs: HashedStructure; mh: (use_mh bool (D,), alias_ptr int64 (D + 1,),
-    alias_prob float64, alias_idx int64, log_q float64 (Σ M_f,)).  counts int64
-    (n_blocks, 2 D) receives accepted / proposed MH moves per block and feature.  The new
-    state's rows, int32 rows_t (T, n), and fixed-point σ's round(σ · scale), int64 fixed
-    (n,), are written as in :func:`mh_rows_logits` (the statistics need no second pass).
+    y uint8 (n,); z float64 (n,) (filled with φ(x̃_i)·θ); P float64 (K, 2): P[r] = (μ_r, θ_r),
+    so one gather gives a row's energy μ_r + ỹ θ_r and its θ_r; ms: :class:`MHStructure`;
+    mh: (use_mh bool (D,), alias_ptr int64 (D + 1,), alias_prob float64, alias_idx int64,
+    log_q float64 (Σ M_f,)).  counts int64 (n_blocks, 2 D) receives accepted / proposed MH
+    moves per block and feature.  rows_t int32 (T, n): with ``rows_valid`` it holds the
+    rows of the current x on entry (the last sweep's); on exit it holds the new state's
+    rows, and fixed int64 (n,) its round(σ(z_i) · scale) (the statistics need no second pass).
+
+    Per block of SUB samples (all in one thread, cache resident): the rows of every table
+    and their energies e_t = μ + ỹθ are gathered once; for each feature f (the sweep's
+    order), phase A draws every sample's proposal and gathers its T_f energies (independent
+    loads, no branch on their values: the memory system overlaps them), phase B accepts
+    with the cached e_t (the current value's energies) and, on acceptance, moves the new
+    rows and energies into the cache.  Then z_i = Σ_t θ[row_t] from the rows just touched.
+    A sample's draws depend only on (key, global index, site): the same as one sample at
+    a time, whatever the blocks, threads or shards.
     """
-    n_modalities, feat_ptr, feat_tab, feat_stride = (
-        hs.n_modalities,
-        hs.feat_ptr,
-        hs.feat_tab,
-        hs.feat_stride,
-    )
-    tab_feat, tab_stride, tab_off, tab_H, tab_salt = hs.tables
+    tab_feat, tab_stride, tab_off, tab_H, tab_salt = ms.tables
+    n_mod, feat_ptr, ent_tab, ent_stride = ms.n_modalities, ms.feat_ptr, ms.ent_tab, ms.ent_stride
+    ent_other, ent_ostride, ent_off, ent_H, ent_salt = (
+        ms.ent_other, ms.ent_ostride, ms.ent_off, ms.ent_H, ms.ent_salt,
+    )  # fmt: skip
     use_mh, a_ptr, a_prob, a_idx, log_q = mh
     n, D = x.shape
-    K = theta.shape[0]
     T = tab_off.shape[0]
     order = feature_order(key, D)
     max_m = 1
+    max_e = 1
     for f in range(D):
-        max_m = max(max_m, n_modalities[f])
+        max_m = max(max_m, n_mod[f])
+        max_e = max(max_e, feat_ptr[f + 1] - feat_ptr[f])
     for b in prange((n + BLOCK - 1) // BLOCK):
         scores = np.empty(max_m, dtype=np.float64)
+        rows = np.empty((SUB, T), dtype=np.int64)  # current rows of the sub-block
+        en = np.empty((SUB, T), dtype=np.float64)  # their energies μ + ỹθ
+        nr = np.empty((SUB, max_e), dtype=np.int64)  # proposals' rows and energies
+        nw = np.empty((SUB, max_e), dtype=np.float64)
+        props = np.empty(SUB, dtype=np.int64)
         for f in range(2 * D):
             counts[b, f] = 0
-        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            gi = i0 + i
-            if first:  # ỹ ~ σ(φ(x̃)·θ) before the first sweep's features
-                zi = 0.0
+        hi_b = min(n, (b + 1) * BLOCK)
+        for lo in range(b * BLOCK, hi_b, SUB):
+            m = min(hi_b, lo + SUB) - lo
+            for j in range(m):
+                i = lo + j
+                if first:  # ỹ ~ σ(φ(x̃)·θ) before the first sweep's features
+                    zi = 0.0
+                    for t in range(T):
+                        zi += P[
+                            table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt), 1
+                        ]
+                    y[i] = 1 if _uniform(first_key, i0 + i, D, D + 1) < _sigmoid(zi) else 0
+                yf = np.float64(y[i])
                 for t in range(T):
-                    zi += theta[table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt)]
-                y[i] = 1 if _uniform(first_key, gi, D, D + 1) < _sigmoid(zi) else 0
-            base = K if y[i] else 0
+                    if rows_valid:
+                        r = np.int64(rows_t[t, i])
+                    else:
+                        r = table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt)
+                    rows[j, t] = r
+                    en[j, t] = P[r, 0] + yf * P[r, 1]
             for q in range(D):
                 f = order[q]
-                M = n_modalities[f]
+                M = n_mod[f]
                 if M == 1:
                     continue
-                v = np.int64(x[i, f])
+                e0 = feat_ptr[f]
+                ne = feat_ptr[f + 1] - e0
                 if use_mh[f]:
-                    u = _uniform(key, gi, f, D + 1) * M
-                    k = np.int64(u)
-                    if k >= M:
-                        k = M - 1
-                    w = a_ptr[f] + k
-                    prop = k if u - k < a_prob[w] else a_idx[w]
-                    counts[b, D + f] += 1
-                    if prop == v:
-                        counts[b, f] += 1
-                        continue
-                    delta = log_q[a_ptr[f] + v] - log_q[a_ptr[f] + prop]
-                    for e in range(feat_ptr[f], feat_ptr[f + 1]):
-                        t = feat_tab[e]
-                        s = feat_stride[e]
-                        rest = _rest(x, i, t, f, tab_feat, tab_stride)
-                        off = base + tab_off[t]
-                        delta += W[_row(rest, prop, s, off, tab_H[t], tab_salt[t])]
-                        delta -= W[_row(rest, v, s, off, tab_H[t], tab_salt[t])]
-                    if delta >= 0.0 or _uniform(acc_key, gi, f, D + 1) < np.exp(delta):
-                        x[i, f] = prop
-                        counts[b, f] += 1
+                    for j in range(m):  # phase A: proposals and their energies
+                        i = lo + j
+                        u = _uniform(key, i0 + i, f, D + 1) * M
+                        k = np.int64(u)
+                        if k >= M:
+                            k = M - 1
+                        w = a_ptr[f] + k
+                        prop = k if u - k < a_prob[w] else a_idx[w]
+                        props[j] = prop
+                        if prop == x[i, f]:
+                            continue
+                        yf = np.float64(y[i])
+                        for c in range(ne):
+                            e = e0 + c
+                            r = _row(
+                                _rest(x, i, e, ent_other, ent_ostride) + prop * ent_stride[e],
+                                ent_off[e], ent_H[e], ent_salt[e],
+                            )  # fmt: skip
+                            nr[j, c] = r
+                            nw[j, c] = P[r, 0] + yf * P[r, 1]
+                    for j in range(m):  # phase B: accept or reject
+                        i = lo + j
+                        v = np.int64(x[i, f])
+                        prop = props[j]
+                        counts[b, D + f] += 1
+                        if prop == v:
+                            counts[b, f] += 1
+                            continue
+                        delta = log_q[a_ptr[f] + v] - log_q[a_ptr[f] + prop]
+                        for c in range(ne):
+                            delta += nw[j, c] - en[j, ent_tab[e0 + c]]
+                        if delta >= 0.0 or _uniform(acc_key, i0 + i, f, D + 1) < np.exp(delta):
+                            x[i, f] = prop
+                            counts[b, f] += 1
+                            for c in range(ne):
+                                t = ent_tab[e0 + c]
+                                rows[j, t] = nr[j, c]
+                                en[j, t] = nw[j, c]
                     continue
-                for c in range(M):
-                    scores[c] = 0.0
-                for e in range(feat_ptr[f], feat_ptr[f + 1]):
-                    t = feat_tab[e]
-                    s = feat_stride[e]
-                    rest = _rest(x, i, t, f, tab_feat, tab_stride)
-                    off = base + tab_off[t]
-                    H = tab_H[t]
-                    if H == 0:
-                        for c in range(M):
-                            scores[c] += W[off + rest + c * s]
-                    else:
-                        salt = tab_salt[t]
-                        for c in range(M):
-                            scores[c] += W[off + bucket(rest + c * s, salt, H)]
-                top = scores[0]
-                for c in range(1, M):
-                    top = max(top, scores[c])
-                total = 0.0
-                for c in range(M):
-                    scores[c] = np.exp(scores[c] - top)
-                    total += scores[c]
-                target = _uniform(key, gi, f, D + 1) * total
-                acc = 0.0
-                pick = M - 1
-                for c in range(M - 1):
-                    acc += scores[c]
-                    if target < acc:
-                        pick = c
-                        break
-                x[i, f] = pick
-            zi = 0.0
-            for t in range(T):
-                r = table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt)
-                rows_t[t, i] = r
-                zi += theta[r]
-            p1 = _sigmoid(zi)
-            y[i] = 1 if _uniform(key, gi, D, D + 1) < p1 else 0
-            z[i] = zi
-            fixed[i] = np.int64(np.round(p1 * scale))
+                for j in range(m):  # the exact full conditional, O(M_f T_f)
+                    i = lo + j
+                    yf = np.float64(y[i])
+                    for c in range(M):
+                        scores[c] = 0.0
+                    for c in range(ne):
+                        e = e0 + c
+                        rest = _rest(x, i, e, ent_other, ent_ostride)
+                        s = ent_stride[e]
+                        off = ent_off[e]
+                        H = ent_H[e]
+                        if H == 0:
+                            for v in range(M):
+                                r = off + rest + v * s
+                                scores[v] += P[r, 0] + yf * P[r, 1]
+                        else:
+                            salt = ent_salt[e]
+                            for v in range(M):
+                                r = off + bucket(rest + v * s, salt, H)
+                                scores[v] += P[r, 0] + yf * P[r, 1]
+                    top = scores[0]
+                    for v in range(1, M):
+                        top = max(top, scores[v])
+                    total = 0.0
+                    for v in range(M):
+                        scores[v] = np.exp(scores[v] - top)
+                        total += scores[v]
+                    target = _uniform(key, i0 + i, f, D + 1) * total
+                    acc = 0.0
+                    pick = M - 1
+                    for v in range(M - 1):
+                        acc += scores[v]
+                        if target < acc:
+                            pick = v
+                            break
+                    x[i, f] = pick
+                    for c in range(ne):
+                        e = e0 + c
+                        r = _row(
+                            _rest(x, i, e, ent_other, ent_ostride) + pick * ent_stride[e],
+                            ent_off[e], ent_H[e], ent_salt[e],
+                        )  # fmt: skip
+                        rows[j, ent_tab[e]] = r
+                        en[j, ent_tab[e]] = P[r, 0] + yf * P[r, 1]
+            for j in range(m):
+                i = lo + j
+                zi = 0.0
+                for t in range(T):
+                    r = rows[j, t]
+                    rows_t[t, i] = r
+                    zi += P[r, 1]
+                p1 = _sigmoid(zi)
+                y[i] = 1 if _uniform(key, i0 + i, D, D + 1) < p1 else 0
+                z[i] = zi
+                fixed[i] = np.int64(np.round(p1 * scale))
 
 
 @njit(cache=True, parallel=True)

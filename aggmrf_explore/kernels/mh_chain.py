@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .hashed import HashedStructure
 from .mh import (
     PROPOSAL_UNIFORM,
     alias_table,
@@ -28,10 +27,10 @@ from .mh import (
     init_samples_offset,
     mh_accumulate,
     mh_rows_logits,
+    mh_structure,
     mh_sweep,
 )
 from .rng import stream_key
-from .rows import table_arrays
 
 __all__ = ["MHGibbsChain", "mh_features", "unpack_statistics", "MH_COST_MARGIN"]
 
@@ -107,23 +106,7 @@ class MHGibbsChain:
         self.use_mh = mh_features(layout) if use_mh is None else np.asarray(use_mh, dtype=np.bool_)
         if self.use_mh.shape != (D,):
             raise ValueError(f"use_mh must have shape ({D},).")
-        ptr, tab, stride = [0], [], []
-        for f in range(D):
-            for t, feats in enumerate(layout.tables):
-                if f in feats:
-                    tab.append(t)
-                    stride.append(int(layout.strides[t, f]))
-            ptr.append(len(tab))
-        tabs = table_arrays(
-            layout.tables, layout.strides, layout.offsets, layout.hash_sizes, layout.hash_salts
-        )
-        self.structure = HashedStructure(
-            n_modalities=m,
-            feat_ptr=np.asarray(ptr, dtype=np.int64),
-            feat_tab=np.asarray(tab, dtype=np.int64),
-            feat_stride=np.asarray(stride, dtype=np.int64),
-            tables=tabs,
-        )
+        self.structure = mh_structure(layout)
         qs = [(1.0 - PROPOSAL_UNIFORM) * p + PROPOSAL_UNIFORM / p.size for p in ps]
         probs, aliases = zip(*(alias_table(q) for q in qs), strict=True)
         self._mh = (
@@ -141,9 +124,8 @@ class MHGibbsChain:
         self._fixed = np.zeros(count, dtype=np.int64)
         self._rows_t = np.zeros((len(layout.tables), count), dtype=np.int32)
         self._acc = np.zeros(self.K, dtype=np.int64)
-        self._W = np.zeros(
-            2 * self.K, dtype=np.float32
-        )  # [μ, μ + θ] in float32 (as the dense kernel)
+        self._P = np.zeros((self.K, 2))  # P[r] = (μ_r, θ_r): one gather per row (mh_sweep)
+        self._rows_valid = False  # _rows_t holds the rows of the current _x
         n_blocks = (count + 63) // 64
         self._counts = np.zeros((n_blocks, 2 * D), dtype=np.int64)
         self._rows_theta: np.ndarray | None = None  # θ of _rows_t / _z / _fixed
@@ -178,7 +160,7 @@ class MHGibbsChain:
             self._z,
             self._fixed,
             self._rows_t,
-            self._W,
+            self._P,
             self._counts,
             self._acc,
         )
@@ -215,6 +197,7 @@ class MHGibbsChain:
         self._y_drawn = bool(state["y_drawn"])
         self.sweeps = int(state["sweeps"])
         self._rows_theta = None
+        self._rows_valid = False
         self._stats = None
 
     # ------------------------------------------------------------------ kernels
@@ -229,14 +212,15 @@ class MHGibbsChain:
         state's rows and σ's under θ for :meth:`statistics` (``statistics`` is part of the
         Chain interface and ignored)."""
         mu, theta = self._check(mu, "mu"), self._check(theta, "theta")
-        self._W[: self.K] = mu
-        self._W[self.K :] = mu + theta
+        self._P[:, 0] = mu
+        self._P[:, 1] = theta
         keys = [stream_key(self.seed, self.sweeps, i) for i in (0, 2, 1)]
         mh_sweep(
-            self._x, self._y, self._z, self._W, theta, self.structure, self._mh,
-            self.first, keys[0], keys[1], keys[2], not self._y_drawn, self._counts,
-            self._rows_t, self._fixed, float(2**self.q_bits),
+            self._x, self._y, self._z, self._P, self.structure, self._mh,
+            self.first, keys[0], keys[1], keys[2], not self._y_drawn, self._rows_valid,
+            self._counts, self._rows_t, self._fixed, float(2**self.q_bits),
         )  # fmt: skip
+        self._rows_valid = True
         D = self._x.shape[1]
         self.accepted = self._counts[:, :D].sum(axis=0)
         self.proposed = self._counts[:, D:].sum(axis=0)
@@ -253,6 +237,7 @@ class MHGibbsChain:
             float(2**self.q_bits),
         )  # fmt: skip
         self._rows_theta = theta.copy()
+        self._rows_valid = True
         self._stats = None
 
     def logits(self, theta: np.ndarray) -> np.ndarray:
