@@ -19,10 +19,12 @@ starts the explorer's own periodic callback only when a user presses it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import io
 import math
+import sys
 import time
 import weakref
 from collections.abc import Mapping
@@ -264,18 +266,20 @@ def load_offline() -> None:
 
     Classrooms and exam rooms are often offline: Panel's default notebook loader fetches
     BokehJS and panel.min.js from a CDN, and the explorer then shows a red JavaScript error
-    box.  This publishes the libraries inside the cell's output instead (≈ 4 MB, once per
-    kernel; later calls publish nothing new).  :func:`notebook_explorer` and
-    :func:`explorer_widget` call it; call it yourself before displaying any other Panel or
-    HoloViews object in the same notebook — and do not call ``pn.extension()`` without
-    ``inline=True`` first, or the CDN loader wins.
+    box.  This publishes the libraries inside the cell's output instead (≈ 4 MB per call,
+    i.e. per cell that builds an explorer).  It publishes them on every call, not once per
+    kernel: a reloaded browser tab, or the same notebook opened in Notebook 7 after
+    JupyterLab, runs its cells on a kernel that has loaded them before, into a page that has
+    not (a once-per-kernel guard left that page with "Bokeh or Panel library is missing").
+    :func:`notebook_explorer` and :func:`explorer_widget` call it; call it yourself before
+    displaying any other Panel or HoloViews object in the same notebook — and do not call
+    ``pn.extension()`` without ``inline=True`` first, or the CDN loader wins.
     """
     import holoviews as hv
     import panel as pn
 
     pn.config.inline = True
-    if not getattr(hv.extension, "_loaded", False) or hv.Store.current_backend != "bokeh":
-        hv.extension("bokeh", logo=False, inline=True)
+    hv.extension("bokeh", logo=False, inline=True)
     pn.extension("tabulator", "filedropper", inline=True)
     _local_stylesheets()
 
@@ -384,7 +388,10 @@ def notebook_explorer(**settings):
     from .store import ExplorerSession, baseline_names
 
     load_offline()  # BokehJS + Panel inline: the explorer renders without internet
-    runtime.warm_up_once()
+    # its "sampler loaded: training is ready" line is news, not an error: stdout, so a
+    # notebook does not show it in the red stderr box
+    with contextlib.redirect_stderr(sys.stdout):
+        runtime.warm_up_once()
     session = ExplorerSession(lazy=False, **settings)  # loads data and builds the trainer now
     # the baselines too (the served app fits the slow ones in a worker thread and pushes them
     # later; a notebook has no server loop to push them, so the skyline would never appear)
