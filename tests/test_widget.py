@@ -53,6 +53,35 @@ def test_notebook_explorer_is_loaded_and_viewable():
     assert isinstance(ex.__panel__(), pn.viewable.Viewable)
 
 
+def test_slow_ticks_still_refresh_the_heavy_views(monkeypatch):
+    """Ticks slower than the fast refresh period (a loaded machine, a notebook's comm) must
+    not starve the heavy views (predictions, d̂ vs d): they took turns, not fast every tick."""
+    from aggmrf_explore.explorer import app
+
+    ex = notebook_explorer(dataset="toy", n_gibbs=200)
+    ex.session.play()
+    calls: list[str] = []
+    clock = [1000.0]
+    monkeypatch.setattr(app.time, "monotonic", lambda: clock[0])
+
+    def fake(kind):  # records the call and its time, as the real refreshes do
+        def refresh():
+            calls.append(kind)
+            setattr(ex, f"_last_{kind}", clock[0])
+
+        return refresh
+
+    monkeypatch.setattr(ex, "_refresh_fast", fake("fast"))
+    monkeypatch.setattr(ex, "_refresh_heavy", fake("heavy"))
+    ex._last_fast = ex._last_heavy = clock[0]
+    for _ in range(12):  # one tick every 0.7 s > FAST_REFRESH
+        clock[0] += 0.7
+        ex._tick()
+    ex.session.pause()
+    assert calls.count("heavy") >= 2, calls
+    assert calls.count("fast") >= 6, calls
+
+
 def test_training_widget_run_advances_the_trainer(trainer):
     tw = TrainingWidget(trainer, plot_every=7, references={"truth": 0.05})
     assert isinstance(tw.widget, ipywidgets.Widget)

@@ -1188,11 +1188,16 @@ class Explorer(pn.viewable.Viewer):
             s.running = False
             self._show_message(f"training stopped: {error_message(exc)}")
         now = time.monotonic()
+        # never both in one tick; the more overdue first, so that when ticks come slower
+        # than FAST_REFRESH (a loaded machine, a notebook's comm) the heavy views still
+        # take their turn instead of waiting behind a fast refresh due at every tick
+        fast = (now - self._last_fast) / (FAST_REFRESH * n)
+        heavy = (now - self._last_heavy) / (HEAVY_REFRESH * n)
         with pn.io.hold():
-            if now - self._last_fast >= FAST_REFRESH * n:
+            if fast >= 1 and fast >= heavy:
                 self._guard(self._refresh_fast)
-            elif now - self._last_heavy >= HEAVY_REFRESH * n:
-                self._guard(self._refresh_heavy)  # never both in one tick
+            elif heavy >= 1:
+                self._guard(self._refresh_heavy)
 
     def _sampler_ready(self) -> bool:
         """False while the kernels this run needs still compile in the background (MRF-N's
