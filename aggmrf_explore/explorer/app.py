@@ -134,6 +134,14 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
+def prefetch_first_screen() -> None:
+    """The first screen's data and quick baselines (a first start: before the compiler,
+    which compiles one function at a time, holds the kernels the data need)."""
+    bundle = get_problem(**ExplorerSession(lazy=True).data_key())
+    get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
+    runtime.log("first screen's data prefetched")
+
+
 def prefetch_default_data() -> None:
     """Cache the first screen's data and baselines (run by the warm-up thread)."""
     bundle = get_problem(**ExplorerSession(lazy=True).data_key())
@@ -810,14 +818,31 @@ class Explorer(pn.viewable.Viewer):
 
     def _on_busy(self, event) -> None:
         busy = bool(event.new)
-        waiting = runtime.warm_up_message()
-        self.spinner.value = busy
-        self.spinner.visible = busy
-        self.spinner.label = (waiting or "preparing data…") if busy else ""
         for btn in (self.play_button, self.step_button, self.reset_button):
             btn.disabled = busy
-        self.session.update_status()
-        self.status.object = self.session.status if not (busy and waiting) else waiting
+        self._show_status()
+
+    def _show_status(self) -> None:
+        """The status line and the spinner; while the sampler compiles (a first start)
+        they say so, and that everything but training works meanwhile."""
+        s = self.session
+        s.update_status()
+        waiting = runtime.warm_up_message()
+        loading = s.busy or bool(waiting)
+        self.spinner.value = loading
+        self.spinner.visible = loading
+        self.spinner.label = (waiting or "preparing data…") if loading else ""
+        if not waiting:
+            self.status.object = s.status
+        elif s.busy or s.trainer is None:
+            self.status.object = waiting
+        else:
+            name = s.status.rsplit(" · ", 1)[-1]
+            then = "Play pressed: training starts" if s.running else "Play trains"
+            self.status.object = (
+                f"{waiting} · {name} loaded: everything but training works now; {then} "
+                "once it is compiled"
+            )
 
     # ------------------------------------------------------------------ lessons
     def _hideable(self) -> dict[str, object]:
@@ -1049,24 +1074,25 @@ class Explorer(pn.viewable.Viewer):
         return True
 
     def _on_load(self) -> None:
-        """First render: wait for the kernels (warm-up thread), then load the data (async)."""
+        """First render: load the data (async); the sampler may still be compiling."""
         self.session.busy = True
         pn.state.execute(self._initial_load)
 
     async def _initial_load(self) -> None:
-        """Wait for the sampler (the page shows the compiler's progress meanwhile; every
-        control stays usable), then load the data."""
+        """Load the data at once; while the sampler compiles (the warm-up thread) the page
+        shows its progress, and every control but training works."""
         if not runtime.kernels_ready():
-            runtime.warm_up_in_background(prefetch_default_data)
-            loop = asyncio.get_running_loop()
-            fut = loop.run_in_executor(runtime.DATA_EXECUTOR, self._guard, runtime.warm_up_once)
-            while not fut.done():
-                msg = runtime.warm_up_message()
-                if msg:
-                    self.spinner.label = msg
-                    self.status.object = msg
-                await asyncio.wait([fut], timeout=1.0)
+            runtime.warm_up_in_background(prefetch_default_data, prefetch_first_screen)
+            pn.state.execute(self._watch_warm_up)
         await self._load_async("")
+
+    async def _watch_warm_up(self) -> None:
+        """The compiler's progress on the status line, once a second; then the first
+        screen as it is (a Play pressed meanwhile starts training by itself)."""
+        while not runtime.kernels_ready():
+            self._guard(self._show_status)
+            await asyncio.sleep(1.0)
+        self._guard(self._refresh_all)
 
     def _schedule_load(self, notice: str) -> None:
         if not self._loaded:
@@ -1200,8 +1226,11 @@ class Explorer(pn.viewable.Viewer):
                 self._guard(self._refresh_heavy)
 
     def _sampler_ready(self) -> bool:
-        """False while the kernels this run needs still compile in the background (MRF-N's
-        noise posterior on a first start): training waits, nothing blocks."""
+        """False while the kernels this run needs still compile in the background (the
+        sampler, or MRF-N's noise posterior, on a first start): training waits, nothing
+        blocks (the status line says so)."""
+        if not runtime.kernels_ready():
+            return False
         if not self.session.noise_aware or runtime.extras_ready():
             return True
         self.session.set_notice("MRF-N's sampler is still compiling (first start only)…")
@@ -1327,8 +1356,7 @@ class Explorer(pn.viewable.Viewer):
         """Status line and the two line plots (cheap: new arrays into existing sources)."""
         self._last_fast = time.monotonic()
         s = self.session
-        s.update_status()
-        self.status.object = s.status
+        self._show_status()
         if s.trainer is None:
             return
         if self.tabs.active == 0:
@@ -1427,7 +1455,7 @@ def build_app() -> pn.viewable.Viewable:
     """The served explorer page (one Explorer per browser session)."""
     t0 = time.perf_counter()
     # first page: loads the kernels (and caches the default data) while the page is built
-    runtime.warm_up_in_background(prefetch_default_data)
+    runtime.warm_up_in_background(prefetch_default_data, prefetch_first_screen)
     pn.extension("tabulator", "filedropper", notifications=False)
     hv.extension("bokeh", logo=False)
     page = Explorer(load_now=True).template()

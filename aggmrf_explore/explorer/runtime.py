@@ -5,10 +5,16 @@ One per server process (module-level, shared by every session):
 - the numba kernels are compiled (or loaded from numba's cache) once, in a background
   thread started when the served app is first built (:func:`warm_up_in_background`), in
   two phases: first what the first screen trains with (the dense Gibbs chain, the rows,
-  the logits: :func:`kernels_ready`), then the rest (the MRF-N noise posterior:
-  :func:`extras_ready`), so no click ever waits for the compiler; :func:`warm_up_message`
-  is the progress line the page and the terminal show meanwhile (on a fresh numba cache,
-  "compiling the sampler (first start only)…");
+  the logits, the update: :func:`kernels_ready`), then the rest (the MRF-N noise
+  posterior: :func:`extras_ready`), so no click ever waits for the compiler;
+  :func:`warm_up_message` is the progress line the page and the terminal show meanwhile
+  (on a fresh numba cache, "compiling the sampler (first start only)…").  The data load
+  never waits for it: every control but training works during a compilation.
+- a *first start* (empty numba cache) trains as soon as *serial* builds of the dense
+  chain's kernels are compiled in-process (``kernels.quick``: bit-identical results, a
+  third of the compile time), while a niced child process compiles the parallel builds
+  into numba's cache; the chain switches to them once they are there
+  (:func:`parallel_ready`);
 - data preparation runs in :data:`DATA_EXECUTOR` (2 threads), the slow baselines in
   :data:`SLOW_EXECUTOR` (1 niced thread), so the event loop never blocks;
 - :data:`RUNNING` and :data:`SESSIONS` track the explorers training now and the open
@@ -41,10 +47,13 @@ __all__ = [
     "warm_up_once",
     "warm_up_in_background",
     "kernels_ready",
+    "parallel_ready",
+    "train_first_screen",
     "extras_ready",
     "first_start",
     "warm_up_message",
     "warm_up_extras",
+    "finish_parallel",
     "compile_in_subprocess",
     "wait_for_warm_up",
     "release_memory_soon",
@@ -59,11 +68,14 @@ RELEASE_DELAY = 5.0  # seconds after a session closes: Bokeh has dropped its doc
 
 _WARM = threading.Event()
 _EXTRAS = threading.Event()
+_PARALLEL = threading.Event()  # the parallel builds of the dense kernels are in use
 _PREFETCHED = threading.Event()  # first screen's kernels and data ready (warm-up thread)
 _warm_started: float | None = None  # perf_counter when the warm-up thread started
 _first_start: bool | None = None
 _WARM_LOCK = threading.Lock()
 _warm_thread: threading.Thread | None = None
+_child: tuple[threading.Thread, float] | None = None  # first start: the parallel compile
+_compiler: threading.Thread | None = None
 _release_pending = False
 
 
@@ -98,7 +110,11 @@ def _marker() -> Path:
 
 # what a compiling subprocess runs: numba fills its on-disk cache there, with a GIL of its
 # own, so the server's event loop (page building, clicks) never waits for the compiler
-DENSE_KERNELS = "from aggmrf_explore.kernels import warm_up; warm_up()"
+DENSE_KERNELS = (
+    "import os; os.environ['AGGMRF_COMPILING'] = '1'\n"
+    "from aggmrf_explore.kernels import warm_up; warm_up()\n"
+    "from aggmrf_explore.explorer.runtime import train_first_screen; train_first_screen()"
+)
 EXTRA_KERNELS = (
     "import os; os.environ['AGGMRF_COMPILING'] = '1'\n"
     "from aggmrf_explore.explorer.runtime import warm_up_extras; warm_up_extras()"
@@ -106,12 +122,22 @@ EXTRA_KERNELS = (
 _IN_SUBPROCESS = bool(os.environ.get("AGGMRF_COMPILING"))
 
 
-def compile_in_subprocess(code: str) -> bool:
-    """Run ``code`` (a warm-up) in a child Python sharing numba's cache directory;
-    True if it succeeded (else the caller compiles in-process, as before)."""
+def _nice_child() -> None:
+    try:
+        os.nice(10)  # the server (the page, the serial sampler) and the browser come first
+    except OSError:
+        pass
+
+
+def compile_in_subprocess(code: str, nice: bool = False) -> bool:
+    """Run ``code`` (a warm-up) in a child Python sharing numba's cache directory (niced
+    with ``nice``); True if it succeeded (else the caller compiles in-process)."""
     cmd = [sys.executable, "-c", code]
     try:
-        done = subprocess.run(cmd, env=os.environ.copy(), capture_output=True, timeout=1800)
+        done = subprocess.run(
+            cmd, env=os.environ.copy(), capture_output=True, timeout=1800,
+            preexec_fn=_nice_child if nice and os.name == "posix" else None,
+        )  # fmt: skip
     except (OSError, subprocess.SubprocessError) as exc:
         log(f"compiling subprocess failed to run: {exc}")
         return False
@@ -142,8 +168,10 @@ def first_start() -> bool:
     """True when the kernels are not in numba's on-disk cache yet (they will compile)."""
     global _first_start
     if _first_start is None:
+        from ..kernels.quick import parallel_cached
+
         try:
-            _first_start = not _marker().exists()
+            _first_start = not (_marker().exists() or parallel_cached())
         except Exception:  # noqa: BLE001 - an unreadable cache: say "compiling"
             _first_start = True
     return _first_start
@@ -168,30 +196,104 @@ def kernels_ready() -> bool:
     return _WARM.is_set()
 
 
+def parallel_ready() -> bool:
+    """True once the dense chain runs its parallel builds (always after a warm start)."""
+    return _PARALLEL.is_set()
+
+
+def train_first_screen(iterations: int = 2) -> None:
+    """A few iterations of the first screen (XOR, the explorer's default settings) through
+    the explorer's own call path: every kernel a Play needs, with its argument types, is
+    compiled (or loaded) — the row kernel, the logits, the chain, the update."""
+    from .problems import get_baselines
+    from .store import CHEAP_BASELINES, ExplorerSession, baseline_names
+
+    s = ExplorerSession(lazy=True)
+    bundle = s.fetch()
+    get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
+    s.load(bundle)
+    s.step(iterations)
+    s.close()
+
+
 def extras_ready() -> bool:
     """True once the other kernels (MRF-N's noise posterior) are compiled (or loaded)."""
     return _EXTRAS.is_set()
 
 
-def warm_up_once() -> None:
-    """Compile (or load from numba's cache) the first screen's kernels once per process."""
+def warm_up_once(quick_start: bool = False) -> None:
+    """Compile (or load from numba's cache) the first screen's kernels once per process.
+
+    On a first start with ``quick_start`` (the served app), training is ready with serial
+    builds of the dense kernels (compiled here, in seconds) while a niced child compiles
+    the parallel builds into numba's cache; :func:`finish_parallel` then switches the
+    chain to those.  Without it (a notebook), a child compiles the parallel builds and
+    this waits for it.
+    """
+    global _child
     if _WARM.is_set():
         return
     with _WARM_LOCK:
-        if not _WARM.is_set():
-            from ..kernels import warm_up
+        if _WARM.is_set():
+            return
+        from ..kernels import quick, warm_up
 
-            first = first_start()
-            t0 = time.perf_counter()
-            if first:
-                say("compiling the sampler (first start only; about a minute on 2 cores)…")
-                compile_in_subprocess(DENSE_KERNELS)
-            warm_up()  # (after a compiling subprocess: loads its cache, ~1 s)
-            _WARM.set()
+        first = first_start()
+        t0 = time.perf_counter()
+        child = None
+        if first and not quick_start:
+            say("compiling the sampler (first start only; about a minute on 2 cores)…")
+            compile_in_subprocess(DENSE_KERNELS)
+            first = False  # (now in numba's cache: loaded below)
+        if first:
+            child = _start_parallel_compile()
+            quick.use_serial()
+        warm_up()  # a first start: the serial builds; else: loads numba's cache, ~1 s
+        train_first_screen()  # the rest of Play's kernels (update, logits) on the real path
+        _WARM.set()
+        dt = time.perf_counter() - t0
+        if not first:
+            _PARALLEL.set()
             _mark("dense")
-            dt = time.perf_counter() - t0
-            say(f"sampler {'compiled' if first else 'loaded'} in {dt:.1f} s: training is ready")
+            how = "compiled" if first_start() else "loaded"
+            say(f"sampler {how} in {dt:.1f} s: training is ready")
             log(f"numba kernels ready in {dt:.2f} s")
+            return
+        say(f"sampler compiled in {dt:.1f} s: training is ready (one thread until the "
+            "parallel sampler is compiled, in the background)")  # fmt: skip
+        log(f"numba kernels ready in {dt:.2f} s (serial builds)")
+        _child = (child, t0)
+
+
+def _start_parallel_compile() -> threading.Thread:
+    """(A first start) a thread running the child that compiles the parallel builds."""
+    global _compiler
+    if _compiler is None:
+        say("compiling the sampler (first start only)…")
+        _compiler = threading.Thread(
+            target=lambda: compile_in_subprocess(DENSE_KERNELS, nice=True),
+            name="aggmrf-compile-parallel",
+            daemon=True,
+        )
+        _compiler.start()
+    return _compiler
+
+
+def finish_parallel() -> None:
+    """After a first start's :func:`warm_up_once`: wait for the child compiling the
+    parallel builds, then switch the dense chain to them (at once after a warm start)."""
+    global _child
+    if _child is None or _PARALLEL.is_set():
+        return
+    (child, t0), _child = _child, None
+    from ..kernels import quick
+
+    child.join()
+    redone = quick.use_parallel()  # loads what the child compiled (else compiles it here)
+    _PARALLEL.set()
+    _mark("dense")
+    extra = f" (compiled here: {', '.join(redone)})" if redone else ""
+    say(f"parallel sampler ready after {time.perf_counter() - t0:.1f} s{extra}")
 
 
 def warm_up_extras() -> None:
@@ -201,7 +303,7 @@ def warm_up_extras() -> None:
         return
     t0 = time.perf_counter()
     if "extras" not in _marked() and not _IN_SUBPROCESS:
-        compile_in_subprocess(EXTRA_KERNELS)
+        compile_in_subprocess(EXTRA_KERNELS, nice=True)
     from .. import datasets, experiment, mrf, privacy
 
     prob = experiment.prepare(datasets.load_dataset("toy"))
@@ -214,11 +316,15 @@ def warm_up_extras() -> None:
     log(f"MRF-N kernels ready in {time.perf_counter() - t0:.2f} s")
 
 
-def warm_up_in_background(prefetch: Callable[[], None] | None = None) -> None:
+def warm_up_in_background(
+    prefetch: Callable[[], None] | None = None, first: Callable[[], None] | None = None
+) -> None:
     """Start (once per process) a daemon thread: numba warm-up, then ``prefetch()``.
 
     Called when the served app is first built, so the kernels are ready (and the
-    default data cached by ``prefetch``) before the first page asks for them.
+    default data cached by ``prefetch``) before the first page asks for them.  On a
+    first start ``first()`` (the first screen's data) runs before the compiler starts:
+    numba compiles one function at a time, and the page's data need a kernel too.
     """
     global _warm_thread, _warm_started
     with _WARM_LOCK:
@@ -228,12 +334,17 @@ def warm_up_in_background(prefetch: Callable[[], None] | None = None) -> None:
 
         def run() -> None:
             try:
-                warm_up_once()
+                if first_start():
+                    _start_parallel_compile()
+                    if first is not None:
+                        first()
+                warm_up_once(quick_start=True)
                 try:
                     if prefetch is not None:
                         prefetch()
                 finally:
                     _PREFETCHED.set()
+                finish_parallel()
                 warm_up_extras()
             except Exception as exc:  # noqa: BLE001 - the sessions report their own errors
                 say(f"warm-up failed: {type(exc).__name__}: {exc}")

@@ -10,6 +10,7 @@ their state in numpy arrays and pass the kernels named tuples of arrays
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Protocol, runtime_checkable
 
 import numba
@@ -45,6 +46,14 @@ __all__ = [
     "marginal_cdfs",
     "warm_up",
 ]
+
+
+# The dense chain's parallel kernels, looked up here at each call: a first start of the
+# explorer runs serial builds of the same functions (``kernels.quick``: bit-identical
+# results, a third of the compile time) until the parallel builds are compiled.
+DENSE = SimpleNamespace(
+    build_params=build_params, sample_statistics=sample_statistics, gibbs_sweep=gibbs_sweep
+)
 
 
 @runtime_checkable
@@ -379,13 +388,14 @@ class GibbsChain:
         mu = _check_params(mu, self.K, "mu")
         theta = _check_params(theta, self.K, "theta")
         s, p, work = self.structure, self._params, self._work
-        build_params(mu, theta, s, p, work)
+        dense = DENSE
+        dense.build_params(mu, theta, s, p, work)
         if not self._y_drawn:  # first sweep: ỹ ~ σ(φ(x̃)·θ) before the features
-            sample_statistics(self._x, p.theta_f, self._z, s, work, False)
+            dense.sample_statistics(self._x, p.theta_f, self._z, s, work, False)
             draw_labels(self._z, self._y, stream_key(self.seed, self.sweeps, 1), self._x.shape[0])
             self._y_drawn = True
         key = stream_key(self.seed, self.sweeps, 0)
-        gibbs_sweep(self._x, self._y, self._z, key, s, p, work, bool(statistics))
+        dense.gibbs_sweep(self._x, self._y, self._z, key, s, p, work, bool(statistics))
         self._codes = self._rows = None
         self._stats = None
         self._stats_theta = theta.copy() if statistics else None
@@ -409,7 +419,7 @@ class GibbsChain:
             theta_f = theta.copy()
             np.add.at(theta_f, s.fold_parent, theta[s.fold_sub])
             z = np.empty(self.n_samples)
-            sample_statistics(self._x, theta_f, z, s, self._work, True)
+            DENSE.sample_statistics(self._x, theta_f, z, s, self._work, True)
             self._stats = None
             self._stats_theta = theta.copy()
         if self._stats is None:
