@@ -136,11 +136,12 @@ def measure_start(browser, label: str, cache: str, timeout: float = 900.0) -> No
             f"{label}: HTTP 200 after {http_s:.1f} s; page visible after {visible:.1f} s "
             f"(status {first_text!r}); usable after {usable or trainable:.1f} s; training "
             f"possible after {trainable:.1f} s; first Play → training {play:.2f} s{done}; "
-            f"load average {load0:.1f} → {load1:.1f} on {os.cpu_count()} cores"
+            f"load average {load0:.1f} → {load1:.1f} on {os.cpu_count()} cores",
+            flush=True,
         )
         for line in server_log(proc).splitlines():
             if line.startswith("aggmrf explorer:"):
-                print(f"    terminal: {line}")
+                print(f"    terminal: {line}", flush=True)
     finally:
         stop_server(proc)
 

@@ -54,6 +54,7 @@ __all__ = [
     "warm_up_message",
     "warm_up_extras",
     "finish_parallel",
+    "start_parallel_compile",
     "compile_in_subprocess",
     "wait_for_warm_up",
     "release_memory_soon",
@@ -246,7 +247,7 @@ def warm_up_once(quick_start: bool = False) -> None:
             compile_in_subprocess(DENSE_KERNELS)
             first = False  # (now in numba's cache: loaded below)
         if first:
-            child = _start_parallel_compile()
+            child = start_parallel_compile()
             quick.use_serial()
         warm_up()  # a first start: the serial builds; else: loads numba's cache, ~1 s
         train_first_screen()  # the rest of Play's kernels (update, logits) on the real path
@@ -265,8 +266,9 @@ def warm_up_once(quick_start: bool = False) -> None:
         _child = (child, t0)
 
 
-def _start_parallel_compile() -> threading.Thread:
-    """(A first start) a thread running the child that compiles the parallel builds."""
+def start_parallel_compile() -> threading.Thread:
+    """(A first start) a thread running the child that compiles the parallel builds of
+    the first screen's kernels into numba's cache (once per process)."""
     global _compiler
     if _compiler is None:
         say("compiling the sampler (first start only)…")
@@ -335,7 +337,7 @@ def warm_up_in_background(
         def run() -> None:
             try:
                 if first_start():
-                    _start_parallel_compile()
+                    start_parallel_compile()
                     if first is not None:
                         first()
                 warm_up_once(quick_start=True)
