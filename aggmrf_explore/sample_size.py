@@ -79,7 +79,8 @@ def parse_sizes(text: str) -> list[float]:
 
 def resolve_sizes(sizes: Sequence[float], n: int) -> list[int]:
     """Record counts (ascending, distinct) for ``n`` training records: fractions f → round(f·n),
-    counts as they are.  Each must lie in [MIN_RECORDS, n]."""
+    counts as they are.  Each must lie in [MIN_RECORDS, n] (n itself alone is always
+    valid: a sweep of a tiny dataset without subsamples)."""
     if not sizes:
         raise AggMRFError("--sizes needs at least one size.")
     fractions = all(v <= 1.0 for v in sizes)
@@ -89,7 +90,7 @@ def resolve_sizes(sizes: Sequence[float], n: int) -> list[int]:
             f"--sizes {out[-1]:,} is more than the {n:,} training records; give at most {n:,} "
             "(or fractions ≤ 1)."
         )
-    if out[0] < MIN_RECORDS:
+    if out[0] < MIN_RECORDS and out != [n]:  # all the records are always a valid size
         what = f"{min(sizes):g} × {n:,}" if fractions else f"{out[0]:,}"
         raise AggMRFError(
             f"--sizes {what} gives {out[0]} records; each subsample needs at least "

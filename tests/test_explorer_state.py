@@ -46,8 +46,11 @@ def test_tick_is_time_boxed(xor_session):
     import time
 
     t0 = time.perf_counter()
-    s.tick(0.03)
-    assert time.perf_counter() - t0 < 0.2
+    done = s.tick(0.03)
+    # the time box stops the tick, not iters_per_tick (1 000 XOR iterations take ≥ 1 s);
+    # the wall bound is loose for a loaded CI machine
+    assert 1 <= len(done) < 1000
+    assert time.perf_counter() - t0 < 1.0
 
 
 def test_reset_restarts_from_zero(xor_session):

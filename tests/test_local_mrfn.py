@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -58,9 +60,17 @@ def test_noise_aware_targets_use_the_local_sigmas(local_xor):
     c_hat = d_hat / 2.0
     d_t, c_t = noise_aware_targets(rel, d_hat, c_hat)
     r = lay.released
-    expect = posterior_mean_counts(rel.d[r], d_hat[r], rel.n, rel.noise.sigma_d[r])
+    # default (refresh): σ re-evaluated at the model's tables, Var(T̂ | T = (d̂, ĉ))
+    at = rel.noise.at_model(lay, d_hat, c_hat)
+    assert not np.allclose(at.sigma_d[r], rel.noise.sigma_d[r])  # the refresh matters here
+    expect = posterior_mean_counts(rel.d[r], d_hat[r], rel.n, at.sigma_d[r])
     assert np.array_equal(d_t[r], expect)
     assert np.all((d_t[r] >= 0) & (d_t[r] <= rel.n)) and np.all(c_t <= d_t)
+    # refresh=False keeps the release's plug-in σ
+    fixed = dataclasses.replace(rel, noise=dataclasses.replace(rel.noise, refresh=False))
+    d_f, _ = noise_aware_targets(fixed, d_hat, c_hat)
+    expect = posterior_mean_counts(rel.d[r], d_hat[r], rel.n, rel.noise.sigma_d[r])
+    assert np.array_equal(d_f[r], expect)
 
 
 def test_noise_aware_training_beats_plain_mrf_on_a_local_release(local_xor):

@@ -164,12 +164,13 @@ def test_sweep_central_and_local(tmp_path, capsys):
     """``--privacy central,local``: four models per ε and seed; local MRF-N beats local MRF."""
     out = tmp_path / "cl"
     status = main(["sweep", *SMALL, "--epsilons", "2,8", "--noise-seeds", "2",
-                   "--privacy", "central,local", "--out", str(out), "--json"])  # fmt: skip
+                   "--privacy", "central,local", "--sizes", "1", "--out", str(out),
+                   "--json"])  # fmt: skip
     assert status == 0
     report = json.loads(capsys.readouterr().out)
     frame = pd.read_csv(tmp_path / "cl.csv")
     assert (tmp_path / "cl.png").stat().st_size > 0
-    assert list(frame.columns) == [*COLUMNS[:8], "privacy", "noise_rms", *COLUMNS[8:]]
+    assert list(frame.columns) == [*COLUMNS[:8], "privacy", "noise_rms", "n_records", *COLUMNS[8:]]
     models = ["central MRF", "central MRF-N", "local MRF", "local MRF-N"]
     assert sorted(
         zip(frame["epsilon"], frame["noise_seed"], frame["model"], strict=True)

@@ -148,11 +148,13 @@ def test_theory_limits():
 
 
 def test_theory_matches_simulated_local_error():
-    """V/n_l, the local χ² error index the theory uses, against 300 simulated local releases
-    of n i.i.d. records (randomization and sampling), within 10 %."""
+    """V/n_l, the local χ² error index the theory uses, against 1 000 simulated local releases
+    of n i.i.d. records (randomization and sampling): within 3 standard errors of the
+    simulated mean (1 000 releases: SE ≈ 3.6 %; the χ² of one release is heavy-tailed, its
+    small cells weigh 1/π)."""
     lay, probs, states, per = _small()
     mech = make_local_mechanism(3.0, lay)
-    n, reps = 4000, 300
+    n, reps = 4000, 1000
     rng = np.random.default_rng(1)
     X0, y0 = states[:, :2].astype(np.int32), states[:, 2]
     truth = AggregatedData(lay, per.d * n, per.c * n, n)
@@ -175,7 +177,9 @@ def test_theory_matches_simulated_local_error():
     # read V back as n_l(n_c) · (S/n_c² + Q/n_c) at σ = 0: V = n_l · Q / n_c
     Q = sum(float(np.sum(1.0 - p)) for p in pi.values())
     V = float(records_needed_theory(lay, mech, truth.d, truth.c, n, 0.0, 1.0)) * Q
-    assert np.mean(chi2) == pytest.approx(V / n, rel=0.1)
+    se = np.std(chi2) / np.sqrt(reps)
+    assert abs(np.mean(chi2) - V / n) < 3.0 * se, (np.mean(chi2), se, V / n)
+    assert se < 0.05 * V / n
 
 
 # ---------------------------------------------------------------------- the sweep
