@@ -176,7 +176,8 @@ def test_dataset_switch_mid_training_resets_status_notice_and_defaults(server, b
     p = AppPage(browser, server.url + query, ready="XOR")
     try:
         p.play()
-        p.wait_status(lambda t: p.iteration() > 100, timeout=30)
+        # far enough that the toy run (fast) cannot catch up while the status is in transit
+        p.wait_status(lambda t: p.iteration() > 800, timeout=60)
         old = p.iteration()
         p.select_dataset("Toy — the paper's Table 1")
         seen: list[str] = []
