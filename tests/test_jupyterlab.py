@@ -201,6 +201,13 @@ def lab(tmp_path_factory):
         log.close()
 
 
+def poll(page, seconds: float, ready) -> None:
+    """Wait until ``ready()`` is true or ``seconds`` have passed (the caller asserts)."""
+    t0 = time.time()
+    while time.time() - t0 < seconds and not ready():
+        page.wait_for_timeout(250)
+
+
 def shot_path(tmp_path_factory, name: str, ui: str = "lab") -> Path:
     """Where a screenshot goes: ``docs/`` for the JupyterLab shots and Notebook 7's explorer
     when ``AGGMRF_JUPYTER_DOCS=1`` (the README shows them), else a scratch directory."""
@@ -310,24 +317,30 @@ def test_readme_notebook_examples_offline(lab, ui, tmp_path_factory):
 
             # 2. the explorer as an ipywidget (jupyter_bokeh) rendered its Bokeh roots, and
             # the cell's w.explorer.session.step(5) redrew it (status line and NLLH line)
-            page.wait_for_timeout(2000)
             w_out = cells.nth(1).locator(".jp-OutputArea")
-            assert "The explorer" in w_out.inner_text()
-            assert w_out.locator(".bk-Canvas, canvas").count() > 0, "ipywidget explorer: no plot"
             # Bokeh renders inside shadow roots: inner_text() does not see them, locators do
             status = w_out.get_by_text(re.compile(r"\biteration 5 ·"))
+
+            def stepped() -> list[int]:
+                return [d.get("MRF", 0) for d in page.evaluate(LEGEND_JS)]
+
+            # a loaded machine renders the widget's views and its comm messages late: poll
+            poll(page, 20 * k, lambda: w_out.locator(".bk-Canvas, canvas").count() > 0
+                 and status.count() == 1 and 5 in stepped())  # fmt: skip
+            assert "The explorer" in w_out.inner_text()
+            assert w_out.locator(".bk-Canvas, canvas").count() > 0, "ipywidget explorer: no plot"
             assert status.count() == 1, (
                 "ipywidget explorer: step(5) from code did not redraw the status line: "
                 + repr(w_out.get_by_text(re.compile(r"\biteration \d")).all_inner_texts())
             )
-            stepped = [d.get("MRF", 0) for d in page.evaluate(LEGEND_JS)]
-            assert 5 in stepped, f"ipywidget explorer: no NLLH line with 5 points: {stepped}"
+            assert 5 in stepped(), f"ipywidget explorer: no NLLH line with 5 points: {stepped()}"
             cells.nth(1).evaluate("e => e.scrollIntoView({block: 'start'})")
             page.wait_for_timeout(500)
             page.screenshot(path=str(shot_path(tmp_path_factory, "jupyter_widget.png", ui)))
 
             # 1. the inline explorer: XOR bars with a finite logistic series
             out1 = cells.nth(0).locator(".jp-OutputArea")
+            poll(page, 20 * k, lambda: out1.locator("canvas").count() > 0)
             assert out1.locator("canvas").count() > 0, "inline explorer: no plot"
             out1.locator(".bk-tab").filter(has_text="XOR").first.click()
             t0, bars = time.time(), []
