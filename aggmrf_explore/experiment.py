@@ -14,12 +14,12 @@ import numpy as np
 from .callbacks import Progress
 from .errors import AggMRFError
 from .metrics import nllh
-from .mrf import IterationStats, PCDTrainer, TrainerSettings, default_settings
+from .mrf import IterationStats, PCDTrainer, TrainerSettings, default_iterations, default_settings
 from .tables import AggregatedData, TableLayout, aggregate
 
 __all__ = ["Problem", "prepare", "DEFAULT_ITERATIONS", "MRFRun", "train_mrf"]
 
-DEFAULT_ITERATIONS = 600
+DEFAULT_ITERATIONS = 600  # the minimum of the rule mrf.default_iterations: max(600, ⌈6/α_θ⌉)
 
 
 @dataclass
@@ -85,7 +85,7 @@ class MRFRun:
 def train_mrf(
     problem: Problem,
     settings: TrainerSettings | None = None,
-    iterations: int = DEFAULT_ITERATIONS,
+    iterations: int | None = None,
     data: AggregatedData | None = None,
     progress: Callable[[int, int], None] | None = None,
     eval_every: int | None = None,
@@ -95,14 +95,17 @@ def train_mrf(
 
     ``progress(done, total)`` is called every few iterations.  ``eval_every``: held-out
     NLLH every this many iterations (default: the settings' eval_every).  ``chain_factory``:
-    see :class:`~aggmrf_explore.mrf.PCDTrainer`.
+    see :class:`~aggmrf_explore.mrf.PCDTrainer`.  ``iterations``: None is the rule
+    :func:`~aggmrf_explore.mrf.default_iterations` (max(600, ⌈6/α_θ⌉)).
     """
-    if not isinstance(iterations, int | np.integer) or iterations < 1:
-        raise AggMRFError(f"iterations must be a positive integer; got {iterations!r}.")
     data = data if data is not None else problem.aggregated
     enc = problem.encoded
     if settings is None:
         settings = default_settings(problem.layout, data.n)
+    if iterations is None:
+        iterations = default_iterations(settings)
+    if not isinstance(iterations, int | np.integer) or iterations < 1:
+        raise AggMRFError(f"iterations must be a positive integer; got {iterations!r}.")
     if eval_every is not None:
         settings = replace(settings, eval_every=eval_every)
     t0 = time.perf_counter()

@@ -43,7 +43,8 @@ the least shrunk.  Only tables were used to fit both models.
 
 Choosing λθ (``choose_lambda_theta``, behind ``--lambda-theta auto``)
 -------------------------------------------------------------------
-The grid is a list of multipliers m of the default rule λθ = T/2 (``mrf.default_settings``;
+The grid is a list of multipliers m of λθ = T/2 (the default rule of ``mrf.default_settings``
+below its cap of 50, which applies only when T > 100; the grid ignores the cap;
 default m ∈ {8, 4, 2, 1, 1/2, 1/4, 1/8, 1/16}), so a setting means the same shrinkage of the
 logit whatever the number of tables T.  A *path* fits the grid from the largest λθ to the
 smallest, each point warm-started from the previous one (μ, θ and the persistent chain,
@@ -371,7 +372,7 @@ def split_release(
 def lambda_grid(
     layout: TableLayout, multipliers: Sequence[float] = DEFAULT_MULTIPLIERS
 ) -> list[float]:
-    """Absolute λθ values m · T/2 of the default rule for a layout."""
+    """Absolute λθ values m · T/2 for a layout (T/2: the default rule without its cap)."""
     T = max(layout.n_released_tables, 1)
     return [float(m) * T / 2.0 for m in multipliers]
 

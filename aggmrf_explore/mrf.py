@@ -49,6 +49,10 @@ from .tables import AggregatedData, TableLayout
 __all__ = [
     "TrainerSettings",
     "default_settings",
+    "default_iterations",
+    "LAMBDA_THETA_CAP",
+    "MIN_ITERATIONS",
+    "ITERATION_RELAXATIONS",
     "MRFModel",
     "IterationStats",
     "PCDTrainer",
@@ -73,6 +77,10 @@ AVERAGE_START_RELAXATIONS = 2.0  # the average starts after ⌈2/α_θ⌉ iterat
 AVERAGE_ETA = 2.0  # polynomial-decay averaging: iterate k of the average weighs ∝ k^η
 THETA_BOUND = 50.0  # a step taking some |θ| past this is rejected as divergent
 MU_BOUND = 200.0  # likewise for |μ|
+# the default rule (default_settings, default_iterations)
+LAMBDA_THETA_CAP = 50.0  # λθ = min(T/2, 50): each θ's prior sd is at least 1/√(2·50) = 0.1
+MIN_ITERATIONS = 600  # default iteration count: max(600, ⌈6/α_θ⌉)
+ITERATION_RELAXATIONS = 6.0
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -170,21 +178,44 @@ def default_settings(layout: TableLayout, n: int, **overrides) -> TrainerSetting
       the cap keeps a coordinate-wise Newton step from overshooting when few tables
       share a feature, e.g. XOR: T = 6, T_f = 3);
     - λ_μ = 1 (the paper: keep it low, 1 prevents numerical trouble);
-    - λ_θ = T / 2: the logit of a record is a sum of T coefficients, so the penalty
-      per coefficient must grow like T to shrink the logit by the same amount whatever
-      the number of tables (Adult: T = 105 → 52.5; Bank: T = 210 → 105);
+    - λ_θ = min(T/2, 50).  The penalty λ_θ‖θ‖² is a Gaussian prior N(0, 1/(2λ_θ)) on each
+      coefficient.  The logit of a record is a sum of T coefficients, one per table, so
+      λ_θ = T/2 gives the logit a prior variance of 1 whatever the number of tables
+      (small problems: XOR T = 6 → 3).  That spreads a fixed signal ever thinner as T
+      grows; past T = 100 the prior sd of a coefficient would fall below 0.1, and real
+      data do not shrink like that: the logistic skyline on the same features chooses
+      λ = 32 on both Adult (T = 105) and Bank (T = 210), and the paper finds the MRF's
+      best λ_θ "the same magnitude as the best regularization for a logistic".  So the
+      coefficient's prior sd stops at 1/√(2·50) = 0.1 (``LAMBDA_THETA_CAP``): Adult T = 105
+      → 50 (T/2 = 52.5 gives the same test NLLH), Bank T = 210 → 50 (T/2 = 105 was 0.0063
+      worse, over-regularised; docs/bank_gap.md);
     - n' = min(n, 10 000) Gibbs samples (the paper used 10 000 on Adult and Bank).
+
+    The iteration count is :func:`default_iterations` (max(600, ⌈6/α_θ⌉)).
     """
     T = max(layout.n_released_tables, 1)
     T_f = max(sum(1 for t in layout.tables if f in t) for f in range(layout.n_features))
     base = TrainerSettings(
         n_gibbs=int(min(max(n, 1), 10_000)),
         lambda_mu=1.0,
-        lambda_theta=T / 2.0,
+        lambda_theta=min(T / 2.0, LAMBDA_THETA_CAP),
         step_mu=min(5.0 / T, 1.0 / T_f),
         step_theta=1.0 / T,
     )
     return replace(base, **overrides).validate()
+
+
+def default_iterations(settings: TrainerSettings) -> int:
+    """The default number of PCD iterations for ``settings``: max(600, ⌈6/α_θ⌉).
+
+    The preconditioned step moves each θ about a fraction α_θ of the way to its target per
+    iteration, so a run's length is measured in relaxation times 1/α_θ (= T iterations
+    under the default α_θ = 1/T).  The iterate average starts after 2 of them
+    (``AVERAGE_START_RELAXATIONS``); 6 leave it 4 to average over.  600 stays the minimum
+    (small T: the average needs enough iterates to beat the Monte-Carlo noise).  Adult
+    (T = 105): 630; Bank (T = 210): 1 260 (600 left Bank 0.0009 short of converged).
+    """
+    return int(max(MIN_ITERATIONS, np.ceil(ITERATION_RELAXATIONS / settings.step_theta - 1e-9)))
 
 
 class MRFModel:

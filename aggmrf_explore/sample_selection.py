@@ -1,8 +1,8 @@
 """Hybrid model selection: choose λθ and the iteration count on a small labelled sample.
 
 The AdKDD'21 challenge gave a small labelled granular sample beside the aggregates, and every
-winning team used it.  Here it only *selects*: for each λθ of a grid (multiples of the
-default T/2) a PCD run on the release (same seed, same chain, same settings otherwise) is
+winning team used it.  Here it only *selects*: for each λθ of a grid (multiples of T/2,
+the default rule without its cap) a PCD run on the release (same seed, same chain, same settings otherwise) is
 scored on the sample every ``eval_every`` iterations (record-level NLLH of P(y | x)); the
 (λθ, iteration) with the best sample NLLH wins and that run's model at that iteration is
 returned — no refit, so the cost is one training run per grid value.  The records-free

@@ -26,6 +26,7 @@ from aggmrf_explore.mrf import (
     PCDTrainer,
     Targets,
     TrainerSettings,
+    default_iterations,
     default_settings,
     divergence,
     pcd_update,
@@ -37,6 +38,24 @@ def _max_gap(model, exact, states, support=None):
     """max |P(Y=1|x) − P_exact(Y=1|x)| over ``states`` (optionally only where ``support``)."""
     gap = np.abs(model.predict_proba(states)[:, 1] - exact.predict_proba(states)[:, 1])
     return float(gap[support].max() if support is not None else gap.max())
+
+
+def test_default_rule_lambda_theta_and_iterations():
+    """λθ = T/2 up to T = 100, then 50 (each θ's prior sd stays ≥ 0.1); iterations
+    max(600, ⌈6/α_θ⌉), following an overridden α_θ (docs/bank_gap.md)."""
+    from aggmrf_explore.tables import TableLayout
+
+    got = {}
+    for D in (3, 13, 14, 20):  # T = D(D+1)/2 = 6, 91, 105, 210
+        lay = TableLayout.all_pairs([3] * D)
+        st = default_settings(lay, 30_000)
+        T = lay.n_released_tables
+        got[T] = (st.lambda_theta, st.step_theta * T, default_iterations(st))
+    assert got == {6: (3.0, 1.0, 600), 91: (45.5, 1.0, 600), 105: (50.0, 1.0, 630),
+                   210: (50.0, 1.0, 1260)}  # fmt: skip
+    lay = TableLayout.all_pairs([3] * 20)
+    assert default_iterations(default_settings(lay, 10, step_theta=0.001)) == 6000
+    assert default_settings(lay, 10, lambda_theta=7.0).lambda_theta == 7.0
 
 
 def test_xor_pcd_matches_the_exact_regularised_optimum():

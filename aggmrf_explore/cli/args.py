@@ -163,11 +163,16 @@ def check_label_column(label: str, df: pd.DataFrame, path: str) -> None:
         raise AggMRFError(f"label column {label!r} not in {path!r}: {list(df.columns)}.")
 
 
-def iterations(args: argparse.Namespace) -> int:
-    """``--iterations`` (default: experiment.DEFAULT_ITERATIONS), ≥ 1."""
+def iterations(args: argparse.Namespace, settings: TrainerSettings | None = None) -> int:
+    """``--iterations``, ≥ 1; by default the rule ``mrf.default_iterations(settings)``
+    (max(600, ⌈6/α_θ⌉)), or experiment.DEFAULT_ITERATIONS (600) without settings."""
     from ..experiment import DEFAULT_ITERATIONS
+    from ..mrf import default_iterations
 
-    it = DEFAULT_ITERATIONS if args.iterations is None else args.iterations
+    if args.iterations is not None:
+        it = args.iterations
+    else:
+        it = DEFAULT_ITERATIONS if settings is None else default_iterations(settings)
     if it < 1:
         raise AggMRFError(f"--iterations must be ≥ 1; got {it}.")
     return it

@@ -105,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = cli_args.trainer_settings(args, problem.layout, data.n)
     if args.noise_aware:
         settings = replace(settings, noise_aware=True)
-    iterations = cli_args.iterations(args)
+    iterations = cli_args.iterations(args, settings)
     auto = None
     if args.lambda_theta == "auto":
         settings, auto = auto_lambda(args, data, settings, iterations)
@@ -216,7 +216,7 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
     settings = cli_args.trainer_settings(args, data.layout, data.n)
     if args.noise_aware:
         settings = replace(settings, noise_aware=True)
-    iterations = cli_args.iterations(args)
+    iterations = cli_args.iterations(args, settings)
     auto = None
     if args.lambda_theta == "auto":
         settings, auto = auto_lambda(args, data, settings, iterations, validation=val)

@@ -72,8 +72,9 @@ DEFAULT_SIZES = {"local": "0.25,0.5,1", "central": "1"}  # with and without cent
 QUICK = {"epsilons": "1,10", "noise_seeds": 2, "iterations": 150, "sizes": "0.5,1"}
 
 
-def _options(args: argparse.Namespace) -> tuple[list[float], int, int]:
-    """(ε list, number of noise seeds ≥ 1, iterations) from the flags and ``--quick``."""
+def _options(args: argparse.Namespace) -> tuple[list[float], int, int | None]:
+    """(ε list, number of noise seeds ≥ 1, iterations or None for the default rule) from the
+    flags and ``--quick``."""
     from ..errors import AggMRFError
 
     quick = bool(getattr(args, "quick", False))
@@ -87,7 +88,8 @@ def _options(args: argparse.Namespace) -> tuple[list[float], int, int]:
         raise AggMRFError(f"--noise-seeds must be an integer ≥ 1; got {seeds!r}.")
     if quick and args.iterations is None:
         return epsilons, seeds, QUICK["iterations"]
-    return epsilons, seeds, cli_args.iterations(args)
+    # None: the rule mrf.default_iterations, once the layout is known
+    return epsilons, seeds, None if args.iterations is None else cli_args.iterations(args)
 
 
 def _privacies(args: argparse.Namespace) -> list[str]:
@@ -158,6 +160,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     base = bases[sizes[-1]] if sizes[-1] == full.n else cli_args.trainer_settings(
         args, problem.layout, full.n
     )  # fmt: skip
+    if iterations is None:
+        iterations = cli_args.iterations(args, base)
     enc = problem.encoded
     local_mechs = (
         [make_local_mechanism(eps, problem.layout) for eps in epsilons]

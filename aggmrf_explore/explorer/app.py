@@ -377,7 +377,9 @@ class Explorer(pn.viewable.Viewer):
         self.w_aware = pn.widgets.Checkbox(label="noise-aware training (MRF-N)")
         # training
         self.w_gibbs = pn.widgets.IntInput(label="Gibbs samples n'", step=1000, **sw)
-        self.w_auto = pn.widgets.Checkbox(label="default rule for λ and α (α = 1/T, λ_θ = T/2)")
+        self.w_auto = pn.widgets.Checkbox(
+            label="default rule for λ and α (α = 1/T, λ_θ = min(T/2, 50))"
+        )
         self.w_step_mu = pn.widgets.FloatInput(label="step α_μ", step=0.01, format="0.0000", **sw)
         self.w_step_theta = pn.widgets.FloatInput(
             label="step α_θ", step=0.01, format="0.0000", **sw
