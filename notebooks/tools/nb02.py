@@ -91,7 +91,7 @@ of the direction is clipped to $\\pm 2$. Line 10's penalty term is written $2\\l
 gradient of $\\lambda_\\mu\\|\\mu\\|^2$ is $2\\lambda_\\mu\\mu$, which is what the package uses.
 
 The package's defaults: $\\alpha_\\theta = 1/T$ ($T$ released tables), $\\alpha_\\mu$ up to $5\\times$ larger,
-$\\lambda_\\mu = 1$, $\\lambda_\\theta = T/2$. The reference lines: the exact max-ent model (what PCD
+$\\lambda_\\mu = 1$, $\\lambda_\\theta = \\min(T/2, 50) = T/2$ here. The reference lines: the exact max-ent model (what PCD
 should converge to) and the true $P(Y=1 \\mid x)$ that generated the data (the best any model can do).
 The widget below trains in this cell and redraws every 25 iterations.
 """),
