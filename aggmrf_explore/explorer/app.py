@@ -727,8 +727,11 @@ class Explorer(pn.viewable.Viewer):
         # a light first page (header, run controls, status line) that the browser lays out
         # at once; the tabs and the cards of controls join it as soon as it is shown
         self._filled = False
-        self._deferred = [(self.main, list(self.main.objects))]
+        self._deferred = [(box, list(box.objects)) for box in (self.main, self.sidebar)]
         self.main.objects = [o for o in self.main.objects if o is not self.tabs]
+        # (the cards: ~40 % of the page's models; the Data card's Choices.js shows no
+        # value that arrives with its options in a later model, so it comes now)
+        self.sidebar.objects = [self.run_box, self.data_card]
         self._guard(self._show_status)
         pn.state.onload(self._fill_page)
         tmpl = pn.template.BootstrapTemplate(
@@ -853,7 +856,7 @@ class Explorer(pn.viewable.Viewer):
         self.spinner.visible = loading
         self.spinner.label = (waiting or "preparing data…") if loading else ""
         if not getattr(self, "_filled", True):  # (the served page's first, light version)
-            self.status.object = "loading the page…"
+            self.status.object = waiting or "loading the page…"
         elif not waiting:
             self.status.object = s.status
         elif s.busy or s.trainer is None:
