@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import ipywidgets
@@ -42,6 +43,19 @@ def test_explorer_ipywidget_is_a_widget_and_steps():
     # nothing left running behind the cell: no new thread, no periodic callback
     assert set(threading.enumerate()) <= before
     assert ex._callback is None and not ex.session.running
+
+
+def test_ipywidget_bundle_follows_steps_from_code():
+    """A view that renders after ``step(k)`` from code draws the stepped state: the widget's
+    render_bundle (what a new view draws) is re-taken after each step."""
+    w = explorer_widget(dataset="toy", n_gibbs=200)
+    before = w.render_bundle
+    w.explorer.session.step(3)
+    after = w.render_bundle
+    assert after is not before
+    text = json.dumps(after["docs_json"], ensure_ascii=False)
+    assert "iteration 3 ·" in text, "the bundle still holds the status before the step"
+    assert "iteration 3 ·" not in json.dumps(before["docs_json"], ensure_ascii=False)
 
 
 def test_notebook_explorer_is_loaded_and_viewable():
