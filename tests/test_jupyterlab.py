@@ -15,9 +15,11 @@ tab).  Each run checks:
   console error;
 - ``TrainingWidget.run`` redraws while it trains (≥ 3 different images) and its progress
   bar reaches the end;
-- pressing Play in the inline explorer grows its NLLH line (read from the Bokeh sources);
+- pressing Play in the inline explorer grows its NLLH line (read from the Bokeh sources)
+  and redraws its d̂ vs d plot (a heavy view: its title's iteration moves on);
 - ``w.explorer.session.step(5)`` run from code redraws the ipywidget explorer (its status
-  line says iteration 5 and its NLLH line has the 5 points);
+  line says iteration 5 and its NLLH line has the 5 points), even when the widget's view
+  is drawn after the step (``Explorer.to_ipywidget`` keeps its render bundle current);
 - the inline explorer's XOR bars include a logistic series with finite probabilities;
 - no request left the machine: any non-loopback request fails the test (Panel's late
   stylesheets included, which ``widget.load_offline`` serves as ``data:`` URLs).
