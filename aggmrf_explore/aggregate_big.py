@@ -267,7 +267,7 @@ def _grouping_sets(
     for batch in con.sql(sql).to_arrow_reader(BATCH_ROWS):
         res = {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
         if np.any(res["__bad_code"] > 0):  # before any row is computed from a bad code
-            _raise_bad_code(con, layout, source_sql, cols)
+            _raise_bad_code(con.cursor(), layout, source_sql, cols)  # (the reader is still open)
         cells += res["__gid"].size
         bad_label += int(np.count_nonzero(res["__bad_label"]))
         rows = _rows_from_keys(layout, res["__gid"].astype(np.int64), res["__key"].astype(np.int64))

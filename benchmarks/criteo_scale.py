@@ -8,8 +8,9 @@ tables + 19 singles + the intercept: K = 5 715 585 rows), records written to Par
 chunks of 10^6.
 
 1. Aggregation of the records into every table, each in a fresh process (its peak RSS is
-   the process's ru_maxrss): DuckDB (``aggregate_big.aggregate_duckdb``, one scan with
-   GROUPING SETS, DuckDB memory_limit 1 GB) and the pandas path (``pd.read_parquet`` then
+   the process's ru_maxrss): DuckDB (``aggregate_big.aggregate_duckdb``, one scan, the
+   default "stream" method: Arrow batches counted into (K,) accumulators, DuckDB
+   memory_limit 512 MB) and the pandas path (``pd.read_parquet`` then
    ``tables.aggregate``; in full mode it is run on 10^6 records only, because its (n, T)
    int64 row matrix needs ≈ 31 GB at 10^7, more than this machine has; the JSON says so).
 2. Samplers at n' on the Criteo layout, one process with ``--threads`` numba threads:
@@ -56,7 +57,7 @@ def _agg_worker(kind: str, path: str, q) -> None:
     if kind == "duckdb":
         from aggmrf_explore.aggregate_big import aggregate_duckdb
 
-        agg = aggregate_duckdb(path, lay, label="click")  # memory_limit 1 GB
+        agg = aggregate_duckdb(path, lay, label="click")  # "stream", memory_limit 512 MB
     else:
         import pandas as pd
 

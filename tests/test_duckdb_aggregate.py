@@ -33,11 +33,14 @@ def test_duckdb_equals_pandas(name, tmp_path):
     ref = aggregate_pandas(X, y, lay)
     pq = tmp_path / "records.parquet"
     df.to_parquet(pq)
-    _same(ref, aggregate(pq, layout=lay))
+    _same(ref, aggregate(pq, layout=lay))  # the default method, "stream"
+    _same(ref, aggregate_duckdb(pq, lay, method="grouping_sets"))
     if name == "adult":  # CSV read as well (Bank's 45 000 rows: Parquet only, for time)
         csv = tmp_path / "records.csv"
         df.to_csv(csv, index=False)
-        _same(ref, aggregate_duckdb(csv, lay, memory_limit="500MB", threads=1))
+        # small batches: the counts accumulate over 32 Arrow batches
+        _same(ref, aggregate_duckdb(csv, lay, memory_limit="500MB", threads=1, batch_records=1024))
+        _same(ref, aggregate_duckdb(csv, lay, method="grouping_sets", threads=1))
 
 
 def test_duckdb_hashed_tables_and_renamed_columns(tmp_path):
@@ -63,8 +66,11 @@ def test_duckdb_rejects_what_pandas_rejects(tmp_path):
     for df, msg in ((bad_code, "x1"), (bad_label, "0 or 1")):
         p = tmp_path / "bad.csv"
         df.to_csv(p, index=False)
-        with pytest.raises(AggMRFError, match=msg):
-            aggregate(p, layout=lay)
+        for method in ("stream", "grouping_sets"):
+            with pytest.raises(AggMRFError, match=msg):
+                aggregate_duckdb(p, lay, method=method)
+    with pytest.raises(AggMRFError, match="method"):
+        aggregate_duckdb(p, lay, method="fast")
     p = tmp_path / "missing.csv"
     good.drop(columns="x1").to_csv(p, index=False)
     with pytest.raises(AggMRFError, match="lacks the columns"):
