@@ -12,8 +12,15 @@ count and the fixed-point label sum), and the driver sums them in shard order.  
 number of shards.
 
 Samples never travel during sweeps: (μ, θ) (K float64 each) go out and K int64 come back
-per shard and iteration.  Numba kernels compile once per worker process (``cache=True``:
-loaded from numba's on-disk cache when it is warm).
+per shard and iteration.  Workers on the driver's own host (a ``LocalCluster``, or workers
+started on the same machine) exchange them through memory-mapped files instead, as joblib
+does for large arrays: the driver writes (μ, θ) into one (2, K) float64 map in a temporary
+directory (``/dev/shm`` where it exists), each shard maps it once and writes its packed
+statistics into a (K,) int64 map of its own, and only small messages go through Dask
+(``shared="auto"``: used when every worker reports the driver's host and can open the
+files; ``shared=False`` always sends the arrays).  The numbers are the same either way.
+Numba kernels compile once per worker process (``cache=True``: loaded from numba's on-disk
+cache when it is warm).
 
 A lost worker: its shards are **re-created** on a live worker, with a warning, bit for bit.
 Every ``checkpoint_every`` sweeps the driver copies each shard's state (codes, labels,
@@ -32,9 +39,14 @@ the dashboard link.
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
 import sys
+import tempfile
 import time
 import warnings
+import weakref
 from functools import partial
 
 import numpy as np
@@ -73,6 +85,25 @@ class ShardActor:
         packed = self.chain.packed_statistics(theta)
         return packed, self.chain.accepted, self.chain.proposed, time.perf_counter() - t0
 
+    def attach(self, params_path: str, stats_path: str, K: int) -> bool:
+        """Map the driver's (μ, θ) file (float64 (2, K), read-only) and this shard's
+        statistics file (int64 (K,)); False if they cannot be opened here (another host)."""
+        try:
+            self._params = np.memmap(params_path, dtype=np.float64, mode="r", shape=(2, K))
+            self._out = np.memmap(stats_path, dtype=np.int64, mode="r+", shape=(K,))
+        except OSError:
+            return False
+        return True
+
+    def sweep_shared(self):
+        """:meth:`sweep` under the mapped (μ, θ), its packed statistics written into the
+        mapped statistics file; returns (None, accepted, proposed, seconds)."""
+        t0 = time.perf_counter()
+        mu, theta = self._params[0], self._params[1]
+        self.chain.sweep(mu, theta)
+        self._out[:] = self.chain.packed_statistics(theta)
+        return None, self.chain.accepted, self.chain.proposed, time.perf_counter() - t0
+
     def replay(self, state, params) -> int:
         """Restore ``state`` (None: the initial one) and sweep through ``params``, a list of
         (μ, θ); returns the sweeps done."""
@@ -100,8 +131,10 @@ class ShardedChain:
 
     Parameters: as :class:`~aggmrf_explore.kernels.MHGibbsChain` plus ``client`` (a
     ``distributed.Client``), ``n_shards`` (default: one per worker; shard j goes to worker
-    j mod W) and ``checkpoint_every`` (sweeps between state copies, for re-creating lost
-    shards; 0 disables re-creation: a lost worker raises :class:`WorkerLostError`).
+    j mod W), ``checkpoint_every`` (sweeps between state copies, for re-creating lost
+    shards; 0 disables re-creation: a lost worker raises :class:`WorkerLostError`) and
+    ``shared`` ("auto", True or False: memory-mapped (μ, θ) and statistics for workers on
+    this host, see the module docstring; ``self.shared`` says whether they are in use).
     """
 
     def __init__(
@@ -113,8 +146,10 @@ class ShardedChain:
         client,
         n_shards: int | None = None,
         checkpoint_every: int = 5,
+        shared: bool | str = "auto",
     ) -> None:
-        workers = sorted(client.scheduler_info()["workers"])
+        info = client.scheduler_info()["workers"]
+        workers = sorted(info)
         if not workers:
             raise AggMRFError("the Dask cluster has no workers.")
         n_samples = int(n_samples)
@@ -145,6 +180,40 @@ class ShardedChain:
         self._stats_theta: np.ndarray | None = None
         self.accepted = np.zeros(layout.n_features, dtype=np.int64)
         self.proposed = np.zeros(layout.n_features, dtype=np.int64)
+        if shared not in ("auto", True, False):
+            raise AggMRFError(f"shared must be 'auto', True or False; got {shared!r}.")
+        local = all(_is_this_host(info[w].get("host", "")) for w in workers)
+        self.shared = False
+        if shared is True or (shared == "auto" and local):
+            self._open_shared()
+
+    # ------------------------------------------------------------------ shared memory
+    def _open_shared(self) -> None:
+        """Create the mapped files and attach every shard; keep the plain path if any
+        shard cannot open them."""
+        root = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self._dir = tempfile.mkdtemp(prefix="aggmrf-shards-", dir=root)
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self._dir, True)
+        self._params_path = os.path.join(self._dir, "params.f64")
+        self._P = np.memmap(self._params_path, dtype=np.float64, mode="w+", shape=(2, self.K))
+        self._stats_paths = []
+        self._stats_maps = []
+        for j in range(len(self._actors)):
+            path = os.path.join(self._dir, f"stats{j}.i64")
+            self._stats_maps.append(np.memmap(path, dtype=np.int64, mode="w+", shape=(self.K,)))
+            self._stats_paths.append(path)
+        ok = [a.attach(self._params_path, self._stats_paths[j], self.K).result()
+              for j, a in enumerate(self._actors)]  # fmt: skip
+        self.shared = all(ok)
+        if not self.shared:
+            self._finalizer()
+
+    def _attach(self, j: int) -> None:
+        if (
+            self.shared
+            and not self._actors[j].attach(self._params_path, self._stats_paths[j], self.K).result()
+        ):
+            raise WorkerLostError(f"the re-created shard {j} cannot map the shared files.")
 
     def _spawn(self, j: int, worker: str):
         return self.client.submit(
@@ -199,6 +268,8 @@ class ShardedChain:
                 fut = self._spawn(j, live[(j + attempt) % len(live)])
                 actor = fut.result(timeout=120)
                 actor.replay(state, self._since).result()
+                self._actors[j] = actor
+                self._attach(j)
                 break
             except Exception:
                 if attempt == 2:
@@ -212,7 +283,13 @@ class ShardedChain:
     def sweep(self, mu: np.ndarray, theta: np.ndarray, statistics: bool = True) -> None:
         mu = np.ascontiguousarray(mu, dtype=np.float64)
         theta = np.ascontiguousarray(theta, dtype=np.float64)
-        res = self._call("sweep", mu, theta)
+        if self.shared:
+            self._P[0] = mu
+            self._P[1] = theta
+            res = self._call("sweep_shared")
+            res = [(self._stats_maps[j], *r[1:]) for j, r in enumerate(res)]
+        else:
+            res = self._call("sweep", mu, theta)
         packed = np.zeros(self.K, dtype=np.int64)
         self.accepted = np.zeros_like(self.accepted)
         self.proposed = np.zeros_like(self.proposed)
@@ -264,13 +341,31 @@ class ShardedChain:
         return theta[self.rows].sum(axis=1)
 
 
-def sharded_chain_factory(client, n_shards: int | None = None, checkpoint_every: int = 5):
+def sharded_chain_factory(
+    client, n_shards: int | None = None, checkpoint_every: int = 5, shared: bool | str = "auto"
+):
     """A ``chain_factory`` for :class:`~aggmrf_explore.mrf.PCDTrainer`."""
-    return partial(_make, client=client, n_shards=n_shards, checkpoint_every=checkpoint_every)
+    return partial(
+        _make, client=client, n_shards=n_shards, checkpoint_every=checkpoint_every, shared=shared
+    )
 
 
-def _make(layout, n_samples, marginals, seed, client, n_shards, checkpoint_every):
-    return ShardedChain(layout, n_samples, marginals, seed, client, n_shards, checkpoint_every)
+def _make(layout, n_samples, marginals, seed, client, n_shards, checkpoint_every, shared):
+    return ShardedChain(
+        layout, n_samples, marginals, seed, client, n_shards, checkpoint_every, shared
+    )
+
+
+def _is_this_host(host: str) -> bool:
+    """Whether a worker's reported host is this machine (loopback, or one of its names)."""
+    if host in ("127.0.0.1", "localhost", "::1", ""):
+        return host != ""
+    names = {socket.gethostname(), socket.getfqdn()}
+    try:
+        names.add(socket.gethostbyname(socket.gethostname()))
+    except OSError:
+        pass
+    return host in names
 
 
 _CLIENTS: dict = {}  # one client per scheduler string and process (the CLI's runs share it)

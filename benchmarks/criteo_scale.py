@@ -20,8 +20,11 @@ chunks of 10^6.
 3. The same PCD iterations on a 2-worker LocalCluster (processes, one thread each; the
    ShardedChain of ``aggmrf_explore.distributed``), against (2) with 2 threads; compute
    per shard (measured on the workers) and the rest (driver update + communication).
+   Twice: with (μ, θ) and the statistics in memory-mapped files (the default for workers
+   on the driver's host) and with the arrays sent through Dask (as to other machines).
 4. Projection to W workers: t(W) = update + compute(1 thread)/W + W · comm per shard
-   (the driver sends μ, θ and receives K packed int64 from each shard in turn), and the time of
+   (the driver sends μ, θ and receives K packed int64 from each shard in turn, measured with
+   the arrays sent through Dask), and the time of
    the authors' full configuration, 1 500 iterations at n' = 400 000.
 
 Also the machine's load average before and after: the machine may be shared.
@@ -185,7 +188,10 @@ def _single_worker(args, n_gibbs, threads, which, q) -> None:
     q.put(out)
 
 
-def cluster(args, n_gibbs: int) -> dict:
+def cluster(args, n_gibbs: int) -> tuple[dict, dict]:
+    """(3) on one 2-worker LocalCluster, twice: (μ, θ) and the statistics through memory-
+    mapped files (``shared="auto"``: the workers are on this host) and sent through Dask
+    (``shared=False``: what workers on other machines do)."""
     os.environ["NUMBA_NUM_THREADS"] = "1"
     from distributed import Client, LocalCluster
 
@@ -193,13 +199,17 @@ def cluster(args, n_gibbs: int) -> dict:
 
     data = _data(args["path"])
     t0 = time.perf_counter()
+    out = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as lc, Client(lc) as client:  # fmt: skip
         start = time.perf_counter() - t0
-        r = pcd_times(data, n_gibbs, args["iterations"],
-                      sharded_chain_factory(client, checkpoint_every=0), "mh (2 workers)")  # fmt: skip
-    r["cluster_start_seconds"] = round(start, 1)
-    return r
+        for shared, label in (("auto", "mh (2 workers, mapped files)"),
+                              (False, "mh (2 workers, arrays sent)")):  # fmt: skip
+            factory = sharded_chain_factory(client, checkpoint_every=0, shared=shared)
+            r = pcd_times(data, n_gibbs, args["iterations"], factory, label)
+            r["cluster_start_seconds"] = round(start, 1)
+            out.append(r)
+    return out[0], out[1]
 
 
 def projection(single1: dict, single2: dict, clus: dict, update_ms: float, K: int) -> dict:
@@ -277,12 +287,17 @@ def main(argv: list[str] | None = None) -> int:
     which = ["mh", "gibbs"] if a.old or a.quick else ["mh"]
     res["one_process_2_threads"] = _single(args, n_gibbs, 2, which)
     res["one_process_1_thread"] = _single(args, n_gibbs, 1, ["mh"])
-    res["cluster_2_workers"] = cluster(args, n_gibbs)
+    res["cluster_2_workers"], res["cluster_2_workers_sent"] = cluster(args, n_gibbs)
     data = _data(args["path"])
     upd = update_ms(data, n_gibbs)
+    # the projection to W machines uses the communication of the arrays sent through Dask
     res["projection"] = projection(
         res["one_process_1_thread"][0], res["one_process_2_threads"][0],
-        res["cluster_2_workers"], upd, data.layout.K,
+        res["cluster_2_workers_sent"], upd, data.layout.K,
+    )  # fmt: skip
+    res["projection"]["cluster_overhead_vs_2_threads_mapped_files"] = round(
+        res["cluster_2_workers"]["pcd_iteration_ms"]
+        / res["one_process_2_threads"][0]["pcd_iteration_ms"] - 1.0, 3
     )  # fmt: skip
     res["K"] = data.layout.K
     res["load_after"] = os.getloadavg()[0]

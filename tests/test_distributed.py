@@ -54,15 +54,19 @@ def test_sharded_pcd_is_bit_identical(client, data):
     one = _trainer(data, partial(MHGibbsChain))
     many = _trainer(data, sharded_chain_factory(client))
     assert many.chain.n_shards == 2
+    assert many.chain.shared  # a LocalCluster: (μ, θ) and statistics through mapped files
     one.fit(6)
     many.fit(6)
     np.testing.assert_array_equal(one.mu, many.mu)
     np.testing.assert_array_equal(one.theta, many.theta)
     np.testing.assert_array_equal(one.chain.codes, many.chain.codes)
     assert one.history[-1].acceptance == many.history[-1].acceptance is not None
-    three = _trainer(data, sharded_chain_factory(client, n_shards=3))  # shards ≠ workers
+    # shards ≠ workers, and the arrays sent through Dask instead of the mapped files
+    three = _trainer(data, sharded_chain_factory(client, n_shards=3, shared=False))
+    assert not three.chain.shared
     three.fit(6)
     np.testing.assert_array_equal(one.theta, three.theta)
+    np.testing.assert_array_equal(one.mu, three.mu)
 
 
 def _kill_one_worker(client) -> None:
