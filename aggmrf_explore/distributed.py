@@ -14,9 +14,10 @@ number of shards.
 Samples never travel during sweeps: (μ, θ) (K float64 each) go out and K int64 come back
 per shard and iteration.  Workers on the driver's own host (a ``LocalCluster``, or workers
 started on the same machine) exchange them through memory-mapped files instead, as joblib
-does for large arrays: the driver writes (μ, θ) into one (2, K) float64 map in a temporary
-directory (``/dev/shm`` where it exists), each shard maps it once and writes its packed
-statistics into a (K,) int64 map of its own, and only small messages go through Dask
+does for large arrays: the driver writes (μ, θ) into one (K, 2) float64 map in a temporary
+directory (``/dev/shm`` where it exists), the sweep kernel's own parameter layout, which
+every shard maps once and reads in place (one copy in memory and in the shared cache, as
+with threads), and each shard writes its packed statistics into a (K,) int64 map of its own, and only small messages go through Dask
 (``shared="auto"``: used when every worker reports the driver's host and can open the
 files; ``shared=False`` always sends the arrays).  The numbers are the same either way.
 Numba kernels compile once per worker process (``cache=True``: loaded from numba's on-disk
@@ -86,22 +87,24 @@ class ShardActor:
         return packed, self.chain.accepted, self.chain.proposed, time.perf_counter() - t0
 
     def attach(self, params_path: str, stats_path: str, K: int) -> bool:
-        """Map the driver's (μ, θ) file (float64 (2, K), read-only) and this shard's
+        """Map the driver's parameter file (float64 (K, 2), rows (μ_r, θ_r): the sweep
+        kernel's own layout, read in place by every shard on this host) and this shard's
         statistics file (int64 (K,)); False if they cannot be opened here (another host)."""
         try:
-            self._params = np.memmap(params_path, dtype=np.float64, mode="r", shape=(2, K))
-            self._out = np.memmap(stats_path, dtype=np.int64, mode="r+", shape=(K,))
+            # plain ndarray views of writable maps: the kernels' usual array types
+            self._params = np.asarray(
+                np.memmap(params_path, dtype=np.float64, mode="r+", shape=(K, 2))
+            )
+            self._out = np.asarray(np.memmap(stats_path, dtype=np.int64, mode="r+", shape=(K,)))
         except OSError:
             return False
         return True
 
     def sweep_shared(self):
-        """:meth:`sweep` under the mapped (μ, θ), its packed statistics written into the
-        mapped statistics file; returns (None, accepted, proposed, seconds)."""
+        """:meth:`sweep` under the mapped parameters, the packed statistics written into
+        the mapped statistics file; returns (None, accepted, proposed, seconds)."""
         t0 = time.perf_counter()
-        mu, theta = self._params[0], self._params[1]
-        self.chain.sweep(mu, theta)
-        self._out[:] = self.chain.packed_statistics(theta)
+        self.chain.sweep_packed(self._params, self._out)
         return None, self.chain.accepted, self.chain.proposed, time.perf_counter() - t0
 
     def replay(self, state, params) -> int:
@@ -195,7 +198,7 @@ class ShardedChain:
         self._dir = tempfile.mkdtemp(prefix="aggmrf-shards-", dir=root)
         self._finalizer = weakref.finalize(self, shutil.rmtree, self._dir, True)
         self._params_path = os.path.join(self._dir, "params.f64")
-        self._P = np.memmap(self._params_path, dtype=np.float64, mode="w+", shape=(2, self.K))
+        self._P = np.memmap(self._params_path, dtype=np.float64, mode="w+", shape=(self.K, 2))
         self._stats_paths = []
         self._stats_maps = []
         for j in range(len(self._actors)):
@@ -284,8 +287,8 @@ class ShardedChain:
         mu = np.ascontiguousarray(mu, dtype=np.float64)
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         if self.shared:
-            self._P[0] = mu
-            self._P[1] = theta
+            self._P[:, 0] = mu
+            self._P[:, 1] = theta
             res = self._call("sweep_shared")
             res = [(self._stats_maps[j], *r[1:]) for j, r in enumerate(res)]
         else:
