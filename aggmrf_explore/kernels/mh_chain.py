@@ -214,20 +214,8 @@ class MHGibbsChain:
         mu, theta = self._check(mu, "mu"), self._check(theta, "theta")
         self._P[:, 0] = mu
         self._P[:, 1] = theta
-        keys = [stream_key(self.seed, self.sweeps, i) for i in (0, 2, 1)]
-        mh_sweep(
-            self._x, self._y, self._z, self._P, self.structure, self._mh,
-            self.first, keys[0], keys[1], keys[2], not self._y_drawn, self._rows_valid,
-            self._counts, self._rows_t, self._fixed, float(2**self.q_bits),
-        )  # fmt: skip
-        self._rows_valid = True
-        D = self._x.shape[1]
-        self.accepted = self._counts[:, :D].sum(axis=0)
-        self.proposed = self._counts[:, D:].sum(axis=0)
-        self._y_drawn = True
+        self._sweep_in(self._P)
         self._rows_theta = theta.copy()  # the sweep left rows, z and σ's under θ
-        self._stats = None
-        self.sweeps += 1
 
     def sweep_packed(self, P: np.ndarray, out: np.ndarray) -> None:
         """One sweep under P float64 (K, 2), rows (μ_r, θ_r), read in place (e.g. a
@@ -239,6 +227,13 @@ class MHGibbsChain:
             raise ValueError(f"P must be C-contiguous float64 ({self.K}, 2).")
         if out.shape != (self.K,) or out.dtype != np.int64:
             raise ValueError(f"out must be int64 ({self.K},).")
+        self._sweep_in(P)
+        self._rows_theta = None  # P may change under us: σ's are recomputed when asked
+        out.fill(0)
+        mh_accumulate(self._rows_t, self._fixed, np.int64(1) << np.int64(self.a_bits), out)
+
+    def _sweep_in(self, P: np.ndarray) -> None:
+        """The sweep kernel under P (K, 2) and the chain's bookkeeping."""
         keys = [stream_key(self.seed, self.sweeps, i) for i in (0, 2, 1)]
         mh_sweep(
             self._x, self._y, self._z, P, self.structure, self._mh,
@@ -250,11 +245,8 @@ class MHGibbsChain:
         self.accepted = self._counts[:, :D].sum(axis=0)
         self.proposed = self._counts[:, D:].sum(axis=0)
         self._y_drawn = True
-        self._rows_theta = None  # P may change under us: σ's are recomputed when asked
         self._stats = None
         self.sweeps += 1
-        out.fill(0)
-        mh_accumulate(self._rows_t, self._fixed, np.int64(1) << np.int64(self.a_bits), out)
 
     def _ensure_rows(self, theta: np.ndarray) -> None:
         if self._rows_theta is not None and np.array_equal(theta, self._rows_theta):
