@@ -46,16 +46,25 @@ def test_explorer_ipywidget_is_a_widget_and_steps():
 
 
 def test_ipywidget_bundle_follows_steps_from_code():
-    """A view that renders after ``step(k)`` from code draws the stepped state: the widget's
-    render_bundle (what a new view draws) is re-taken after each step."""
+    """A view that finishes drawing after ``step(k)`` from code gets the stepped state: when
+    a view reports DocumentReady and the session moved on, the widget's render_bundle (what
+    a view draws) is re-taken; not on a step itself (a bundle change redraws every view
+    from scratch, and breaks a view that is still drawing), nor when nothing changed."""
+    from bokeh.events import DocumentReady
+
     w = explorer_widget(dataset="toy", n_gibbs=200)
+    doc = w._model.document
     before = w.render_bundle
     w.explorer.session.step(3)
+    assert w.render_bundle is before  # a view still drawing keeps its bundle
+    doc.callbacks.trigger_event(DocumentReady())  # a view has drawn the old snapshot
     after = w.render_bundle
     assert after is not before
     text = json.dumps(after["docs_json"], ensure_ascii=False)
     assert "iteration 3 ·" in text, "the bundle still holds the status before the step"
     assert "iteration 3 ·" not in json.dumps(before["docs_json"], ensure_ascii=False)
+    doc.callbacks.trigger_event(DocumentReady())  # the redrawn view: nothing new, no redraw
+    assert w.render_bundle is after
 
 
 def test_notebook_explorer_is_loaded_and_viewable():
