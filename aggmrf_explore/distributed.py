@@ -205,18 +205,13 @@ class ShardedChain:
             path = os.path.join(self._dir, f"stats{j}.i64")
             self._stats_maps.append(np.memmap(path, dtype=np.int64, mode="w+", shape=(self.K,)))
             self._stats_paths.append(path)
-        ok = [a.attach(self._params_path, self._stats_paths[j], self.K).result()
-              for j, a in enumerate(self._actors)]  # fmt: skip
-        self.shared = all(ok)
+        self.shared = all(self._attach(j, a) for j, a in enumerate(self._actors))
         if not self.shared:
             self._finalizer()
 
-    def _attach(self, j: int) -> None:
-        if (
-            self.shared
-            and not self._actors[j].attach(self._params_path, self._stats_paths[j], self.K).result()
-        ):
-            raise WorkerLostError(f"the re-created shard {j} cannot map the shared files.")
+    def _attach(self, j: int, actor) -> bool:
+        """Whether ``actor`` (shard j) mapped the shared files."""
+        return actor.attach(self._params_path, self._stats_paths[j], self.K).result()
 
     def _spawn(self, j: int, worker: str):
         return self.client.submit(
@@ -271,8 +266,8 @@ class ShardedChain:
                 fut = self._spawn(j, live[(j + attempt) % len(live)])
                 actor = fut.result(timeout=120)
                 actor.replay(state, self._since).result()
-                self._actors[j] = actor
-                self._attach(j)
+                if self.shared and not self._attach(j, actor):
+                    raise WorkerLostError(f"the re-created shard {j} cannot map the shared files.")
                 break
             except Exception:
                 if attempt == 2:

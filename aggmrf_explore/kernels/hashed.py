@@ -38,7 +38,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .rng import GOLDEN, feature_order, inverse_cdf, mix
+from .rng import GOLDEN, draw_from_scores, feature_order, inverse_cdf, mix
 from .rng import sigmoid as _sigmoid
 from .rng import uniform53 as _uniform
 from .rows import TableArrays, bucket, table_row
@@ -127,21 +127,7 @@ def hashed_sweep(x, y, z, rows, W, theta, hs, key, first_key, first):
                         salt = tab_salt[t]
                         for v in range(M):
                             scores[v] += W[off + bucket(rest + v * s, salt, H)]
-                top = scores[0]
-                for v in range(1, M):
-                    top = max(top, scores[v])
-                total = 0.0
-                for v in range(M):
-                    scores[v] = np.exp(scores[v] - top)
-                    total += scores[v]
-                target = _uniform(key, i, f, D + 1) * total
-                acc = 0.0
-                pick = M - 1
-                for v in range(M - 1):
-                    acc += scores[v]
-                    if target < acc:
-                        pick = v
-                        break
+                pick = draw_from_scores(scores, M, _uniform(key, i, f, D + 1))
                 x[i, f] = pick
             zi = _logit(x, i, theta, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows)
             y[i] = 1 if _uniform(key, i, D, D + 1) < _sigmoid(zi) else 0

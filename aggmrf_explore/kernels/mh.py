@@ -38,7 +38,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .rng import GOLDEN, feature_order, inverse_cdf, mix
+from .rng import GOLDEN, draw_from_scores, feature_order, inverse_cdf, mix
 from .rng import sigmoid as _sigmoid
 from .rng import uniform53 as _uniform
 from .rows import TableArrays, bucket, table_arrays, table_row
@@ -297,21 +297,7 @@ def mh_sweep(
                             for v in range(M):
                                 r = off + bucket(rest + v * s, salt, H)
                                 scores[v] += P[r, 0] + yf * P[r, 1]
-                    top = scores[0]
-                    for v in range(1, M):
-                        top = max(top, scores[v])
-                    total = 0.0
-                    for v in range(M):
-                        scores[v] = np.exp(scores[v] - top)
-                        total += scores[v]
-                    target = _uniform(key, i0 + i, f, D + 1) * total
-                    acc = 0.0
-                    pick = M - 1
-                    for v in range(M - 1):
-                        acc += scores[v]
-                        if target < acc:
-                            pick = v
-                            break
+                    pick = draw_from_scores(scores, M, _uniform(key, i0 + i, f, D + 1))
                     x[i, f] = pick
                     for c in range(ne):
                         e = e0 + c

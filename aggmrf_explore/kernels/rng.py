@@ -37,6 +37,7 @@ __all__ = [
     "uniform53",
     "feature_order",
     "inverse_cdf",
+    "draw_from_scores",
     "bernoulli_logit",
     "sigmoid",
 ]
@@ -162,6 +163,27 @@ def inverse_cdf(u, cdfs, lo, hi):
         if u < cdfs[k]:
             return k - lo
     return hi - lo - 1
+
+
+@njit(inline="always")
+def draw_from_scores(scores, M, u):
+    """The code v < M drawn with probability ∝ exp(scores[v]), by inverse CDF at the
+    uniform u in [0, 1) (the last code if none).  scores float64 (≥ M,): the log-weights,
+    overwritten with exp(scores − max) (the full conditionals of the scalar kernels)."""
+    top = scores[0]
+    for v in range(1, M):
+        top = max(top, scores[v])
+    total = 0.0
+    for v in range(M):
+        scores[v] = np.exp(scores[v] - top)
+        total += scores[v]
+    target = u * total
+    acc = 0.0
+    for v in range(M - 1):
+        acc += scores[v]
+        if target < acc:
+            return v
+    return M - 1
 
 
 @njit(inline="always")
