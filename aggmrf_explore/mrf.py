@@ -357,11 +357,10 @@ def pcd_update(
     h_plain = max(penalty.h_plain, s)
     # one pass over the K coordinates (kernels.update): the numpy expressions of this
     # docstring's steps, same operations in the same order, without (K,) temporaries
+    arrays = (mu, theta, d_hat, c_hat, targets.d, targets.c, penalty.reg_mu, penalty.reg_theta)
     new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta = (
         update_pass(
-            *(np.ascontiguousarray(a, dtype=np.float64) for a in (mu, theta, d_hat, c_hat)),
-            *(np.ascontiguousarray(a, dtype=np.float64) for a in targets),
-            *(np.ascontiguousarray(a, dtype=np.float64) for a in penalty[:2]),
+            *(np.ascontiguousarray(a, dtype=np.float64) for a in arrays),
             float(2.0 * st.lambda_mu),
             float(2.0 * st.lambda_theta), float(s), GRADIENT_CODES[st.gradient],
             bool(st.precondition), float(h_plain), float(st.clip), float(st.step_mu),
