@@ -2,11 +2,12 @@
 
     python benchmarks/explorer_sessions.py [--seconds 60] [--adult-seconds 20] [--rounds 3]
     python benchmarks/explorer_sessions.py --skip-adult --rounds 0   # start-up and first Play only
-    python benchmarks/explorer_sessions.py --starts-only   # first start (fresh numba cache) + warm start
+    python benchmarks/explorer_sessions.py --starts-only   # first start (empty caches) + warm start
 
 ``--starts`` (implied by ``--starts-only``) first measures two server starts: a *first start*
-with ``NUMBA_CACHE_DIR`` pointing at an empty temporary directory (numba compiles every
-kernel, as on a fresh virtual environment) and a *warm start* on the cache it filled.  For
+with ``NUMBA_CACHE_DIR`` and ``AGGMRF_CACHE_DIR`` pointing at empty temporary directories
+(numba compiles every kernel and HoloViews draws every figure, as on a fresh machine) and
+a *warm start* on the caches it filled.  For
 each: ``panel serve`` → HTTP 200, → page visible (the status line shows, e.g. "compiling
 the sampler (first start only)…"), → training possible (status "iteration 0"), and the first
 Play; with the load average (the machine is shared: the compile time scales with it).
@@ -173,17 +174,21 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     if args.starts or args.starts_only:
-        saved = os.environ.get("NUMBA_CACHE_DIR")
-        with tempfile.TemporaryDirectory(prefix="aggmrf-numba-") as cache:
+        saved = {k: os.environ.get(k) for k in ("NUMBA_CACHE_DIR", "AGGMRF_CACHE_DIR")}
+        with tempfile.TemporaryDirectory(prefix="aggmrf-start-") as tmp:
+            # a fresh machine: numba's cache and the explorer's (figures, baselines) empty
+            os.environ["AGGMRF_CACHE_DIR"] = os.path.join(tmp, "aggmrf")
+            cache = os.path.join(tmp, "numba")
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                measure_start(browser, "first start (empty numba cache)", cache)
-                measure_start(browser, "warm start (numba cache filled)", cache)
+                measure_start(browser, "first start (empty caches)", cache)
+                measure_start(browser, "warm start (caches filled)", cache)
                 browser.close()
-        if saved is None:
-            os.environ.pop("NUMBA_CACHE_DIR", None)
-        else:
-            os.environ["NUMBA_CACHE_DIR"] = saved
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         if args.starts_only:
             return
 

@@ -6,7 +6,8 @@
 - ``runtime.py``: the process runtime (kernel warm-up, worker threads, memory);
 - ``plots.py``: pure functions history → HoloViews; ``liveplots.py``: those figures drawn
   once and refreshed in place;
-- ``app.py``: the controls and the layout (``Explorer``, ``build_app``);
+- ``app.py``: the controls and the layout (``Explorer``);
+- ``serve.py``: the served page (``build_app``, for ``panel serve apps/explorer.py``);
 - ``widget.py``: notebook widgets.
 
 ``panel serve apps/explorer.py`` serves it; in Jupyter, ``Explorer()`` displays inline.
@@ -18,9 +19,13 @@ from .store import ExplorerSession
 __all__ = ["ExplorerSession", "Explorer", "build_app", "frozen_document"]
 
 
-def __getattr__(name):  # lazy: importing the store must not import Panel
-    if name in ("Explorer", "build_app", "frozen_document"):
-        from . import app
+def __getattr__(name):  # lazy: importing the store must not import Panel (nor HoloViews)
+    if name == "Explorer":
+        from .app import Explorer
 
-        return getattr(app, name)
+        return Explorer
+    if name in ("build_app", "frozen_document"):
+        from . import serve
+
+        return getattr(serve, name)
     raise AttributeError(name)

@@ -1,7 +1,7 @@
 """The explorer's view: controls and layout, composed around one session store.
 
-``build_app()`` returns the servable template (``panel serve apps/explorer.py``);
-``Explorer()`` displays inline in Jupyter (``Explorer().to_ipywidget()`` for ipywidgets);
+``Explorer().template()`` is the served page (``serve.build_app``); ``Explorer()`` displays
+inline in Jupyter (``Explorer().to_ipywidget()`` for ipywidgets);
 ``Explorer(session=s)`` shows a store ``s`` that is loaded already (notebooks).
 
 The parts it composes: the session store (``store.py``: settings with declared bounds,
@@ -22,12 +22,10 @@ cache) once per process, in a background thread started when the first page is b
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import time
 import warnings
 
-import holoviews as hv
 import numpy as np
 import panel as pn
 
@@ -52,7 +50,7 @@ from .shortcuts import Shortcuts
 from .store import DATA_KEYS, URL_KEYS, ExplorerSession, baseline_names, error_message
 from .upload_widget import UploadPicker
 
-__all__ = ["Explorer", "build_app", "frozen_document", "TICK_MS", "TICK_BUDGET"]
+__all__ = ["Explorer", "TICK_MS", "TICK_BUDGET"]
 
 TICK_MS = 100
 TICK_BUDGET = 0.085  # seconds per tick for the refresh due and training (85 % of the period)
@@ -725,9 +723,11 @@ class Explorer(pn.viewable.Viewer):
         # "Pin this run" beside the run controls: the scoreboard gets the whole line
         self.score_row.objects = [self.scoreboard]
         # a light first page (header, run controls, status line) that the browser lays out
-        # at once; the tabs and the cards of controls join it as soon as it is shown
+        # at once; the cards of controls join it as soon as it is shown, the tabs of plots
+        # once their first data are drawn (:meth:`_show_tabs`)
         self._filled = False
-        self._deferred = [(box, list(box.objects)) for box in (self.main, self.sidebar)]
+        self._deferred_cards = list(self.sidebar.objects)
+        self._deferred_tabs = list(self.main.objects)
         self.main.objects = [o for o in self.main.objects if o is not self.tabs]
         # (the cards: ~40 % of the page's models; the Data card's Choices.js shows no
         # value that arrives with its options in a later model, so it comes now)
@@ -746,12 +746,23 @@ class Explorer(pn.viewable.Viewer):
         return tmpl
 
     def _fill_page(self) -> None:
-        """The served page is shown: add its tabs and cards (see :meth:`template`)."""
-        with pn.io.hold():
-            for box, objects in self._deferred:
-                box.objects = objects
+        """The served page is shown: add its cards of controls (see :meth:`template`),
+        and its tabs of plots if their data are drawn already."""
+        self.sidebar.objects = self._deferred_cards
         self._filled = True
+        if self._loaded:
+            self._show_tabs()
         self._guard(self._show_status)
+
+    def _show_tabs(self) -> None:
+        """Add the tabs of plots to the served page (once), after their first drawing.
+
+        A figure set on a pane of a shown page makes Panel and Bokeh walk every model of
+        the document (≈ 0.1 s a figure); set on a pane not shown yet, it costs nothing.
+        """
+        tabs, self._deferred_tabs = getattr(self, "_deferred_tabs", None), None
+        if tabs is not None:
+            self.main.objects = tabs
 
     def to_ipywidget(self):
         """The explorer as an ipywidgets.Widget (needs jupyter_bokeh).
@@ -1137,7 +1148,10 @@ class Explorer(pn.viewable.Viewer):
         if not runtime.kernels_ready():
             runtime.warm_up_in_background(prefetch_default_data, prefetch_first_screen)
             pn.state.execute(self._watch_warm_up)
-        await self._load_async("")
+        try:
+            await self._load_async("")
+        finally:
+            self._show_tabs()  # (drawn: at once after the drawing; here if the load failed)
 
     async def _watch_warm_up(self) -> None:
         """The compiler's progress on the status line, once a second; then the first
@@ -1245,6 +1259,8 @@ class Explorer(pn.viewable.Viewer):
             self._syncing = False
         self._on_dataset_visibility()
         self._on_version()
+        if getattr(self, "_filled", False):
+            self._show_tabs()  # the served page's first drawing: its plots join the page
 
     # ------------------------------------------------------------------ run loop
     def _ensure_callback(self) -> None:
@@ -1491,38 +1507,11 @@ class Explorer(pn.viewable.Viewer):
         if nf is not None and key != self._noise_key:
             self._noise_key = key
             std = getattr(s.mechanism_obj, "std", float("nan"))
+            noise, true, noisy = (nf[c].to_numpy() for c in ("noise", "true", "noisy"))
             figs = (
-                plots.noise_histogram(nf["noise"].to_numpy(), std, s.mechanism),
-                plots.noisy_vs_true(nf["true"].to_numpy(), nf["noisy"].to_numpy()),
+                lambda: plots.noise_histogram(noise, std, s.mechanism),
+                lambda: plots.noisy_vs_true(true, noisy),
             )
-            for pane, obj in zip((self.noise_hist, self.noise_scatter), figs, strict=True):
-                pane.object = static_figure(obj, height=380)
+            for pane, build in zip((self.noise_hist, self.noise_scatter), figs, strict=True):
+                pane.object = static_figure(build, height=380)
         self._refresh_sigma()
-
-
-@contextlib.contextmanager
-def frozen_document():
-    """Defer the session document's model bookkeeping to the end of the block.
-
-    Bokeh re-walks every model of a document each time one is added or gets a JS
-    callback (~0.15 s for the explorer's ~400 models, a dozen times while the page is
-    built); inside this block it does so once, at the end.
-    """
-    doc = pn.state.curdoc
-    with doc.models.freeze() if doc is not None else contextlib.nullcontext():
-        yield
-
-
-def build_app() -> pn.viewable.Viewable:
-    """The served explorer page (one Explorer per browser session)."""
-    t0 = time.perf_counter()
-    # a first start: the child compiling the parallel sampler starts now; the warm-up
-    # thread (the serial sampler, or loading numba's cache, and the default data) starts
-    # once this first page is shown (``_initial_load``): it would slow its building down
-    if runtime.first_start():
-        runtime.start_parallel_compile()
-    pn.extension("tabulator", "filedropper", notifications=False)
-    hv.extension("bokeh", logo=False)
-    page = Explorer(load_now=True).template()
-    runtime.log(f"session page built in {time.perf_counter() - t0:.2f} s")
-    return page

@@ -17,6 +17,8 @@ pane (a no-op on a server and in an ipywidget, where Bokeh sends each change its
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import holoviews as hv
@@ -27,10 +29,12 @@ from bokeh.util.serialization import make_id
 from . import plots
 from .caches import cache_dir, read_json, write_json
 
-__all__ = ["LivePlot", "XorPlot", "clear_figure_cache", "static_figure"]
+__all__ = ["LivePlot", "XorPlot", "clear_figure_cache", "render", "static_figure"]
 
 _FIGURES: dict = {}  # (plot, layer key, height) → serialized Bokeh figure, shared read-only
 _PLOTS_DIGEST: str | None = None
+_BACKEND_LOCK = threading.Lock()
+_BOKEH_CURRENT = False  # render() made HoloViews' Bokeh backend current
 
 
 def _fresh_ids(rep, ids: dict):
@@ -121,7 +125,7 @@ class LivePlot:
             self.build.__name__,
             key,
             self.height,
-            lambda: hv.render(self.build(**kwargs), backend="bokeh"),
+            lambda: render(lambda: self.build(**kwargs)),
         )
         self.fig = fig
         self.renderers = [r for r in fig.renderers if isinstance(r, GlyphRenderer)]
@@ -234,9 +238,30 @@ def clear_figure_cache() -> None:
     _FIGURES.clear()
 
 
-def static_figure(obj, height: int):
-    """A Bokeh figure of a HoloViews object, drawn afresh (figures shown once per release)."""
-    fig = hv.render(obj, backend="bokeh")
+def render(build: Callable[[], object]):
+    """The Bokeh figure of the HoloViews object that ``build()`` returns.
+
+    HoloViews builds an element's options (``hv.opts``) for its current backend, so the
+    Bokeh backend is made current first (once per process, with its switch hooks, as
+    ``hv.extension("bokeh")`` does; without them some options are built for no backend and
+    the page's layout breaks).  A server's first page does not import HoloViews' plotting
+    (≈ 0.45 s with the matplotlib it pulls in): ``runtime.import_in_background`` does once
+    that page is sent, and the import here waits for it if it is under way.
+    """
+    global _BOKEH_CURRENT
+    import holoviews.plotting.bokeh  # noqa: F401 - registers the backend
+
+    with _BACKEND_LOCK:
+        if not _BOKEH_CURRENT:
+            hv.Store.set_current_backend("bokeh")
+            _BOKEH_CURRENT = True
+    return hv.render(build(), backend="bokeh")
+
+
+def static_figure(build: Callable[[], object], height: int):
+    """A Bokeh figure of the HoloViews object ``build()`` returns, drawn afresh (figures
+    shown once per release)."""
+    fig = render(build)
     fig.sizing_mode = "stretch_width"
     fig.height = height
     fig.output_backend = "canvas"  # as in _figure: headless browsers paint no WebGL glyphs

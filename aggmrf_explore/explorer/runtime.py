@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import gc
+import importlib
 import os
 import subprocess
 import sys
@@ -59,6 +60,7 @@ __all__ = [
     "wait_for_warm_up",
     "release_memory_soon",
     "lower_priority",
+    "import_in_background",
 ]
 
 DATA_EXECUTOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aggmrf-data")
@@ -73,11 +75,13 @@ _PARALLEL = threading.Event()  # the parallel builds of the dense kernels are in
 _PREFETCHED = threading.Event()  # first screen's kernels and data ready (warm-up thread)
 _warm_started: float | None = None  # perf_counter when the warm-up thread started
 _first_start: bool | None = None
-_WARM_LOCK = threading.Lock()
+_WARM_LOCK = threading.Lock()  # held while the kernels compile (or load)
+_START_LOCK = threading.Lock()  # starts the warm-up thread (never held for long)
 _warm_thread: threading.Thread | None = None
 _child: tuple[threading.Thread, float] | None = None  # first start: the parallel compile
 _compiler: threading.Thread | None = None
 _release_pending = False
+_IMPORTING: set[str] = set()  # modules import_in_background was asked for
 
 
 def log(msg: str) -> None:
@@ -329,7 +333,8 @@ def warm_up_in_background(
     numba compiles one function at a time, and the page's data need a kernel too.
     """
     global _warm_thread, _warm_started
-    with _WARM_LOCK:
+    # not _WARM_LOCK: a session opened while the kernels compile would block the server
+    with _START_LOCK:
         if _warm_thread is not None:
             return
         _warm_started = time.perf_counter()
@@ -353,6 +358,30 @@ def warm_up_in_background(
 
         _warm_thread = threading.Thread(target=run, name="aggmrf-warm-up", daemon=True)
         _warm_thread.start()
+
+
+def import_in_background(modules: tuple[str, ...]) -> None:
+    """Import ``modules`` (in order) in a daemon thread, each once per process.
+
+    The served app's first page is sent without what only its plots need; these imports
+    then run while the browser loads the page's scripts.  Code that needs a module
+    imports it as usual: Python's import lock makes it wait for an import under way.
+    """
+    todo = tuple(m for m in modules if m not in sys.modules and m not in _IMPORTING)
+    if not todo:
+        return
+    _IMPORTING.update(todo)
+
+    def run() -> None:
+        t0 = time.perf_counter()
+        for name in todo:
+            try:
+                importlib.import_module(name)
+            except Exception as exc:  # noqa: BLE001 - the code that needs it reports it
+                log(f"background import of {name} failed: {exc}")
+        log(f"{', '.join(todo)} imported in {time.perf_counter() - t0:.2f} s")
+
+    threading.Thread(target=run, name="aggmrf-imports", daemon=True).start()
 
 
 def wait_for_warm_up(timeout: float) -> None:

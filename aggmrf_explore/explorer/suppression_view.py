@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .escape import escape_markdown
+from .liveplots import render
 from .plots import PlotData
 
 __all__ = [
@@ -219,7 +220,7 @@ class SuppressionFigure:
     def _draw(self, frame, iteration: int, key: tuple) -> None:
         from bokeh.models import GlyphRenderer
 
-        fig = hv.render(suppression_plot(frame, iteration), backend="bokeh")
+        fig = render(lambda: suppression_plot(frame, iteration))
         fig.sizing_mode = "stretch_width"
         fig.height = self.height
         fig.output_backend = "canvas"  # headless / software-GL browsers paint no WebGL glyphs
