@@ -728,7 +728,12 @@ class Explorer(pn.viewable.Viewer):
         self._filled = False
         self._deferred_cards = list(self.sidebar.objects)
         self._deferred_tabs = list(self.main.objects)
-        self.main.objects = [o for o in self.main.objects if o is not self.tabs]
+        waiting = pn.pane.Markdown(
+            "*The plots appear here as soon as the first screen's data are ready.*",
+            css_classes=["aggmrf-plots-pending"],
+            margin=(10, 10),
+        )
+        self.main.objects = [waiting if o is self.tabs else o for o in self.main.objects]
         # (the cards: ~40 % of the page's models; the Data card's Choices.js shows no
         # value that arrives with its options in a later model, so it comes now)
         self.sidebar.objects = [self.run_box, self.data_card]
@@ -893,7 +898,7 @@ class Explorer(pn.viewable.Viewer):
         loading = s.busy or bool(waiting)
         self.spinner.value = loading
         self.spinner.visible = loading
-        self.spinner.label = (waiting or "preparing data…") if loading else ""
+        label = (waiting or "preparing data…") if loading else ""
         if not getattr(self, "_filled", True):  # (the served page's first, light version)
             self.status.object = waiting or "loading the page…"
         elif not waiting:
@@ -907,6 +912,8 @@ class Explorer(pn.viewable.Viewer):
                 f"{waiting} · {name} loaded: everything but training works now; {then} "
                 "once it is ready"
             )
+        # the spinner's label, unless the status line beside it says the same
+        self.spinner.label = "" if str(self.status.object).startswith(label) else label
 
     # ------------------------------------------------------------------ lessons
     def _hideable(self) -> dict[str, object]:
