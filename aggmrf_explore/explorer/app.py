@@ -179,6 +179,10 @@ class Explorer(pn.viewable.Viewer):
         self._last_heavy = 0.0
         self._good_data = {k: getattr(self.session, k) for k in DATA_KEYS}
         self._loaded = False
+        # the served page starts light (:meth:`template`): its cards come once it is shown
+        # (``_filled``), its tabs of plots once they are drawn (``_deferred_tabs``)
+        self._filled = True
+        self._deferred_tabs: list | None = None
         self._build_widgets()
         self._build_plots()
         self._build_layout()
@@ -765,7 +769,7 @@ class Explorer(pn.viewable.Viewer):
         A figure set on a pane of a shown page makes Panel and Bokeh walk every model of
         the document (≈ 0.1 s a figure); set on a pane not shown yet, it costs nothing.
         """
-        tabs, self._deferred_tabs = getattr(self, "_deferred_tabs", None), None
+        tabs, self._deferred_tabs = self._deferred_tabs, None
         if tabs is not None:
             self.main.objects = tabs
 
@@ -899,7 +903,7 @@ class Explorer(pn.viewable.Viewer):
         self.spinner.value = loading
         self.spinner.visible = loading
         label = (waiting or "preparing data…") if loading else ""
-        if not getattr(self, "_filled", True):  # (the served page's first, light version)
+        if not self._filled:  # (the served page's first, light version)
             self.status.object = waiting or "loading the page…"
         elif not waiting:
             self.status.object = s.status
@@ -1266,8 +1270,7 @@ class Explorer(pn.viewable.Viewer):
             self._syncing = False
         self._on_dataset_visibility()
         self._on_version()
-        if getattr(self, "_filled", False):
-            self._show_tabs()  # the served page's first drawing: its plots join the page
+        self._show_tabs()  # (the served page's first drawing: its plots join the page)
 
     # ------------------------------------------------------------------ run loop
     def _ensure_callback(self) -> None:
