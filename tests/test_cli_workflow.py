@@ -73,7 +73,7 @@ def test_second_release_and_auto(csvs, capsys):
     out = json.loads(_run(capsys, ["run", "--tables", str(d / "r1"), "--validation-tables",
                                     str(d / "r2"), "--lambda-theta", "auto", "--noise-aware",
                                     "--json", *FAST]))  # fmt: skip
-    assert out["noise"]["mechanism"] == "gaussian"
+    assert out["noise"]["mechanism"] == "discrete_gaussian"  # aggregate: integer noise
     auto = out["lambda_theta_auto"]
     assert auto["method"] == "second release" and len(auto["grid"]) == len(DEFAULT_MULTIPLIERS)
     assert out["settings"]["lambda_theta"] == auto["lambda_theta"]

@@ -187,7 +187,9 @@ def test_mechanism_dict_round_trip(mech):
     assert back == mech and back.std == mech.std
     assert d["sigma"] == mech.std and d["mechanism"] == mech.name
     assert mechanism_from_meta(d) == mech
-    assert noise_meta(mech, "both") == {**mech.to_dict(), "accounting": "both"}
+    meta = noise_meta(mech, "both")
+    assert meta == {**mech.to_dict(), "accounting": "both", "neighbouring": meta["neighbouring"]}
+    assert "add or remove one record" in meta["neighbouring"]
     other = GaussianMechanism if isinstance(mech, LaplaceMechanism) else LaplaceMechanism
     with pytest.raises(AggMRFError, match="not a"):
         other.from_dict(d)

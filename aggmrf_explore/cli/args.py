@@ -277,15 +277,22 @@ def trainer_settings(args: argparse.Namespace, layout: TableLayout, n: int) -> T
 
 def make_mechanism(args: argparse.Namespace, layout: TableLayout, epsilon: float | None):
     """The mechanism of ``--mechanism`` at budget ``epsilon`` (with ``--delta``,
-    ``--accounting``, ``--calibration``) for ``layout``'s tables; None for "none"."""
+    ``--accounting``, ``--calibration``) for ``layout``'s tables; None for "none".
+
+    For ``aggregate`` (a release for others) "laplace" and "gaussian" name the discrete
+    mechanisms (integer noise)."""
+    from ..privacy import DISCRETE
     from ..privacy import make_mechanism as build
 
     if args.mechanism != "none" and epsilon is None:
         raise AggMRFError(f"--mechanism {args.mechanism} needs --epsilon (e.g. --epsilon 1).")
     if args.mechanism == "none" and epsilon is not None:
         raise AggMRFError("--epsilon given without a mechanism: add --mechanism laplace|gaussian.")
+    kind = args.mechanism
+    if getattr(args, "command", None) == "aggregate":
+        kind = DISCRETE.get(kind, kind)
     delta = DEFAULT_DELTA if args.delta is None else args.delta
-    return build(args.mechanism, epsilon, delta, layout, args.accounting, args.calibration)
+    return build(kind, epsilon, delta, layout, args.accounting, args.calibration)
 
 
 # ---------------------------------------------------------------------- before any work (issue 13)
@@ -303,7 +310,7 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise AggMRFError(
             "--delta given without a mechanism — add --mechanism gaussian --epsilon X."
         )
-    if mechanism == "laplace" and delta is not None:
+    if mechanism in ("laplace", "discrete_laplace") and delta is not None:
         raise AggMRFError(
             "--delta goes with the Gaussian mechanism; the Laplace mechanism is pure ε-DP "
             "(no δ) — drop --delta or use --mechanism gaussian."

@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import argparse
 
+from .. import __version__
 from ..budget import DEFAULT_MAX_ROWS
 from ..errors import AggMRFError
 from . import numbers
 
-__all__ = ["build_parser", "lambda_theta_arg", "UsageError", "Parser"]
+__all__ = ["build_parser", "lambda_theta_arg", "UsageError", "Parser", "INPUTS", "input_paths"]
 
 lambda_theta_arg = numbers.lambda_theta
 BIG = 10**9
+#: the flags (argparse destinations) naming files or directories a command reads
+INPUTS = ("csv", "test_csv", "tables", "validation_tables", "validation_csv", "schema", "model",
+          "pairs", "singles")  # fmt: skip
+
+
+def input_paths(args: argparse.Namespace) -> list[str]:
+    """The paths a parsed command line reads (its :data:`INPUTS` that were given)."""
+    return [str(v) for k in INPUTS if (v := getattr(args, k, None))]
 
 
 class UsageError(AggMRFError):
@@ -77,12 +86,22 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
-    g = p.add_argument_group("privacy noise")
+    g = p.add_argument_group("privacy noise (a simulation: the noise is drawn from --seed)")
+    simulated = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
     g.add_argument(
         "--mechanism",
-        choices=("laplace", "gaussian") if sweep else ("none", "laplace", "gaussian"),
+        choices=simulated if sweep else ("none", *simulated),
         default="gaussian" if sweep else "none",
+        help="laplace, gaussian: float noise; discrete_*: integer noise, as a release for "
+        "others gets (see `aggregate`)",
     )
+    _add_budget_options(g, sweep)
+    if not sweep:
+        g.add_argument("--noise-aware", action="store_true", help="MRF-N: model the noise")
+
+
+def _add_budget_options(g, sweep: bool = False) -> None:
+    """ε, δ, accounting and calibration: shared by the simulations and `aggregate`."""
     if not sweep:
         g.add_argument("--epsilon", type=numbers.number(0.0, lo_open=True), default=None,
                        help="privacy budget ε > 0")  # fmt: skip
@@ -91,9 +110,27 @@ def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     g.add_argument("--accounting", choices=("both", "queries", "replace"), default="both",
                    help="both: counts and label sums (Δ1 = 2T); queries: the paper's T queries; "
                    "replace: replace-one neighbours (Δ1 = 4T, Δ2 = 2√T)")  # fmt: skip
-    g.add_argument("--calibration", choices=("analytic", "classic", "adkdd21"), default="analytic")
-    if not sweep:
-        g.add_argument("--noise-aware", action="store_true", help="MRF-N: model the noise")
+    g.add_argument("--calibration", choices=("analytic", "classic", "adkdd21"), default="analytic",
+                   help="σ of the continuous Gaussian; the discrete one is calibrated by its "
+                   "zCDP bound")  # fmt: skip
+
+
+def _add_publish_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "privacy noise (integer noise from the operating system's secure generator)"
+    )
+    g.add_argument("--mechanism", choices=("none", "laplace", "gaussian"), default="none",
+                   help="laplace: discrete Laplace (ε-DP); gaussian: discrete Gaussian "
+                   "((ε, δ)-DP); none: the exact tables, not private")  # fmt: skip
+    _add_budget_options(g)
+    g.add_argument("--earlier-release", action="append", default=[], metavar="RELEASE",
+                   help="a release of the same records made before (its release.json or "
+                   "directory; repeatable): the report adds up the privacy spent")  # fmt: skip
+    g.add_argument("--insecure-seed", type=numbers.seed, default=None,
+                   help="draw the noise from this seed instead: anyone who knows or guesses "
+                   "it recovers every count. For tests and classroom demonstrations only; "
+                   "the release says it is insecure")  # fmt: skip
+    g.add_argument("--noise-aware", action="store_true", help=argparse.SUPPRESS)
 
 
 def _add_release_options(p: argparse.ArgumentParser) -> None:
@@ -120,11 +157,13 @@ def _add_scale_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command: run, aggregate, predict, xor, sweep (``args.command``)."""
+    """The parser of every command: run, aggregate, predict, xor, sweep, import-criteo, serve,
+    lessons (``args.command``)."""
     parser = Parser(
         prog="aggmrf-explore",
         description="Learn a logistic model from aggregated (and privacy-noised) contingency tables.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="train the MRF and the baselines, report test NLLH")
@@ -140,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
         "aggregate", help="aggregate records into a release (tables + release.json)"
     )
     _add_data_options(agg)
-    _add_noise_options(agg)
+    _add_publish_options(agg)
     agg.add_argument(
         "--out", required=True, help="output directory (or FILE.csv with --format long)"
     )
@@ -209,4 +248,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="sweep", help="output prefix: writes PREFIX.csv and PREFIX.png"
     )
     sw.add_argument("--json", action="store_true", help="also print the rows as JSON")
+
+    sv = sub.add_parser("serve", help="serve the live explorer (Panel's server); prints its URL")
+    sv.add_argument("--port", type=numbers.integer(0, 65535), default=5006,
+                    help="port to listen on (5006; 0: any free port)")  # fmt: skip
+    sv.add_argument("--address", default="localhost",
+                    help="interface to listen on (localhost; 0.0.0.0: every interface)")  # fmt: skip
+    sv.add_argument("--allow-websocket-origin", action="append", metavar="HOST[:PORT]",
+                    help="a host the page may be opened from (a proxy's, or this machine's "
+                    "name on the network); repeat for several (default: localhost:PORT)")  # fmt: skip
+    sv.add_argument("--prefix", default="",
+                    help="serve under this URL path, for a reverse proxy that keeps the path "
+                    "(/user/alice/proxy/5006 → …/user/alice/proxy/5006/explorer)")  # fmt: skip
+    sv.add_argument("--num-procs", type=numbers.integer(1, 256), default=1,
+                    help="server processes (1: the explorer supports one)")  # fmt: skip
+    sv.add_argument("--show", action="store_true", help="open the page in a browser")
+
+    ls = sub.add_parser("lessons", help="copy the six classroom notebooks into a directory")
+    ls.add_argument("directory", metavar="DIR", help="where to write them (created if missing)")
+    ls.add_argument("--force", action="store_true",
+                    help="overwrite lessons changed since they were written")  # fmt: skip
     return parser

@@ -80,25 +80,14 @@ def print_json(out: dict, **kwargs) -> None:
     print(json.dumps(out, indent=2, **kwargs))
 
 
-def noise_summary(mech, accounting: str) -> dict:
-    """The JSON "noise" object of a mechanism (or of no noise: ``mech`` None).
-
-    ``accounting``: "both" or "queries" (see the ``--accounting`` flag).
-    """
+def noise_summary(mech, accounting: str, generator: str | None = None) -> dict:
+    """The JSON "noise" object of a mechanism (or of no noise: ``mech`` None): its
+    ``to_dict()`` (σ for every mechanism), ``accounting`` and, for a release, ``generator``."""
     if mech is None:
         return {"mechanism": "none"}
-    out = {
-        "mechanism": mech.name,
-        "epsilon": mech.epsilon,
-        "delta": mech.delta,
-        "accounting": accounting,
-    }
-    if mech.name == "laplace":
-        out.update(scale=mech.scale, sigma=mech.std, l1_sensitivity=mech.l1_sensitivity)
-    else:
-        out.update(
-            sigma=mech.sigma, l2_sensitivity=mech.l2_sensitivity, calibration=mech.calibration
-        )
+    out = {**mech.to_dict(), "accounting": accounting}
+    if generator is not None:
+        out["generator"] = generator
     return out
 
 
@@ -169,6 +158,7 @@ def print_xor(out: dict) -> None:
 
 
 def print_sweep(frame, csv_path, png_path) -> None:
-    """The text report of ``sweep``: its rows (a DataFrame) and the files written."""
-    print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    """The text report of ``sweep``: its rows (a DataFrame; a missing value, such as the sd
+    of a single run, shows as "–") and the files written."""
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–"))
     print(f"\nwrote {csv_path} and {png_path}")

@@ -26,6 +26,7 @@ from pathlib import Path
 from ..budget import Budget, SizeEstimate, check_size
 from ..errors import AggMRFError
 from ..files import MAX_JSON_BYTES, read_json
+from ..privacy import MECHANISMS
 from .fields import (
     check_choice,
     check_int,
@@ -100,16 +101,17 @@ def _check_noise(noise: object, where: str) -> None:
         check_choice(
             str(noise["mechanism"]).lower() if isinstance(noise["mechanism"], str) else None,
             f"{where} 'noise' 'mechanism'",
-            ("laplace", "gaussian", "none"),
+            MECHANISMS,
         )
-    for key in ("epsilon", "delta", "sigma", "scale", "l1_sensitivity", "l2_sensitivity", "std"):
+    keys = ("epsilon", "delta", "sigma", "scale", "l1_sensitivity", "l2_sensitivity", "std", "rho")
+    for key in (*keys, "sigma_continuous"):
         if noise.get(key) is not None:
             v = check_number(noise[key], f"{where} 'noise' {key!r}", lo=0.0)
             if key == "delta" and not v < 1:
                 raise AggMRFError(f"{where} 'noise' 'delta' must be below 1; got {v:g}.")
             if key != "delta" and not v > 0:
                 raise AggMRFError(f"{where} 'noise' {key!r} must be > 0; got {v:g}.")
-    for key in ("calibration", "accounting"):
+    for key in ("calibration", "accounting", "neighbouring", "generator"):
         if noise.get(key) is not None:
             check_str(noise[key], f"{where} 'noise' {key!r}")
 

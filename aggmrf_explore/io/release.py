@@ -98,6 +98,7 @@ __all__ = [
     "ReleaseWarning",
     "write_release",
     "read_release",
+    "read_release_noise",
     "read_schema",
     "release_from_frames",
     "mechanism_from_meta",
@@ -111,7 +112,6 @@ TABLE = "table"
 Z_NOISE = 5.0  # discrepancies beyond Z_NOISE standard deviations of the declared noise are errors
 _MAX_LISTED = 8
 MAX_CELL = 1e15  # |count|, |label_sum| of a table row (more is not a count of records)
-_MECHANISMS = {"laplace": privacy.LaplaceMechanism, "gaussian": privacy.GaussianMechanism}
 
 
 class ReleaseWarning(UserWarning):
@@ -119,16 +119,26 @@ class ReleaseWarning(UserWarning):
 
 
 # ====================================================================== noise metadata
-def noise_meta(mechanism: privacy.Mechanism | None, accounting: str | None = None) -> dict | None:
+def noise_meta(
+    mechanism: privacy.Mechanism | None,
+    accounting: str | None = None,
+    generator: str | None = None,
+) -> dict | None:
     """The ``noise`` object of release.json for a privacy mechanism (None: no noise).
 
-    The mechanism's ``to_dict()``, plus ``accounting`` ("both" / "queries") when given.
+    The mechanism's ``to_dict()``, plus ``accounting`` ("both" / "queries" / "replace")
+    and the ``neighbouring`` relation it protects when given, and ``generator``: where the
+    noise came from ("secure", "insecure-seed" or "simulation", see
+    :mod:`aggmrf_explore.privacy.release`).  Never a seed or a generator's state.
     """
     if mechanism is None:
         return None
     out = mechanism.to_dict()
     if accounting is not None:
         out["accounting"] = accounting
+        out["neighbouring"] = privacy.NEIGHBOURS.get(accounting, accounting)
+    if generator is not None:
+        out["generator"] = generator
     return out
 
 
@@ -147,15 +157,13 @@ def mechanism_from_meta(
     if not isinstance(meta, dict):
         raise AggMRFError("release.json 'noise' must be an object (or null).")
     kind = str(meta.get("mechanism", "none")).lower()
-    if kind == "none":
-        return None
-    if kind not in _MECHANISMS:
+    if kind not in privacy.MECHANISMS:
         raise AggMRFError(
             f"release.json 'noise': unknown mechanism {meta.get('mechanism')!r}; "
-            "use 'laplace', 'gaussian' or 'none'."
+            f"use one of {', '.join(privacy.MECHANISMS)}."
         )
     try:
-        return _MECHANISMS[kind].from_dict(meta, layout)
+        return privacy.mechanism_from_dict({**meta, "mechanism": kind}, layout)
     except AggMRFError as e:
         raise AggMRFError(f"release.json 'noise' is invalid: {e}") from None
 
@@ -251,10 +259,15 @@ def _manifest(
         "n": int(agg.n),
         **schema.to_dict(),
         "tables": [],
-        "noise": noise_meta(agg.noise, accounting or agg.meta.get("accounting")),
+        "noise": noise_meta(
+            agg.noise, accounting or agg.meta.get("accounting"), agg.meta.get("generator")
+        ),
     }
     if agg.layout.intercept:
-        meta["intercept"] = {"count": float(agg.d[0]), "label_sum": float(agg.c[0])}
+        count, label_sum = float(agg.d[0]), float(agg.c[0])
+        if agg.noise is not None and agg.noise.discrete:  # integer noise: integer sums
+            count, label_sum = int(count), int(label_sum)
+        meta["intercept"] = {"count": count, "label_sum": label_sum}
     if labels:  # several labels (:mod:`.extensions`): the primary one first
         meta["labels"] = [schema.label or "label", *labels]
         if agg.layout.intercept:
@@ -284,7 +297,7 @@ def _write_dir(
     agg: AggregatedData, path: Path, meta: dict, labels: dict[str, np.ndarray] | None = None
 ) -> Path:
     """One CSV per released table in directory ``path``; returns the release.json path."""
-    lay, exact = agg.layout, agg.noise is None
+    lay, exact = agg.layout, agg.noise is None or agg.noise.discrete
     check_output_dir(path, "release directory")
     path.mkdir(exist_ok=True)
     frames = _released_frames(agg, labels)
@@ -304,7 +317,7 @@ def _write_long(
     agg: AggregatedData, path: Path, meta: dict, labels: dict[str, np.ndarray] | None = None
 ) -> Path:
     """All released tables in one long CSV ``path``; returns the FILE.json path."""
-    lay, exact = agg.layout, agg.noise is None
+    lay, exact = agg.layout, agg.noise is None or agg.noise.discrete
     if path.suffix.lower() != ".csv":
         raise AggMRFError(f"a long-format release is one .csv file; got {str(path)!r}.")
     check_output_file(path, "release file", (".csv",))
@@ -710,7 +723,25 @@ def read_release(
         check_release_size(meta, budget)
     meta, column = meta_for_label(meta, label)
     tables = _read_table_files(_resolve_table_files(path, meta), column)
-    return _assemble(tables, meta, strict, count_tolerance, str(path), budget)
+    rel = _assemble(tables, meta, strict, count_tolerance, str(path), budget)
+    generator = ((meta or {}).get("noise") or {}).get("generator")
+    if generator in (privacy.INSECURE_SEED, privacy.SIMULATION):
+        rel.warnings.append(
+            f"this release's noise was drawn from a seed ({generator}): whoever knows or "
+            "guesses the seed can recover the exact counts, so it is not private; it is "
+            "fine for training and teaching, not as a release of real people's data."
+        )
+    return rel
+
+
+def read_release_noise(path: str | Path) -> privacy.Mechanism | None:
+    """The noise mechanism a release declares (its release.json, strictly checked), without
+    reading its tables; None when it declares none."""
+    path = _release_path(path)
+    manifest = _find_manifest(path)
+    if manifest is None:
+        raise AggMRFError(f"{str(path)!r} has no release.json, so it declares no noise.")
+    return mechanism_from_meta(_load_manifest(manifest).get("noise"))
 
 
 def read_schema(path: str | Path) -> Schema:

@@ -1,0 +1,80 @@
+"""Differential privacy for released tables: mechanisms, calibration, releases, MRF-N.
+
+* :mod:`.mechanisms` — the :class:`Mechanism` protocol, the continuous (simulation) and
+  discrete (release) mechanisms, sensitivity and ``make_mechanism``;
+* :mod:`.calibration` — σ for (ε, δ): analytic Gaussian, zCDP of the discrete Gaussian;
+* :mod:`.sampling` — exact integer samplers: secure (OpenDP) and seeded (simulations);
+* :mod:`.release` — ``release`` (a seeded simulation) and ``publish`` (a release for others);
+* :mod:`.posterior` — MRF-N's posterior means of the exact counts.
+"""
+
+from .calibration import (
+    CALIBRATIONS,
+    ClassicGaussianWarning,
+    achieved_delta,
+    adkdd21_gaussian_sigma,
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+    discrete_gaussian_epsilon,
+    discrete_gaussian_sigma,
+    zcdp_epsilon,
+)
+from .mechanisms import (
+    ACCOUNTINGS,
+    DISCRETE,
+    MECHANISMS,
+    NEIGHBOURS,
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+    check_mechanism,
+    make_mechanism,
+    mechanism_from_dict,
+    sensitivity,
+)
+from .posterior import (
+    PRIORS,
+    expected_noise,
+    noise_aware_targets,
+    posterior_mean_counts,
+    scaled_noise,
+)
+from .release import INSECURE_SEED, SECURE, SIMULATION, composed_epsilon, publish, release
+
+__all__ = [
+    "ACCOUNTINGS",
+    "CALIBRATIONS",
+    "DISCRETE",
+    "INSECURE_SEED",
+    "MECHANISMS",
+    "NEIGHBOURS",
+    "PRIORS",
+    "SECURE",
+    "SIMULATION",
+    "ClassicGaussianWarning",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "Mechanism",
+    "achieved_delta",
+    "adkdd21_gaussian_sigma",
+    "analytic_gaussian_sigma",
+    "check_mechanism",
+    "classic_gaussian_sigma",
+    "composed_epsilon",
+    "discrete_gaussian_epsilon",
+    "discrete_gaussian_sigma",
+    "expected_noise",
+    "make_mechanism",
+    "mechanism_from_dict",
+    "noise_aware_targets",
+    "posterior_mean_counts",
+    "publish",
+    "release",
+    "scaled_noise",
+    "sensitivity",
+    "zcdp_epsilon",
+]
