@@ -1,6 +1,8 @@
-"""The live explorer: ``panel serve apps/explorer.py`` (nothing trains until you press Play)."""
+"""The live explorer: ``panel serve apps/explorer.py`` (nothing trains until you press Play).
 
-from aggmrf_explore.explorer.serve import build_app, frozen_document
+An installed package serves the same page with ``aggmrf-explore serve``.
+"""
 
-with frozen_document():  # the page's ~400 Bokeh models are indexed once, not a dozen times
-    build_app().servable()
+from aggmrf_explore.explorer.serve import explorer_document
+
+explorer_document()

@@ -1,7 +1,7 @@
 """The committed classroom notebooks are exactly what their generators write (no drift).
 
 Each ``notebooks/tools/nbNN.py`` defines ``NAME`` and ``cells``; ``nbtools.build`` turns them into
-the notebook without running it. Cell types, sources and nbval tags must equal the committed
+the notebook (``aggmrf_explore/lessons/NAME``, shipped in the wheel) without running it. Cell types, sources and nbval tags must equal the committed
 ``.ipynb``; an answer block is compared up to its stored output (which only a run produces).
 """
 
@@ -14,7 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-TOOLS = Path(__file__).resolve().parent.parent / "notebooks" / "tools"
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / "notebooks" / "tools"
+LESSONS = ROOT / "aggmrf_explore" / "lessons"  # where the generators write (package data)
 GENERATORS = sorted(p.stem for p in TOOLS.glob("nb[0-9][0-9].py"))
 
 
@@ -37,7 +39,7 @@ def _comparable(nbtools, cell) -> tuple[str, str, tuple[str, ...]]:
 
 def test_every_lesson_has_a_generator() -> None:
     assert {"nb01", "nb02", "nb03", "nb04", "nb05"} <= set(GENERATORS)
-    notebooks = sorted(p.name[:2] for p in TOOLS.parent.glob("[0-9][0-9]_*.ipynb"))
+    notebooks = sorted(p.name[:2] for p in LESSONS.glob("[0-9][0-9]_*.ipynb"))
     assert notebooks == [g[2:] for g in GENERATORS], (
         "a notebook without a generator (or the reverse)"
     )
@@ -46,7 +48,7 @@ def test_every_lesson_has_a_generator() -> None:
 @pytest.mark.parametrize("stem", GENERATORS)
 def test_committed_notebook_equals_generator(stem: str) -> None:
     nbtools, generated, name = _generated(stem)
-    committed = nbformat.read(TOOLS.parent / name, as_version=4)
+    committed = nbformat.read(LESSONS / name, as_version=4)
     got = [_comparable(nbtools, c) for c in committed.cells]
     want = [_comparable(nbtools, c) for c in generated.cells]
     assert len(got) == len(want), f"{name}: {len(got)} cells committed, generator makes {len(want)}"
@@ -57,7 +59,7 @@ def test_committed_notebook_equals_generator(stem: str) -> None:
 @pytest.mark.parametrize("stem", GENERATORS)
 def test_no_marker_comments_and_no_visible_answers(stem: str) -> None:
     nbtools, generated, name = _generated(stem)
-    committed = nbformat.read(TOOLS.parent / name, as_version=4)
+    committed = nbformat.read(LESSONS / name, as_version=4)
     for cell in committed.cells:
         assert "NBVAL_" not in cell.source, f"{name}: nbval markers belong in the cell tags"
         if cell.cell_type == "code":

@@ -10,6 +10,8 @@ xor        the XOR counterexample: truth, exact max-ent, PCD and logistic per st
 import-criteo  the AdKDD'21 challenge files → a release with two labels (:mod:`.import_criteo`)
 sweep      what-if over ε: MRF and noise-aware MRF-N at each ε, CSV + PNG of test NLLH vs ε
            (:mod:`.sweep`)
+serve      the live explorer on Panel's server, from the installed package (:mod:`.serve`)
+lessons    copy the six classroom notebooks into a directory (:mod:`.lessons`)
 
 The parser is :mod:`.parser`, the shared argument handling :mod:`.args`, what is printed
 :mod:`.report`.  Every error the user can cause prints one line ``error: …`` and exits with
@@ -23,9 +25,11 @@ from collections.abc import Callable
 from .aggregate import cmd_aggregate
 from .channel import run_guarded
 from .import_criteo import cmd_import_criteo
+from .lessons import cmd_lessons
 from .parser import build_parser
 from .predict import cmd_predict
 from .run import cmd_run
+from .serve import cmd_serve
 from .sweep import cmd_sweep
 from .xor import cmd_xor
 
@@ -38,6 +42,8 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "aggregate": cmd_aggregate,
     "predict": cmd_predict,
     "import-criteo": cmd_import_criteo,
+    "serve": cmd_serve,
+    "lessons": cmd_lessons,
 }
 
 

@@ -1,4 +1,5 @@
-"""The served page: ``panel serve apps/explorer.py`` builds one per browser session.
+"""The served page: one per browser session, under ``panel serve apps/explorer.py`` (a clone)
+or ``aggmrf-explore serve`` (an installed package); both call :func:`explorer_document`.
 
 This module imports Panel but not HoloViews: a server's first request pays every import
 the page needs, and Panel's ``pn.extension`` imports HoloViews' Bokeh plotting whenever
@@ -20,10 +21,23 @@ import panel as pn
 
 from . import runtime
 
-__all__ = ["build_app", "frozen_document", "PAGE_EXTENSIONS", "PLOTTING_MODULES"]
+__all__ = [
+    "build_app",
+    "explorer_document",
+    "frozen_document",
+    "serve",
+    "APP_NAME",
+    "MAX_PROCS",
+    "PAGE_EXTENSIONS",
+    "PLOTTING_MODULES",
+]
 
 PAGE_EXTENSIONS = ("tabulator", "filedropper")  # Panel's extras the page uses
 PLOTTING_MODULES = ("holoviews.plotting.bokeh", "matplotlib.figure")  # imported afterwards
+APP_NAME = "explorer"  # the page's path: /explorer, as ``panel serve apps/explorer.py`` names it
+# Server processes the page supports.  With more, Panel's server makes the page load
+# its scripts from the internet, which a class offline (or a test) cannot reach.
+MAX_PROCS = 1
 
 
 @contextlib.contextmanager
@@ -66,3 +80,63 @@ def build_app() -> pn.viewable.Viewable:
     after_response(lambda: runtime.import_in_background(PLOTTING_MODULES))
     runtime.log(f"session page built in {time.perf_counter() - t0:.2f} s")
     return page
+
+
+def explorer_document():
+    """Build the explorer page into the current session's document and return that document.
+
+    The one entry of both servers: ``apps/explorer.py`` calls it as a script, and
+    :func:`serve` hands it to Panel as the function that makes each session's page.
+    """
+    with frozen_document():  # the page's ~400 Bokeh models are indexed once, not a dozen times
+        build_app().servable()
+    return pn.state.curdoc
+
+
+def serve(
+    port: int = 5006,
+    address: str = "localhost",
+    allow_websocket_origin: list[str] | None = None,
+    prefix: str = "",
+    num_procs: int = 1,
+    show: bool = False,
+    on_start: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the explorer with Panel's server until it is stopped (Ctrl-C); returns then.
+
+    ``port`` 0 picks a free port.  ``address``: the interface to listen on (``0.0.0.0``: all).
+    ``allow_websocket_origin``: the ``host[:port]`` values a browser may open the page from
+    (a reverse proxy's, or the machine's name on the network); default: ``localhost:PORT``.
+    ``prefix``: a path the page is served under (``/user/alice/proxy/5006`` serves
+    ``…/user/alice/proxy/5006/explorer``), for a reverse proxy that keeps the path.
+    ``num_procs`` above :data:`MAX_PROCS` raises :class:`AggMRFError`.  ``show`` opens the
+    page in the default browser.  ``on_start(url)`` is called once the server listens, with
+    the page's URL on this machine.
+    """
+    from ..errors import AggMRFError
+
+    if not 1 <= num_procs <= MAX_PROCS:
+        raise AggMRFError(
+            f"--num-procs {num_procs}: the explorer runs in at most {MAX_PROCS} server "
+            f"process(es) — use --num-procs {MAX_PROCS}."
+        )
+    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    server = pn.serve(
+        {APP_NAME: explorer_document},
+        port=port,
+        address=address,
+        websocket_origin=list(allow_websocket_origin or []) or None,
+        prefix=prefix,
+        num_procs=num_procs,
+        show=False,
+        start=False,
+        verbose=False,
+    )
+    host = address if address not in ("", "0.0.0.0", "::") else "localhost"
+    url = f"http://{host}:{server.port}{prefix}/{APP_NAME}"
+    server.start()
+    if on_start is not None:
+        on_start(url)
+    if show:
+        server.io_loop.add_callback(server.show, f"/{APP_NAME}")
+    server.io_loop.start()

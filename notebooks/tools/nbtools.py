@@ -19,7 +19,8 @@ from pathlib import Path
 
 import nbformat
 
-HERE = Path(__file__).resolve().parent.parent
+# the lessons ship inside the package (``aggmrf-explore lessons DIR`` copies them out)
+HERE = Path(__file__).resolve().parents[2] / "aggmrf_explore" / "lessons"
 
 CHECK_TAG = "nbval-check-output"  # nbval ≥ 0.9 reads these tags from the cell metadata
 IGNORE_TAG = "nbval-ignore-output"

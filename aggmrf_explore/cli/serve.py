@@ -1,0 +1,49 @@
+"""``aggmrf-explore serve``: the live explorer from the installed package (Panel's server).
+
+The same page as ``panel serve apps/explorer.py`` in a clone
+(:func:`aggmrf_explore.explorer.serve.explorer_document`), with the options a class needs:
+the port and address, the origins a browser may open it from, a path prefix for a reverse
+proxy, the number of server processes, and opening a browser.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["cmd_serve", "check_prefix"]
+
+
+def check_prefix(prefix: str) -> str:
+    """``prefix`` as ``/a/b`` ("" for none); a prefix that is not a plain URL path raises
+    :class:`AggMRFError` (a proxy's path holds letters, digits and ``/ . _ - ~`` only)."""
+    from ..errors import AggMRFError
+
+    path = prefix.strip("/")
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-~")
+    if not set(path) <= allowed or "//" in path or ".." in path.split("/"):
+        raise AggMRFError(
+            f"--prefix {prefix!r} is not a plain URL path — give one like /user/alice/proxy/5006."
+        )
+    return "/" + path if path else ""
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``serve``: print the page's URL, then serve until Ctrl-C; returns the exit status."""
+    from ..explorer import serve as served
+
+    prefix = check_prefix(args.prefix)
+
+    def started(url: str) -> None:
+        print(f"The explorer is at {url}", flush=True)
+        print("Press Ctrl-C to stop it.", flush=True)
+
+    served.serve(
+        port=args.port,
+        address=args.address,
+        allow_websocket_origin=args.allow_websocket_origin,
+        prefix=prefix,
+        num_procs=args.num_procs,
+        show=args.show,
+        on_start=started,
+    )
+    return 0
