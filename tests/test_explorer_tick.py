@@ -1,10 +1,13 @@
-"""The explorer's training tick (issue 14): the refresh's cost comes out of the training
-budget (a tick longer than its period makes the periodic callback skip the next one),
-and nothing trains while the sampler still compiles (a first start), though the page
-says so and every other control works."""
+"""The explorer's training loop: slices of training run in the server's pool of training
+threads (never on the event loop, which only queues them and refreshes the page), the
+refreshes stretch with the class but stay frequent, a Step goes ahead of queued slices, and
+nothing trains while the sampler still compiles (a first start), though the page says so
+and every other control works."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 
 import pytest
@@ -21,32 +24,78 @@ def explorer():
     return Explorer(session=s, sync_url=False)
 
 
-def test_refresh_first_then_training_for_the_rest_of_the_budget(explorer, monkeypatch):
+def test_slices_train_in_the_pool_and_the_loop_refreshes(explorer, monkeypatch):
     ex, s = explorer, explorer.session
-    calls: list = []
-    slow = 0.03
+    threads: list[str] = []
+    train = s.train_slice
 
-    def refresh():
-        calls.append(("refresh", time.perf_counter()))
-        time.sleep(slow)
-        ex._last_fast = time.monotonic()
+    def recorded(budget, iters):
+        threads.append(threading.current_thread().name)
+        return train(budget, iters)
 
-    def tick(budget):
-        calls.append(("train", budget))
-        return []
+    monkeypatch.setattr(s, "train_slice", recorded)
+    refreshes: list[str] = []
+    fast = ex._refresh_fast
+    monkeypatch.setattr(ex, "_refresh_fast", lambda: (refreshes.append("fast"), fast()))
 
-    monkeypatch.setattr(ex, "_refresh_fast", refresh)
-    monkeypatch.setattr(s, "tick", tick)
-    ex._last_fast = 0.0  # a refresh is due
-    ex._tick()
-    assert [c[0] for c in calls] == ["refresh", "train"]
-    budget = calls[1][1]
-    assert budget <= app.TICK_BUDGET - slow + 1e-3, budget  # what the refresh left
-    assert budget > 0
-    calls.clear()
-    ex._tick()  # no refresh due: the whole budget trains
-    assert [c[0] for c in calls] == ["train"]
-    assert calls[0][1] == pytest.approx(app.TICK_BUDGET, abs=5e-3)
+    s.play()  # (no event loop yet: no training loop starts, this test drives it)
+    assert not ex._looping
+
+    async def run() -> None:
+        ex._last_fast = 0.0  # a refresh is due
+        await ex._train_once()
+        await ex._train_once()
+
+    asyncio.run(run())
+    assert threads and all(name.startswith("aggmrf-train-") for name in threads), threads
+    assert s.iteration > 0
+    assert refreshes == ["fast"]  # due once, then not again within FAST_REFRESH
+    shown = ex.status.object  # the first slice's iterations (the refresh after it)
+    assert shown.startswith("training") and "iteration 0 " not in shown, shown
+    s.pause()
+
+
+def test_refresh_intervals_stretch_with_the_class_but_stay_bounded():
+    assert app.refresh_intervals(1, 2) == (app.FAST_REFRESH, app.HEAVY_REFRESH)
+    assert app.refresh_intervals(2, 2) == (app.FAST_REFRESH, app.HEAVY_REFRESH)
+    fast4, heavy4 = app.refresh_intervals(4, 2)
+    assert fast4 == 2 * app.FAST_REFRESH and heavy4 == 2 * app.HEAVY_REFRESH
+    fast, heavy = app.refresh_intervals(30, 2)
+    assert fast == app.MAX_FAST_REFRESH <= 1.5  # the status line: at least every ~3 s
+    assert heavy == app.MAX_HEAVY_REFRESH
+
+
+def test_a_step_goes_ahead_of_queued_slices():
+    pool = runtime.TrainingPool(workers=1)
+    order: list[str] = []
+    gate = threading.Event()
+    first = pool.submit(gate.wait)  # keeps the only worker busy
+    queued = [pool.submit(order.append, f"slice {k}") for k in range(3)]
+    step = pool.submit(order.append, "step", priority=0)
+    gate.set()
+    for f in (first, *queued, step):
+        f.result(timeout=10)
+    assert order == ["step", "slice 0", "slice 1", "slice 2"]
+
+
+def test_slices_of_two_sessions_run_at_the_same_time():
+    """numba's kernels release the GIL: two sessions' slices overlap in time."""
+    runtime.warm_up_once()
+    sessions = [ExplorerSession(dataset="synthetic", n_gibbs=20_000) for _ in range(2)]
+    for s in sessions:
+        s.step(2)
+    pool = runtime.TrainingPool(workers=2)
+    spans: list[tuple[float, float]] = []
+
+    def timed(s):
+        t0 = time.perf_counter()
+        s.train_slice(None, 40)
+        spans.append((t0, time.perf_counter()))
+
+    for f in [pool.submit(timed, s) for s in sessions]:
+        f.result(timeout=120)
+    (a0, a1), (b0, b1) = sorted(spans)
+    assert b0 < a1, f"the second slice started after the first ended: {spans}"
 
 
 def test_no_training_while_the_sampler_compiles(explorer, monkeypatch):
@@ -59,7 +108,7 @@ def test_no_training_while_the_sampler_compiles(explorer, monkeypatch):
     assert s.iteration == 0 and not ex.message.visible
     s.play()
     for _ in range(3):
-        ex._tick()
+        ex.tick()
     assert s.iteration == 0
     ex._show_status()
     text = ex.status.object
@@ -69,7 +118,17 @@ def test_no_training_while_the_sampler_compiles(explorer, monkeypatch):
     assert ex.spinner.visible and ex.spinner.label == ""  # (not the status line again)
     monkeypatch.setattr(runtime, "kernels_ready", lambda: True)
     monkeypatch.setattr(runtime, "warm_up_message", lambda: "")
-    ex._tick()  # the Play pressed meanwhile trains now
+    ex.tick()  # the Play pressed meanwhile trains now
     assert s.iteration > 0
     ex._show_status()
     assert ex.status.object.startswith("training") and not ex.spinner.visible
+
+
+def test_a_live_setting_changed_during_a_slice_applies_after_it(explorer):
+    ex, s = explorer, explorer.session
+    s.step(1)
+    with s._train_lock:  # a slice is training (in a worker thread)
+        s.propose("lambda_theta", 7.0)
+        assert s.trainer.settings.lambda_theta != 7.0  # not changed under the slice
+    s.finish_slice(s.train_slice(None, 1))
+    assert s.trainer.settings.lambda_theta == 7.0

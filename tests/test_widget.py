@@ -42,7 +42,7 @@ def test_explorer_ipywidget_is_a_widget_and_steps():
     assert not ex.message.visible, ex.message.object
     # nothing left running behind the cell: no new thread, no periodic callback
     assert set(threading.enumerate()) <= before
-    assert ex._callback is None and not ex.session.running
+    assert not ex._looping and not ex.session.running
 
 
 def test_ipywidget_bundle_follows_steps_from_code():
@@ -97,9 +97,9 @@ def test_slow_ticks_still_refresh_the_heavy_views(monkeypatch):
     monkeypatch.setattr(ex, "_refresh_fast", fake("fast"))
     monkeypatch.setattr(ex, "_refresh_heavy", fake("heavy"))
     ex._last_fast = ex._last_heavy = clock[0]
-    for _ in range(12):  # one tick every 0.7 s > FAST_REFRESH
+    for _ in range(12):  # one slice every 0.7 s > FAST_REFRESH
         clock[0] += 0.7
-        ex._tick()
+        ex.tick()
     ex.session.pause()
     assert calls.count("heavy") >= 2, calls
     assert calls.count("fast") >= 6, calls

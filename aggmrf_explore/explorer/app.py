@@ -10,11 +10,14 @@ trainer, run loop), the shared data (``problems.py``, ``caches.py``), the proces
 (``liveplots.py``, drawn by the pure functions of ``plots.py``).  The view only reads
 the store and calls its public methods.
 
-Training runs in time-boxed ticks of a per-session periodic callback (period
-``TICK_MS``; a tick trains for at most ``TICK_BUDGET`` of it), so the page never
-freezes.  Line plots and the status line refresh every ``FAST_REFRESH`` s; the plots of
-the visible tab's heavier views (predictions, d̂ vs d, table browser, XOR bars) every
-``HEAVY_REFRESH`` s.  Data preparation and the slow baselines run in worker threads
+Training runs in slices of at most ``SLICE_SECONDS`` in the server's pool of training
+threads (``runtime.TRAINING``, one per core, shared by every session), never on the event
+loop: each training session loops (a coroutine on the event loop) "queue a slice, wait
+for it, refresh the page if due", at most one slice per ``TICK_MS`` period.  Line plots and
+the status line refresh every ``FAST_REFRESH`` s, the plots of the visible tab's heavier
+views (predictions, d̂ vs d, table browser, XOR bars) every ``HEAVY_REFRESH`` s; with more
+sessions training than cores both stretch, up to ``MAX_FAST_REFRESH`` and
+``MAX_HEAVY_REFRESH`` (:func:`refresh_intervals`).  Data preparation and the slow baselines run in worker threads
 while a busy indicator shows; the numba kernels are compiled (or loaded from numba's
 cache) once per process, in a background thread started when the first page is built.
 """
@@ -50,12 +53,14 @@ from .shortcuts import Shortcuts
 from .store import DATA_KEYS, URL_KEYS, ExplorerSession, baseline_names, error_message
 from .upload_widget import UploadPicker
 
-__all__ = ["Explorer", "TICK_MS", "TICK_BUDGET"]
+__all__ = ["Explorer", "TICK_MS", "SLICE_SECONDS", "refresh_intervals"]
 
-TICK_MS = 100
-TICK_BUDGET = 0.085  # seconds per tick for the refresh due and training (85 % of the period)
-FAST_REFRESH = 0.5
-HEAVY_REFRESH = 2.0
+TICK_MS = 100  # a training session queues at most one slice per period
+SLICE_SECONDS = 0.1  # the most one slice trains (then the page may refresh)
+FAST_REFRESH = 0.5  # status line and line plots, seconds (one session per core)
+HEAVY_REFRESH = 2.0  # the visible tab's heavier views
+MAX_FAST_REFRESH = 1.5  # the longest they stretch to with many sessions training
+MAX_HEAVY_REFRESH = 6.0
 SMALL_DATASETS = ("toy", "xor", "synthetic")  # all baselines fitted with the data (< 3 s)
 BASELINE_GROUPS = (CHEAP_BASELINES, SLOW_BASELINES)
 WARM_WAIT = 0.0  # seconds the server's first page waits for the kernels and default data
@@ -132,6 +137,18 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
+def refresh_intervals(training: int, cores: int) -> tuple[float, float]:
+    """Seconds between a session's fast and heavy refreshes when ``training`` sessions
+    train on ``cores`` cores: ``FAST_REFRESH`` and ``HEAVY_REFRESH`` up to one session per
+    core, stretched in proportion beyond (the refreshes of a class share the event loop),
+    at most ``MAX_FAST_REFRESH`` and ``MAX_HEAVY_REFRESH``."""
+    share = max(1.0, training / max(cores, 1))
+    return (
+        min(FAST_REFRESH * share, MAX_FAST_REFRESH),
+        min(HEAVY_REFRESH * share, MAX_HEAVY_REFRESH),
+    )
+
+
 def prefetch_first_screen() -> None:
     """The first screen's data, quick baselines and trainer (a first start: before the
     compiler, which compiles one function at a time, holds the kernels they need)."""
@@ -174,7 +191,9 @@ class Explorer(pn.viewable.Viewer):
         self.session = session or ExplorerSession(lazy=True, **settings)
         self.session.set_loader(self._schedule_load)
         self._syncing = False
-        self._callback = None
+        self._looping = False  # the training loop (a coroutine) is under way
+        self._closed = False  # the server destroyed the session
+        self._slice_lock = asyncio.Lock()  # one slice of this session at a time (Play, Step)
         self._last_fast = 0.0
         self._last_heavy = 0.0
         self._good_data = {k: getattr(self.session, k) for k in DATA_KEYS}
@@ -202,14 +221,10 @@ class Explorer(pn.viewable.Viewer):
             runtime.SESSIONS.add(self)
 
     def _on_destroyed(self, session_context) -> None:
-        """The browser tab closed: stop training and drop the per-session trainer."""
+        """The browser tab closed: stop training and drop the per-session trainer (a
+        slice under way ends by itself and is dropped)."""
+        self._closed = True
         runtime.RUNNING.discard(self)
-        cb, self._callback = self._callback, None
-        if cb is not None:
-            try:
-                cb.stop()
-            except Exception:  # noqa: BLE001 - the document may already be gone
-                pass
         self.session.close()
         runtime.SESSIONS.discard(self)
         runtime.log(f"session closed ({len(runtime.SESSIONS)} open)")
@@ -751,6 +766,10 @@ class Explorer(pn.viewable.Viewer):
             sidebar_width=330,
             raw_css=[CSS],
             header_background="#1f4e79",
+            # no process-wide busy indicator: Panel would push every change of its busy
+            # state to every open page (work growing with the square of the class); the
+            # page has its own spinner
+            busy_indicator=None,
         )
         return tmpl
 
@@ -1039,12 +1058,10 @@ class Explorer(pn.viewable.Viewer):
         self.play_button.color = "danger" if event.new else "success"
         if event.new:
             runtime.RUNNING.add(self)
-            self._ensure_callback()
+            self._start_training()
             return
         runtime.RUNNING.discard(self)
-        if self._callback is not None:
-            self._callback.stop()
-            self._callback = None
+        if not self._looping:  # (else the loop refreshes once its last slice is back)
             self._refresh_all()
 
     def _on_dataset_visibility(self, *events) -> None:
@@ -1273,40 +1290,74 @@ class Explorer(pn.viewable.Viewer):
         self._show_tabs()  # (the served page's first drawing: its plots join the page)
 
     # ------------------------------------------------------------------ run loop
-    def _ensure_callback(self) -> None:
-        if self._callback is None:
-            self._callback = pn.state.add_periodic_callback(self._tick, period=TICK_MS)
-
-    def _tick(self) -> None:
-        """One slice of TICK_BUDGET / (sessions training): the refresh due, if any, then
-        training for the rest of it.
-
-        The sessions of a server share its event loop, so the budget and the refresh
-        rate are divided among the sessions training now: the loop stays ~15 % idle
-        (clicks and slider moves are handled between ticks) however many there are.
-        The refresh's cost comes out of the training budget: a tick that overran its
-        period would make the periodic callback skip the next one (Tornado keeps to its
-        grid of periods), which cost a fifth of the training time on Adult.
-        """
-        t0 = time.perf_counter()
-        s = self.session
-        n = max(len(runtime.RUNNING), 1)
-        self._refresh_due(n)
+    def _start_training(self) -> None:
+        """Start the training loop (once: a Play during a Pause's last slice reuses it)."""
+        if self._looping or self._closed:
+            return
+        self._looping = True
         try:
-            if self._sampler_ready():  # (at least one iteration, whatever is left)
-                s.tick(max(TICK_BUDGET / n - (time.perf_counter() - t0), 0.0))
+            asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a script driving the view): tick() by hand
+            self._looping = False
+            return
+        pn.state.execute(self._train_loop)
+
+    async def _train_loop(self) -> None:
+        """While the session plays: a slice in the training pool, then the refresh due;
+        at most one slice per ``TICK_MS`` (``iters_per_tick`` is per period)."""
+        try:
+            while self.session.running and not self._closed:
+                t0 = time.monotonic()
+                await self._train_once()
+                await asyncio.sleep(max(TICK_MS / 1000 - (time.monotonic() - t0), 0.0))
+        finally:
+            self._looping = False
+            if not self._closed:
+                self._guard(self._refresh_all)  # paused: the last iterations on the page
+
+    async def _train_once(self) -> None:
+        """One slice of training in the pool (the sampler ready), then the refresh due."""
+        s = self.session
+        if not self._sampler_ready():
+            self._refresh_due(len(runtime.RUNNING))
+            await asyncio.sleep(0.25)
+            return
+        async with self._slice_lock:
+            if not s.running or s.busy or s.trainer is None or self._closed:
+                return
+            try:
+                done = await runtime.TRAINING.run(s.train_slice, SLICE_SECONDS, s.iters_per_tick)
+                if not self._closed:
+                    s.finish_slice(done)
+            except Exception as exc:  # noqa: BLE001
+                s.running = False
+                self._show_message(f"training stopped: {error_message(exc)}")
+        if not self._closed:
+            self._refresh_due(len(runtime.RUNNING))
+
+    def tick(self) -> list:
+        """One slice of training now, in the calling thread, then the refresh due (no
+        event loop: a script or a test driving the view); returns its statistics."""
+        s = self.session
+        stats = []
+        try:
+            if self._sampler_ready():
+                stats = s.tick(SLICE_SECONDS)
         except Exception as exc:  # noqa: BLE001
             s.running = False
             self._show_message(f"training stopped: {error_message(exc)}")
+        self._refresh_due(len(runtime.RUNNING))
+        return stats
 
-    def _refresh_due(self, n: int) -> None:
-        """The fast or the heavy refresh, if one is due (``n`` sessions training)."""
+    def _refresh_due(self, training: int) -> None:
+        """The fast or the heavy refresh, if one is due (``training`` sessions training)."""
         now = time.monotonic()
-        # never both in one tick; the more overdue first, so that when ticks come slower
+        fast_s, heavy_s = refresh_intervals(max(training, 1), runtime.TRAINING.cores)
+        # never both at once; the more overdue first, so that when refreshes come slower
         # than FAST_REFRESH (a loaded machine, a notebook's comm) the heavy views still
-        # take their turn instead of waiting behind a fast refresh due at every tick
-        fast = (now - self._last_fast) / (FAST_REFRESH * n)
-        heavy = (now - self._last_heavy) / (HEAVY_REFRESH * n)
+        # take their turn instead of waiting behind a fast refresh due every time
+        fast = (now - self._last_fast) / fast_s
+        heavy = (now - self._last_heavy) / heavy_s
         with pn.io.hold():
             if fast >= 1 and fast >= heavy:
                 self._guard(self._refresh_fast)
@@ -1330,15 +1381,35 @@ class Explorer(pn.viewable.Viewer):
         self.session.toggle()
 
     def _step(self) -> None:
+        """Step: pause if playing, then one iteration (in the training pool, ahead of the
+        other sessions' slices, when an event loop runs; else now)."""
         s = self.session
         if s.busy or s.trainer is None:
             return
         if s.running:
             s.pause()
-        if self._sampler_ready():
-            s.step(1)  # redraws through the session's "stepped" event
-        else:
+        if not self._sampler_ready():
             self._refresh_all()
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            s.step(1)  # redraws through the session's "stepped" event
+            return
+        pn.state.execute(self._step_async)
+
+    async def _step_async(self) -> None:
+        s = self.session
+        async with self._slice_lock:  # after this session's slice under way, if any
+            if s.trainer is None or s.busy or self._closed:
+                return
+            try:
+                done = await runtime.TRAINING.run(s.train_slice, None, 1, priority=0)
+                s.finish_slice(done)
+            except Exception as exc:  # noqa: BLE001
+                self._show_message(error_message(exc))
+                return
+            s.param.trigger("stepped")  # the views redraw
 
     def _reset(self) -> None:
         self.session.reset()

@@ -15,8 +15,13 @@ One per server process (module-level, shared by every session):
   third of the compile time), while a niced child process compiles the parallel builds
   into numba's cache; the chain switches to them once they are there
   (:func:`parallel_ready`);
+- training runs in :data:`TRAINING`, a pool of one thread per core shared by every
+  session (:class:`TrainingPool`): numba's compiled sweeps release the GIL, so the
+  sessions training at once use every core, and the event loop only hands out slices
+  of training and pushes their results to the pages;
 - data preparation runs in :data:`DATA_EXECUTOR` (2 threads), the slow baselines in
   :data:`SLOW_EXECUTOR` (1 niced thread), so the event loop never blocks;
+- :func:`max_sessions` caps the open sessions (a page past it says the class is full);
 - :data:`RUNNING` and :data:`SESSIONS` track the explorers training now and the open
   server sessions (weak sets: a closed session is never kept alive by them);
 - :func:`release_memory_soon` hands the memory of closed sessions back to the system.
@@ -28,17 +33,23 @@ import asyncio
 import ctypes
 import gc
 import importlib
+import itertools
 import os
+import queue
 import subprocess
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 __all__ = [
+    "TrainingPool",
+    "TRAINING",
+    "max_sessions",
+    "DEFAULT_MAX_SESSIONS",
     "DATA_EXECUTOR",
     "SLOW_EXECUTOR",
     "RUNNING",
@@ -68,6 +79,84 @@ SLOW_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aggmrf-bas
 RUNNING: weakref.WeakSet = weakref.WeakSet()  # explorers training now (share the loop)
 SESSIONS: weakref.WeakSet = weakref.WeakSet()  # explorers of open server sessions
 RELEASE_DELAY = 5.0  # seconds after a session closes: Bokeh has dropped its document by then
+DEFAULT_MAX_SESSIONS = 40  # open sessions per server process (AGGMRF_MAX_SESSIONS changes it)
+
+
+def max_sessions() -> int:
+    """The most sessions one server process opens: ``AGGMRF_MAX_SESSIONS`` if set (an
+    integer ≥ 1), else :data:`DEFAULT_MAX_SESSIONS`.  Past it a new page says the class is
+    full instead of loading (each training session holds 15–20 MB and its share of the
+    cores)."""
+    raw = os.environ.get("AGGMRF_MAX_SESSIONS", "").strip()
+    try:
+        return max(1, int(raw)) if raw else DEFAULT_MAX_SESSIONS
+    except ValueError:
+        return DEFAULT_MAX_SESSIONS
+
+
+class TrainingPool:
+    """Worker threads that run the sessions' slices of training, one per core by default.
+
+    ``submit(fn, *args, priority=…)`` returns a :class:`concurrent.futures.Future`;
+    ``await pool.run(fn, *args, priority=…)`` waits for it on the event loop.  Work is
+    taken by priority, then in order of submission: a session that submits its next
+    slice after the previous one ended goes behind every other session's, so the
+    sessions training at once share the cores round-robin, and a Step (priority 0) waits
+    for at most the slices already running, never for the queue.
+
+    numba's compiled kernels release the GIL, so the threads train at the same time.  A
+    slice runs its parallel kernels on ``cores // (slices running)`` threads (at least
+    one): one session alone gets every core, a class gets one core per slice, never more
+    threads than cores.  The results do not depend on it.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.cores = max(1, os.cpu_count() or 1)
+        self.workers = max(1, int(workers or self.cores))
+        self._queue: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self.active = 0  # slices running now
+
+    def submit(self, fn: Callable, *args, priority: int = 1) -> Future:
+        """Queue ``fn(*args)``; its future has the result (or the exception)."""
+        future: Future = Future()
+        self._queue.put((priority, next(self._order), future, fn, args))
+        with self._lock:
+            while len(self._threads) < self.workers:
+                t = threading.Thread(
+                    target=self._work, name=f"aggmrf-train-{len(self._threads)}", daemon=True
+                )
+                self._threads.append(t)
+                t.start()
+        return future
+
+    def run(self, fn: Callable, *args, priority: int = 1):
+        """An awaitable of ``fn(*args)`` run in the pool (call it on the event loop)."""
+        return asyncio.wrap_future(self.submit(fn, *args, priority=priority))
+
+    def _work(self) -> None:
+        from ..kernels import set_threads
+
+        while True:
+            _, _, future, fn, args = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            with self._lock:
+                self.active += 1
+                threads = max(1, self.cores // self.active)
+            try:
+                set_threads(threads)
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting session
+                future.set_exception(exc)
+            finally:
+                with self._lock:
+                    self.active -= 1
+
+
+TRAINING = TrainingPool(int(os.environ.get("AGGMRF_TRAIN_THREADS", "0") or 0) or None)
 
 _WARM = threading.Event()
 _EXTRAS = threading.Event()

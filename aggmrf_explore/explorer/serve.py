@@ -65,9 +65,54 @@ def after_response(callback: Callable[[], None]) -> None:
     loop.call_soon(callback)
 
 
-def build_app() -> pn.viewable.Viewable:
-    """The served explorer page (one :class:`~.app.Explorer` per browser session)."""
+def serve_resources_locally() -> None:
+    """Point the session's stylesheets at this server, never at Panel's CDN.
+
+    Panel points them at its server only when it renders the page's HTML (the document's
+    ``dist_url``).  With ``--num-procs`` above 1 the page's websocket may reach another
+    server process, which builds the session anew without that HTML and so sent CDN
+    addresses: offline, the page then missed its styles (a console error each).  Set
+    before the page's models are made, the same local address is used in every process.
+    """
+    doc = pn.state.curdoc
+    if doc is None or doc.session_context is None:
+        return
+    from panel.io.resources import LOCAL_DIST
+
+    rel = pn.state.rel_path
+    # (Bokeh's document keeps the page template's variables in this dict; Panel reads it)
+    doc._template_variables.setdefault("dist_url", f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST)
+
+
+def full_page(limit: int) -> pn.viewable.Viewable:
+    """The page of a session past the server's cap: the class is full (nothing loads)."""
+    text = (
+        "## The class is full\n\n"
+        f"This explorer server already has **{limit}** open pages, its limit. Try again "
+        "in a minute (a closed page frees its place within about 30 s), or ask your "
+        "teacher for another server.\n\n"
+        "*Teacher: `AGGMRF_MAX_SESSIONS` sets the limit, e.g. "
+        "`AGGMRF_MAX_SESSIONS=60 panel serve apps/explorer.py`.*"
+    )
+    alert = pn.pane.Alert(text, alert_type="warning", css_classes=["aggmrf-full"], margin=20)
+    return pn.template.BootstrapTemplate(
+        title="aggmrf explorer", main=[alert], header_background="#1f4e79", busy_indicator=None
+    )
+
+
+def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
+    """The served explorer page (one :class:`~.app.Explorer` per browser session).
+
+    With ``max_sessions`` sessions open already (default :func:`runtime.max_sessions`:
+    ``AGGMRF_MAX_SESSIONS``, else 40) the page says the class is full instead.
+    """
     t0 = time.perf_counter()
+    serve_resources_locally()
+    limit = runtime.max_sessions() if max_sessions is None else max(1, int(max_sessions))
+    if len(runtime.SESSIONS) >= limit:
+        pn.extension(notifications=False)
+        runtime.say(f"a new page was told the class is full ({limit} sessions open)")
+        return full_page(limit)
     # a first start: the child compiling the parallel sampler starts now; the warm-up
     # thread (the serial sampler, or loading numba's cache, and the default data) starts
     # once this first page is shown (``Explorer._initial_load``): it would slow its building

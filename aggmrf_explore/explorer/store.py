@@ -29,9 +29,11 @@ import contextlib
 import io
 import json
 import math
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -103,6 +105,16 @@ class TimeBox:
             elapsed = time.perf_counter() - self.t0
             if elapsed + elapsed / len(self.stats) > self.budget:
                 raise StopTraining
+
+
+class TrainingSlice(NamedTuple):
+    """What :meth:`ExplorerSession.train_slice` did: the trainer it trained (the session
+    may have replaced it meanwhile), each iteration's statistics, and the divergence that
+    ended it (None if none)."""
+
+    trainer: object
+    stats: list
+    error: DivergenceError | None
 
 
 def error_message(exc: BaseException) -> str:
@@ -224,6 +236,10 @@ class ExplorerSession(param.Parameterized):
         self._notice_at: tuple[float, int] = (0.0, 0)  # (time, iteration) the notice appeared
         self._last_live: tuple | None = None  # (name, old, new, iteration): last λ/α change
         self._run_info: dict | None = None  # dataset and privacy settings of the live run
+        # held while a slice trains (maybe in a worker thread): a live setting that changes
+        # meanwhile waits for its end (``_live_pending``) instead of changing the trainer
+        self._train_lock = threading.Lock()
+        self._live_pending = False
         self.param.watch(self._settings_changed, list(URL_KEYS) + ["upload_hash"])
         if not lazy:
             self.load()
@@ -410,7 +426,13 @@ class ExplorerSession(param.Parameterized):
 
     def _apply_live(self) -> None:
         if self.trainer is not None:
-            self.trainer.update(**{k: getattr(self, k) for k in LIVE_KEYS})
+            if self._train_lock.acquire(blocking=False):
+                try:
+                    self.trainer.update(**{k: getattr(self, k) for k in LIVE_KEYS})
+                finally:
+                    self._train_lock.release()
+            else:  # a slice is training: its end applies them (finish_slice)
+                self._live_pending = True
         self.warning = ""
         self.notice = ""  # the user's next action: a routine notice has been read
 
@@ -655,22 +677,47 @@ class ExplorerSession(param.Parameterized):
         return self._run(budget=budget, max_iters=self.iters_per_tick)
 
     def _run(self, budget: float | None, max_iters: int) -> list:
-        """Up to ``max_iters`` iterations through the trainer's one loop (``step`` with a
-        :class:`TimeBox` callback); a divergence pauses training with a notice."""
+        """Up to ``max_iters`` iterations now (:meth:`train_slice`, then :meth:`finish_slice`)."""
+        return self.finish_slice(self.train_slice(budget, max_iters))
+
+    def train_slice(self, budget: float | None, max_iters: int) -> TrainingSlice:
+        """Up to ``max_iters`` iterations of the current trainer, ending before ``budget``
+        seconds are overrun (None: no limit), through the trainer's one loop (``step`` with
+        a :class:`TimeBox` callback).
+
+        Safe in a worker thread while the views run elsewhere: it changes the trainer only,
+        never a parameter of the session (so no view reacts in this thread); the caller
+        hands the result to :meth:`finish_slice` on the thread of the views.
+        """
+        trainer = self.trainer
         box = TimeBox(budget)
-        try:
-            if max_iters >= 1:
-                self.trainer.step(max_iters, callbacks=[box])
-        except DivergenceError as exc:
+        error = None
+        with self._train_lock:
+            try:
+                if trainer is not None and max_iters >= 1:
+                    trainer.step(max_iters, callbacks=[box])
+            except DivergenceError as exc:
+                error = exc
+        return TrainingSlice(trainer, box.stats, error)
+
+    def finish_slice(self, done: TrainingSlice) -> list:
+        """Apply a slice's outcome to the session: the live settings changed meanwhile, a
+        divergence (pauses training with a warning), the rate and the status line.
+        Returns the slice's statistics ([] if the trainer was replaced meanwhile)."""
+        if self._live_pending and self.trainer is not None:
+            self._live_pending = False
+            self.trainer.update(**{k: getattr(self, k) for k in LIVE_KEYS})
+        if done.trainer is not self.trainer or self.trainer is None:
+            return []  # a reset or new data replaced it: its iterations are gone
+        if done.error is not None:
             self.running = False
             self.notice = ""
-            self.warning = f"{exc} Training paused. {self.divergence_cause()}"
-        now = time.perf_counter()
-        if box.stats:
-            self._rate.append((now, self.trainer.iteration))
+            self.warning = f"{done.error} Training paused. {self.divergence_cause()}"
+        if done.stats:
+            self._rate.append((time.perf_counter(), self.trainer.iteration))
             self._expire_notice()
         self.update_status()
-        return box.stats
+        return done.stats
 
     def divergence_cause(self) -> str:
         """The likely cause of a divergence, in words: the step size or λ the user changed

@@ -32,3 +32,15 @@ __all__ = [
     "table_rows",
     "warm_up",
 ]
+
+
+def set_threads(n: int) -> None:
+    """Run the calling thread's parallel kernels on ``n`` threads (at least 1, at most
+    numba's pool size).  Thread-local: each thread of a pool sets its own; the results do
+    not depend on it (the kernels hand work out by counters)."""
+    import numba
+
+    numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+
+
+__all__ += ["set_threads"]

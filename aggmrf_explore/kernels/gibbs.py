@@ -210,7 +210,7 @@ class Accumulators(NamedTuple):
 
 
 # ---------------------------------------------------------------------------- build
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def build_params(mu, theta, s, p, work):
     """Fold μ, θ (float64 (K,)) into p.mu_f, p.theta_f, fill p.W and p.E: see the module doc.
 
@@ -529,7 +529,7 @@ def _block_accumulate(n_blk, n_stat, rbuf, qbuf, acc):
         k += 1
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def gibbs_sweep(x, y, z, key, s, p, work, accumulate):
     """One sweep of every sample (x (D + 1, n') with x[D] ≡ 0, y uint8 (n',)), in place.
 
@@ -635,7 +635,7 @@ def gibbs_sweep(x, y, z, key, s, p, work, accumulate):
                 _block_accumulate(n_blk, n_stat, rbuf, qbuf, aw)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def sample_statistics(x, theta, z, s, work, accumulate):
     """z[i] = φ(x_i)·θ (θ folded) and, with ``accumulate``, the statistics (see gibbs_sweep)."""
     stat_tables, tab_feat, tab_stride, offsets = s.stat_tables, s.tab_feat, s.tab_stride, s.offsets
@@ -661,14 +661,14 @@ def sample_statistics(x, theta, z, s, work, accumulate):
                 _block_accumulate(i1 - i0, n_stat, rbuf, qbuf, aw)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def draw_labels(z, y, key, D1):
     """ỹ_i ~ σ(z_i) with the uniforms of site D of each sample."""
     for i in prange(z.shape[0]):
         y[i] = _bernoulli_logit(z[i], _uniform(key, i, D1 - 1, D1))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def reduce_statistics(acc, fold_parent, fold_sub, a_bits, q_bits):
     """d̂, ĉ (float64 (K,)) from the per-worker packed accumulators; folded tables marginalised.
 
@@ -691,7 +691,7 @@ def reduce_statistics(acc, fold_parent, fold_sub, a_bits, q_bits):
     return d_hat, c_hat
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def init_samples(marginal_cdfs, cdf_ptr, n, seed):
     """Draw n samples with independent features from per-feature CDFs, int32 (n, D)."""
     D = cdf_ptr.shape[0] - 1

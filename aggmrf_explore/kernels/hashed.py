@@ -76,7 +76,7 @@ def _logit(x, i, theta, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows):
 
 
 # ---------------------------------------------------------------------------- kernels
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def hashed_sweep(x, y, z, rows, W, theta, hs, key, first_key, first):
     """One sweep of every sample (see the module doc); fills z[i] = φ(x̃_i)·θ and rows.
 
@@ -134,7 +134,7 @@ def hashed_sweep(x, y, z, rows, W, theta, hs, key, first_key, first):
             z[i] = zi
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def hashed_logits(x, theta, tabs, z, rows):
     """z[i] = φ(x̃_i)·θ and rows[i, :] for every sample (tabs: a TableArrays)."""
     tab_feat, tab_stride, tab_off, tab_H, tab_salt = tabs
@@ -142,7 +142,7 @@ def hashed_logits(x, theta, tabs, z, rows):
         z[i] = _logit(x, i, theta, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def init_samples_hashed(cdfs, cdf_ptr, n, seed):
     """n samples with independent features from per-feature CDFs, int32 (n, D)."""
     D = cdf_ptr.shape[0] - 1

@@ -163,7 +163,7 @@ def _row(key, off, H, salt):
     return off + bucket(key, salt, H)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def mh_sweep(
     x, y, z, P, ms, mh, i0, key, acc_key, first_key, first, rows_valid, counts, rows_t, fixed,
     scale,
@@ -320,7 +320,7 @@ def mh_sweep(
                 fixed[i] = np.int64(np.round(p1 * scale))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def mh_rows_logits(x, theta, tabs, rows_t, z, fixed, scale):
     """rows_t[t, i] = row of sample i in table t (int32 (T, n)), z[i] = φ(x̃_i)·θ and
     fixed[i] = round(σ(z_i) · scale) (int64)."""
@@ -336,7 +336,7 @@ def mh_rows_logits(x, theta, tabs, rows_t, z, fixed, scale):
         fixed[i] = np.int64(np.round(_sigmoid(zi) * scale))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def mh_accumulate(rows_t, fixed, one_a, acc):
     """acc[r] += one_a + fixed[i] over every (table, sample): count · one_a + Σ fixed σ in
     one int64 per row (:func:`fixed_point`); parallel over tables (their rows are
@@ -347,7 +347,7 @@ def mh_accumulate(rows_t, fixed, one_a, acc):
             acc[rows_t[t, i]] += one_a + fixed[i]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def init_samples_offset(cdfs, cdf_ptr, n, seed, i0):
     """Samples i0 .. i0 + n − 1 with independent features from per-feature CDFs, int32 (n, D)
     (the same codes as ``hashed.init_samples_hashed`` for i0 = 0)."""

@@ -103,7 +103,7 @@ def _exp_clip(x: float) -> float:
     return math.exp(x)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _one(b: float, mu: float, n: float, s: float, prior: int, noise: int) -> float:
     """E[A | A + L = b] for one coordinate (n ≥ 0 integer-valued, 0 ≤ mu ≤ n)."""
     if n <= 0.0 or mu <= 0.0:
@@ -264,7 +264,7 @@ def _log_w(
     return lp - abs(x) / s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _stride_sum(
     b: float, mu: float, n: float, s: float, prior: int, noise: int, lf: np.ndarray
 ) -> float:
@@ -357,7 +357,7 @@ def _stride_sum(
     return a0 + mean
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def posterior_mean_kernel(
     b: np.ndarray,
     mu: np.ndarray,

@@ -31,7 +31,7 @@ _SERIAL: dict = {}
 
 def _serial(name: str):
     if name not in _SERIAL:
-        _SERIAL[name] = njit(getattr(gibbs, name).py_func)  # (cache=False: see the module doc)
+        _SERIAL[name] = njit(nogil=True)(getattr(gibbs, name).py_func)  # (no cache: module doc)
     return _SERIAL[name]
 
 

@@ -86,7 +86,7 @@ def bucket(key, salt, H):
     return np.int64(((z >> np.uint64(32)) * np.uint64(H)) >> np.uint64(32))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def bucket_of(keys, salt, H):
     """:func:`bucket` over an int64 array (for tests against tables.hash_rows), int64 (n,)."""
     out = np.empty(keys.shape[0], dtype=np.int64)
@@ -107,7 +107,7 @@ def table_row(codes, i, t, feat, stride, offsets, hash_sizes, hash_salts):
     return offsets[t] + key
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def table_rows(codes, tabs, out):
     """out[i, t] = row of sample i in table t of ``tabs`` (a TableArrays), for codes (n, ≥ D)
     and out (n, T) of any integer dtype."""
@@ -118,7 +118,7 @@ def table_rows(codes, tabs, out):
             out[i, t] = table_row(codes, i, t, feat, stride, offsets, hash_sizes, hash_salts)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def sample_logits(rows, theta):
     """φ(x_i)·θ for every row vector, shape (n,); rows int (n, T)."""
     n, T = rows.shape

@@ -20,7 +20,7 @@ __all__ = ["GRADIENT_CODES", "update_pass", "bound_excess"]
 GRADIENT_CODES = {"rescaled": 0, "rescaled-paper": 1, "true": 2}
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def update_pass(
     mu, theta, d_hat, c_hat, d, c, reg_mu, reg_theta, two_lam_mu, two_lam_theta, s,
     gradient, precondition, h_plain, clip, step_mu, step_theta, intercept,
@@ -83,7 +83,7 @@ def update_pass(
     return new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _excess(a, bound):
     top = -1.0
     at = 0
@@ -96,7 +96,7 @@ def _excess(a, bound):
     return top, at
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def bound_excess(mu, theta, mu_bound, theta_bound):
     """(max_k |θ_k|/theta_bound, its first k, max_k |μ_k|/mu_bound, its first k); a
     non-finite coordinate counts as +inf.  mu, theta float64 (K,), K ≥ 1."""
