@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import panel as pn
+from tornado.web import RedirectHandler
 
 from . import runtime
 
@@ -38,6 +39,7 @@ APP_NAME = "explorer"  # the page's path: /explorer, as ``panel serve apps/explo
 # Server processes the page supports.  With more, Panel's server makes the page load
 # its scripts from the internet, which a class offline (or a test) cannot reach.
 MAX_PROCS = 1
+FAVICON = "/static/extensions/panel/images/favicon.ico"  # Panel's icon, under the server's prefix
 
 
 @contextlib.contextmanager
@@ -127,15 +129,15 @@ def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
     return page
 
 
-def explorer_document():
-    """Build the explorer page into the current session's document and return that document.
+def explorer_document() -> None:
+    """Build the explorer page into the current session's document (``pn.state.curdoc``).
 
     The one entry of both servers: ``apps/explorer.py`` calls it as a script, and
-    :func:`serve` hands it to Panel as the function that makes each session's page.
+    :func:`serve` hands it to Panel as the function that makes each session's page (which
+    returns None: the page is in the document already, as under ``panel serve``).
     """
     with frozen_document():  # the page's ~400 Bokeh models are indexed once, not a dozen times
         build_app().servable()
-    return pn.state.curdoc
 
 
 def serve(
@@ -166,17 +168,31 @@ def serve(
             f"process(es) — use --num-procs {MAX_PROCS}."
         )
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
-    server = pn.serve(
-        {APP_NAME: explorer_document},
-        port=port,
-        address=address,
-        websocket_origin=list(allow_websocket_origin or []) or None,
-        prefix=prefix,
-        num_procs=num_procs,
-        show=False,
-        start=False,
-        verbose=False,
-    )
+    # Bokeh answers /favicon.ico without the prefix, the page asks for it under the prefix:
+    # an extra route (Bokeh adds the prefix to it) sends it to Panel's icon
+    extra_patterns = [("/favicon.ico", RedirectHandler, {"url": prefix + FAVICON})]
+    try:
+        server = pn.serve(
+            {APP_NAME: explorer_document},
+            port=port,
+            address=address,
+            websocket_origin=list(allow_websocket_origin or []) or None,
+            prefix=prefix,
+            num_procs=num_procs,
+            show=False,
+            start=False,
+            verbose=False,
+            extra_patterns=extra_patterns if prefix else [],
+        )
+    except OSError as exc:  # the port is taken, or the address is not this machine's
+        raise AggMRFError(
+            f"cannot listen on {address}:{port}: {exc.strerror or exc} — choose another "
+            "--port (0: any free port) or --address."
+        ) from exc
+    except ValueError as exc:  # Bokeh's check of the websocket origins
+        raise AggMRFError(
+            f"--allow-websocket-origin: {exc} — give HOST or HOST:PORT, e.g. myhost:5006."
+        ) from exc
     host = address if address not in ("", "0.0.0.0", "::") else "localhost"
     url = f"http://{host}:{server.port}{prefix}/{APP_NAME}"
     server.start()
