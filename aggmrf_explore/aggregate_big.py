@@ -24,6 +24,15 @@ Dask DataFrame; the same tables as :func:`aggmrf_explore.tables.aggregate`.
 - a ``dask.dataframe.DataFrame``: :func:`aggregate_dask`, per-partition (K,) partial sums
   reduced in partition order (integers held in float64: exact below 2^53 records).
 
+A path is read as the package's other readers read files (:mod:`aggmrf_explore.files`):
+every file (each match of a glob) must be a regular file, checked before DuckDB opens it
+(a FIFO, a device or a directory is refused, so nothing blocks); a symlink must resolve
+to a file in its own directory; a file holds at most ``max_file_bytes`` (64 GiB by
+default); its header names each column once (DuckDB would rename a second ``color`` to
+``color_1`` and the aggregation would ignore it).  Errors name the file, never its
+contents: a missing column is named, the columns the file has are not listed, and
+DuckDB's own message (which may quote a line) is replaced by its kind.
+
 The records hold the *encoded* codes, one integer column per feature of the layout
 (named ``layout.feature_names`` unless ``columns`` says otherwise; codes 0..M_f − 1, as an
 :class:`~aggmrf_explore.encoding.Encoder` / ``Schema.transform`` writes them) and a 0/1
@@ -36,13 +45,17 @@ the pandas path (counts are integers).
 
 from __future__ import annotations
 
+import csv
+import glob
+import gzip
 import os
+import zlib
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from .errors import AggMRFError
+from .files import check_regular_file, mib
 from .tables import AggregatedData, TableLayout, hash_rows
 from .tables import aggregate as aggregate_in_memory
 
@@ -54,11 +67,14 @@ __all__ = [
     "BATCH_ROWS",
     "BATCH_RECORDS",
     "METHODS",
+    "MAX_FILE_BYTES",
 ]
 
 BATCH_ROWS = 1_000_000  # result cells per Arrow batch handed to Python (grouping_sets)
 BATCH_RECORDS = 65_536  # records per Arrow batch (stream): 65 536 × 191 tables × 8 B = 100 MB
 METHODS = ("stream", "grouping_sets")
+MAX_FILE_BYTES = 64 * 2**30  # one records file (CSV or Parquet) of the DuckDB path
+_HEADER_BYTES = 1 << 20  # a CSV header line longer than this is refused
 
 
 def _columns(layout: TableLayout, columns: Sequence[str] | None) -> list[str]:
@@ -74,14 +90,92 @@ def _quote(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
-def _reader(source: str) -> str:
+def _kind(source: str) -> str:
+    """The file kind, "parquet" or "csv", from the name (the error says which names are read)."""
     low = source.lower()
-    lit = "'" + source.replace("'", "''") + "'"
     if low.endswith(".parquet") or low.endswith(".pq"):
-        return f"read_parquet({lit})"
+        return "parquet"
     if low.endswith(".csv") or low.endswith(".csv.gz") or low.endswith(".tsv"):
-        return f"read_csv({lit}, header = true)"
+        return "csv"
     raise AggMRFError(f"{source!r}: give a .csv, .csv.gz or .parquet file (globs allowed).")
+
+
+def _reader(files: Sequence[str], kind: str) -> str:
+    """DuckDB's table function reading exactly ``files`` (already checked)."""
+    lit = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+    return f"read_parquet({lit})" if kind == "parquet" else f"read_csv({lit}, header = true)"
+
+
+def _header_names(path: str, kind: str) -> list[str]:
+    """The column names a records file declares (a CSV's header line, a Parquet schema)."""
+    shown = repr(os.path.basename(path))
+    if kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.read_schema(path).names)
+        except (pa.ArrowException, OSError):
+            raise AggMRFError(
+                f"records file {shown} is not a readable Parquet file; check the file."
+            ) from None
+    try:
+        with open(path, "rb") as raw:
+            packed = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            fh = gzip.GzipFile(fileobj=raw) if packed else raw
+            first = fh.readline(_HEADER_BYTES + 1)
+    except (OSError, EOFError, zlib.error):
+        raise AggMRFError(f"records file {shown} cannot be read as CSV text.") from None
+    if len(first) > _HEADER_BYTES:
+        raise AggMRFError(
+            f"records file {shown}: its first line is longer than {mib(_HEADER_BYTES)}; "
+            "is it a CSV file with a header line?"
+        )
+    if b"\x00" in first:
+        raise AggMRFError(f"records file {shown} holds binary data, not CSV text.")
+    text = first.decode("utf-8-sig", errors="replace").rstrip("\r\n")
+    sep = max((",", ";", "\t", "|"), key=text.count)
+    return [c.strip() for c in next(csv.reader([text], delimiter=sep), [])]
+
+
+def _checked_files(source: str, max_file_bytes: int) -> tuple[list[str], str]:
+    """The files a path or glob names, each checked (module docstring), and their kind."""
+    kind = _kind(source)
+    if any(ch in source for ch in "*?["):
+        files = sorted(glob.glob(source))
+        if not files:
+            raise AggMRFError(f"no file matches {source!r}; check the pattern.")
+    else:
+        files = [source]
+    for f in files:
+        shown = repr(os.path.basename(f) or f)
+        if not os.path.lexists(f):
+            raise AggMRFError(f"{f!r} does not exist; check the path.")
+        st = check_regular_file(f, "records file", shown)
+        if os.path.islink(f):
+            home = os.path.dirname(os.path.abspath(f))
+            if os.path.dirname(os.path.realpath(f)) != os.path.realpath(home):
+                raise AggMRFError(
+                    f"records file {shown} is a symlink to a file outside its directory; "
+                    "give the path of the file itself."
+                )
+        if st.st_size > max_file_bytes:
+            raise AggMRFError(
+                f"records file {shown} is {mib(st.st_size)}, more than the "
+                f"{mib(max_file_bytes)} allowed; if it is the right file, raise the cap "
+                "(max_file_bytes=…)."
+            )
+        names = _header_names(f, kind)
+        seen: set[str] = set()
+        for c in names:
+            if c in seen:
+                raise AggMRFError(
+                    f"records file {shown} has two columns named {c[:40]!r}; each column "
+                    "needs its own name (rename or remove the second one)."
+                )
+            seen.add(c)
+    return files, kind
 
 
 def grouping_sql(layout: TableLayout, source_sql: str, cols: Sequence[str], label: str) -> str:
@@ -144,6 +238,7 @@ def aggregate_duckdb(
     threads: int | None = None,
     method: str = "stream",
     batch_records: int = BATCH_RECORDS,
+    max_file_bytes: int = MAX_FILE_BYTES,
 ) -> AggregatedData:
     """Aggregate the coded records of a CSV / Parquet file (or glob) in one DuckDB scan.
 
@@ -151,8 +246,9 @@ def aggregate_duckdb(
     0/1 label column.  ``method``: ``"stream"`` (default) or ``"grouping_sets"`` (module
     docstring).  DuckDB holds at most ``memory_limit`` (512 MB) and spills to
     ``temp_directory`` (default: DuckDB's own); ``threads`` defaults to DuckDB's choice;
-    ``batch_records``: records per Arrow batch of the stream method.  Returns d, c (K,)
-    float64, bit-identical to :func:`tables.aggregate`.
+    ``batch_records``: records per Arrow batch of the stream method.  Every file is
+    checked before DuckDB opens it (module docstring; at most ``max_file_bytes`` each).
+    Returns d, c (K,) float64, bit-identical to :func:`tables.aggregate`.
     """
     import duckdb
 
@@ -160,8 +256,8 @@ def aggregate_duckdb(
         raise AggMRFError(f"method must be one of {', '.join(METHODS)}; got {method!r}.")
     cols = _columns(layout, columns)
     src = os.fspath(source)
-    if not any(ch in src for ch in "*?[") and not Path(src).exists():
-        raise AggMRFError(f"{src!r} does not exist.")
+    files, kind = _checked_files(src, int(max_file_bytes))
+    source_sql = _reader(files, kind)
     con = duckdb.connect()
     try:
         con.execute(f"SET memory_limit = '{memory_limit}'")
@@ -171,17 +267,25 @@ def aggregate_duckdb(
             con.execute(f"SET temp_directory = '{os.fspath(temp_directory)}'")
         if threads is not None:
             con.execute(f"SET threads = {int(threads)}")
-        header = con.execute(f"SELECT * FROM {_reader(src)} LIMIT 0").description
+        header = con.execute(f"SELECT * FROM {source_sql} LIMIT 0").description
         have = [h[0] for h in header]
         missing = [c for c in [*cols, label] if c not in have]
         if missing:
-            raise AggMRFError(f"{src!r} lacks the columns {missing}; it has {have}.")
+            found = len([c for c in [*cols, label] if c in have])
+            raise AggMRFError(
+                f"{src!r} lacks the columns {missing[:10]} (it has {found} of the "
+                f"{len(cols) + 1} needed); give the coded records' file, or name its columns "
+                "with columns=… and label=…."
+            )
         if method == "stream":
-            d, c, n = _stream(con, layout, _reader(src), cols, label, int(batch_records))
+            d, c, n = _stream(con, layout, source_sql, cols, label, int(batch_records))
         else:
-            d, c, n = _grouping_sets(con, layout, _reader(src), cols, label)
-    except duckdb.Error as e:
-        raise AggMRFError(f"DuckDB could not aggregate {src!r}: {e}") from e
+            d, c, n = _grouping_sets(con, layout, source_sql, cols, label)
+    except duckdb.Error as e:  # its message may quote the file: only its kind is shown
+        raise AggMRFError(
+            f"DuckDB could not aggregate {src!r} ({type(e).__name__}); check that it is a "
+            f"{'Parquet' if kind == 'parquet' else 'CSV'} file of coded records."
+        ) from None
     finally:
         con.close()
     return AggregatedData(layout, d, c, n)

@@ -6,6 +6,12 @@ and every JSON document through :func:`loads_json`; every writer checks its targ
 :class:`~aggmrf_explore.errors.AggMRFError` with a message that names the file (never its
 contents) and says what to do.
 
+* The output checks are one rule for every command that writes files: a target is never a
+  device, FIFO, socket or directory; never one of the command's own inputs (declared with
+  :func:`command_inputs`, as the command line does for every input flag), nor an existing
+  file inside an input directory; never a symlink that leads out of the directory named
+  in the path.  Directories are never created.
+
 * :func:`read_bytes` refuses anything that is not a regular file (a directory, a FIFO, a
   device such as ``/dev/zero``, a socket) *before* reading, opens with ``O_NONBLOCK`` so that
   a FIFO swapped in at the last moment cannot block, and reads at most ``max_bytes`` bytes.
@@ -17,9 +23,12 @@ contents) and says what to do.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from .errors import AggMRFError
@@ -34,6 +43,7 @@ __all__ = [
     "check_regular_file",
     "check_output_file",
     "check_output_dir",
+    "command_inputs",
     "mib",
 ]
 
@@ -218,18 +228,86 @@ def read_json(path: str | Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> o
     return loads_json(read_bytes(p, what, max_bytes), f"{what} {p.name!r}")
 
 
-def check_output_file(path: str | Path, what: str, suffixes: tuple[str, ...] = ()) -> Path:
+_INPUTS: ContextVar[tuple[str, ...]] = ContextVar("aggmrf_command_inputs", default=())
+
+
+@contextlib.contextmanager
+def command_inputs(paths: Iterable[str | os.PathLike | None]) -> Iterator[None]:
+    """Within the block, :func:`check_output_file` and :func:`check_output_dir` refuse to
+    write over any of ``paths`` (the files and directories a command reads; None entries
+    are skipped) or over an existing file inside one of those directories."""
+    token = _INPUTS.set(tuple(os.path.realpath(os.fspath(p)) for p in paths if p))
+    try:
+        yield
+    finally:
+        _INPUTS.reset(token)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _input_hit(real: str, exists: bool, inputs: Iterable[str | os.PathLike]) -> str | None:
+    """The input that writing ``real`` (a resolved path) would overwrite, or None."""
+    for raw in (*_INPUTS.get(), *(os.path.realpath(os.fspath(i)) for i in inputs if i)):
+        if real == raw or (exists and _same_file(real, raw)):
+            return raw
+        if exists and os.path.isdir(raw) and os.path.dirname(real) == raw:
+            return raw
+    return None
+
+
+def _check_target(p: Path, what: str, inputs: Iterable[str | os.PathLike]) -> None:
+    """The rules every output path follows (module docstring): symlinks stay in their
+    directory, an existing target is a regular file, no input is overwritten."""
+    shown = repr(str(p))
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_symlink():
+        target = os.path.realpath(p)
+        if os.path.dirname(target) != os.path.realpath(parent):
+            raise AggMRFError(
+                f"{what} {shown} is a symlink to a file outside its directory; remove the link "
+                "or give the path of the file it points to."
+            )
+    try:
+        st = os.stat(p)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
+            raise AggMRFError(f"{what} {shown} is a directory; give a file name.")
+        raise AggMRFError(
+            f"{what} {shown} is {_kind(st.st_mode)}, not a regular file; give the path of a "
+            "file in an existing directory."
+        )
+    hit = _input_hit(os.path.realpath(p), st is not None, inputs)
+    if hit is not None:
+        raise AggMRFError(
+            f"{what} {shown} would overwrite one of this command's inputs "
+            f"({os.path.basename(hit) or hit!r}); choose another name."
+        )
+
+
+def check_output_file(
+    path: str | Path,
+    what: str,
+    suffixes: tuple[str, ...] = (),
+    inputs: Iterable[str | os.PathLike] = (),
+) -> Path:
     """Before any work: ``path`` can be written as a file (its directory exists, it is not
-    a directory, the suffix is one of ``suffixes`` if given).  Directories are never
-    created.  Returns the path."""
+    a directory, the suffix is one of ``suffixes`` if given) and follows the output rules
+    of the module docstring (``inputs``: paths read by the caller, besides those of
+    :func:`command_inputs`).  Directories are never created.  Returns the path."""
     p = Path(path)
     if suffixes and p.suffix.lower() not in suffixes:
         raise AggMRFError(
             f"{what} {str(p)!r} must end in {' or '.join(suffixes)}; got {p.suffix or 'no suffix'!r}."
         )
-    if p.is_dir():
-        raise AggMRFError(f"{what} {str(p)!r} is a directory; give a file name.")
     parent = p.parent if str(p.parent) else Path(".")
+    _check_target(p, what, inputs)
     if not parent.is_dir():
         raise AggMRFError(
             f"{what}: the directory {str(parent)!r} does not exist; create it first "
@@ -240,12 +318,22 @@ def check_output_file(path: str | Path, what: str, suffixes: tuple[str, ...] = (
     return p
 
 
-def check_output_dir(path: str | Path, what: str) -> Path:
+def check_output_dir(path: str | Path, what: str, inputs: Iterable[str | os.PathLike] = ()) -> Path:
     """Before any work: ``path`` is an existing directory or can be created as one (its
-    parent exists; parents are never created).  Returns the path."""
+    parent exists; parents are never created), and is not one of the inputs (``inputs``
+    and those of :func:`command_inputs`).  Returns the path."""
     p = Path(path)
     if p.exists() and not p.is_dir():
-        raise AggMRFError(f"{what} {str(p)!r} exists and is not a directory; choose another path.")
+        kind = "a file" if p.is_file() else _kind(os.stat(p).st_mode)
+        raise AggMRFError(
+            f"{what} {str(p)!r} exists and is {kind}, not a directory; choose another path."
+        )
+    real = os.path.realpath(p)
+    for raw in (*_INPUTS.get(), *(os.path.realpath(os.fspath(i)) for i in inputs if i)):
+        if real == raw:
+            raise AggMRFError(
+                f"{what} {str(p)!r} is one of this command's inputs; write to another directory."
+            )
     parent = p.parent if str(p.parent) else Path(".")
     if not p.exists() and not parent.is_dir():
         raise AggMRFError(

@@ -17,6 +17,13 @@ randomized independently, so a record's release is (Σ_f ε_f + ε_y)-locally pr
 (sequential composition) and the split below makes that sum exactly ε.  A feature with one
 value (k = 1) has nothing to randomize: p = 1, q = 0, ε_f = 0, and it takes no share.
 
+A usable channel: every randomized field's probability gap p_f − q_f must be at least
+``MIN_GAP`` = 10⁻⁶.  A cell estimate's error grows like √n / Π (p_f − q_f) over its axes, so
+below the floor its standard deviation exceeds n for every n ≤ 10¹² (the largest release
+the readers accept): the tables would carry no signal, and the variances overflow float64.
+:class:`RandomizedResponse` refuses such an ε where it is made (an ``AggMRFError`` that says
+the smallest ε that gives every field the floor).
+
 The ε split (``split``), over the m randomized fields (features with k ≥ 2, and the label
 when ``protect_label``):
 
@@ -87,6 +94,8 @@ from .tables import AggregatedData, TableLayout, aggregate
 
 __all__ = [
     "SPLITS",
+    "MIN_GAP",
+    "min_local_epsilon",
     "MAX_DENSE_CELLS",
     "Channel",
     "rr_probabilities",
@@ -106,6 +115,7 @@ __all__ = [
 ]
 
 SPLITS = ("equal", "log-k")
+MIN_GAP = 1e-6  # the smallest usable randomized-response gap p − q (module docstring)
 MAX_DENSE_CELLS = 4096  # cell_covariance refuses larger tables (a 4096² float64 matrix is 128 MiB)
 
 Channel = tuple[float, float]
@@ -137,6 +147,29 @@ def _gap(epsilon: float, k: int) -> float:
         return 1.0
     e = math.exp(-epsilon)
     return -math.expm1(-epsilon) / (1.0 + (k - 1) * e)
+
+
+def _epsilon_for_gap(gap: float, k: int) -> float:
+    """The ε at which k-ary randomized response has p − q = ``gap`` (inverse of :func:`_gap`)."""
+    return math.log1p((k - 1) * gap) - math.log1p(-gap)
+
+
+def min_local_epsilon(
+    n_modalities: Sequence[int],
+    split: str | Sequence[float] = "equal",
+    protect_label: bool = True,
+) -> float:
+    """The smallest person's ε whose split gives every randomized field a probability gap
+    p − q ≥ :data:`MIN_GAP` (the shares are linear in ε, so this is exact)."""
+    eps_f, eps_y = split_epsilon(1.0, n_modalities, split, protect_label)
+    need = [
+        _epsilon_for_gap(MIN_GAP, int(k)) / e
+        for e, k in zip(eps_f, n_modalities, strict=True)
+        if int(k) > 1
+    ]
+    if protect_label:
+        need.append(_epsilon_for_gap(MIN_GAP, 2) / eps_y)
+    return max(need)
 
 
 def split_epsilon(
@@ -237,6 +270,26 @@ class RandomizedResponse:
         set_(self, "label_keep", rr_probabilities(eps_y, 2)[0] if self.protect_label else 1.0)
         for a in (self.feature_epsilons, self.keep, self.other, self.gaps):
             a.setflags(write=False)
+        self._check_usable()
+
+    def _check_usable(self) -> None:
+        """Refuse an ε whose channel leaves a field a gap p − q below :data:`MIN_GAP`."""
+        gaps = [(g, f"feature #{f + 1} ({k} values)") for f, (g, k) in
+                enumerate(zip(self.gaps, self.n_modalities, strict=True)) if k > 1]  # fmt: skip
+        if self.protect_label:
+            gaps.append((self._label_gap(), "the label"))
+        gap, field_name = min(gaps, key=lambda t: t[0])
+        if gap >= MIN_GAP:
+            return
+        need = min_local_epsilon(self.n_modalities, self.split, self.protect_label)
+        unit = 10.0 ** (math.floor(math.log10(need)) - 2)
+        need = math.ceil(need / unit) * unit  # rounded up to 3 digits: the ε shown works
+        raise AggMRFError(
+            f"local privacy at ε = {self.epsilon:.3g} leaves {field_name} a randomized-response "
+            f"gap p − q = {gap:.3g}, below the usable floor {MIN_GAP:g} (the tables would carry "
+            f"no signal for any number of records) — use ε ≥ {need:.3g} per person "
+            f"(ε is split over {len(gaps)} fields)."
+        )
 
     @property
     def n_features(self) -> int:
@@ -358,6 +411,10 @@ def _gap_pq(p: float, q: float, gap: float | None) -> float:
     g = p - q if gap is None else gap
     if g <= 0.0:
         raise AggMRFError(f"channel with p = {p} ≤ q = {q} is not invertible (ε must be > 0).")
+    if g < MIN_GAP:
+        raise AggMRFError(
+            f"channel with p − q = {g:.2g} is below the usable floor {MIN_GAP:g} — use a larger ε."
+        )
     return g
 
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..files import command_inputs
 from .aggregate import cmd_aggregate
 from .channel import run_guarded
 from .import_criteo import cmd_import_criteo
 from .lessons import cmd_lessons
-from .parser import build_parser
+from .parser import build_parser, input_paths
 from .predict import cmd_predict
 from .run import cmd_run
 from .serve import cmd_serve
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def command() -> int:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
+        with command_inputs(input_paths(args)):  # no output may overwrite an input
+            return COMMANDS[args.command](args)
 
     return run_guarded(command)

@@ -247,14 +247,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.json:
         clean = [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
                  for r in rows]  # fmt: skip
+        summary = [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
+                   for r in table.to_dict(orient="records")]  # fmt: skip
         report = {"csv": str(csv_path), "png": str(png_path), "rows": clean,
-                  "summary": table.to_dict(orient="records"),
+                  "summary": summary,
                   "mrf_noiseless": ref.nllh_test, "logistic_pairs": sky.nllh_test}  # fmt: skip
         if records:
             report.update(extra, records=need.to_dict(orient="records"))
         print_json(report)
     else:
-        print_sweep(table, csv_path, png_path)
+        one = bool((table["n"] < 2).all())  # no spread from one run: no sd column
+        print_sweep(table.drop(columns="sd") if one else table, csv_path, png_path)
+        if one:
+            print("(one noise seed: no standard deviation; --noise-seeds 2 or more for one)")
         if records:
             print("\nrecords local privacy needs for the NLLH central privacy gets with n_central:")
             print(need.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -269,8 +274,13 @@ def _records_prefix(prefix: str) -> Path:
 
 
 def check_out(prefix: str) -> None:
-    """``--out PREFIX`` (before any work): PREFIX.csv and PREFIX.png can be written in an
-    existing directory (nothing is created), and PREFIX is not itself a directory."""
+    """``--out PREFIX`` (before any work): PREFIX.csv and PREFIX.png pass the output checks
+    of :func:`~aggmrf_explore.files.check_output_file` (an existing directory, never a
+    device or special file, never one of the command's inputs, no symlink leaving the
+    directory; nothing is created), and PREFIX itself is neither a directory nor a device."""
+    import os
+    import stat
+
     from ..errors import AggMRFError
     from ..files import check_output_file
 
@@ -279,6 +289,15 @@ def check_out(prefix: str) -> None:
         raise AggMRFError(
             f"--out {prefix!r} is a directory; give a file prefix such as {str(out / 'sweep')!r} "
             "(writes PREFIX.csv and PREFIX.png)."
+        )
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise AggMRFError(
+            f"--out {prefix!r} is a device or special file; give a file prefix in a directory "
+            "of yours, such as 'results/sweep' (writes PREFIX.csv and PREFIX.png)."
         )
     check_output_file(out.with_suffix(".csv"), "--out")
     check_output_file(out.with_suffix(".png"), "--out")

@@ -240,6 +240,7 @@ class ExplorerSession(param.Parameterized):
         # meanwhile waits for its end (``_live_pending``) instead of changing the trainer
         self._train_lock = threading.Lock()
         self._live_pending = False
+        self._good_noise = {k: self.param[k].default for k in NOISE_KEYS}  # last release made
         self.param.watch(self._settings_changed, list(URL_KEYS) + ["upload_hash"])
         if not lazy:
             self.load()
@@ -493,7 +494,7 @@ class ExplorerSession(param.Parameterized):
             bundle = bundle if bundle is not None else self.fetch()
             self.bundle = bundle
             try:
-                self._release()
+                self._release_or_revert()
                 if self.table not in bundle.layout.table_names:
                     with self.quiet():
                         self.table = bundle.layout.table_names[min(1, bundle.layout.n_tables - 1)]
@@ -539,6 +540,32 @@ class ExplorerSession(param.Parameterized):
             self.calibration,
             self.noise_seed,
         )
+        self._good_noise = {k: getattr(self, k) for k in NOISE_KEYS}
+
+    def _release_or_revert(self) -> None:
+        """:meth:`_release`; if the privacy settings cannot make one (e.g. a local ε too
+        small for a usable channel, from a link), the noise settings that changed since the
+        last good release go back to it, one at a time (ε first), and the message stays
+        beside the reverted control (``errors``); other failures raise."""
+        try:
+            self._release()
+            return
+        except AggMRFError as exc:
+            changed = [k for k in NOISE_KEYS if not _same(getattr(self, k), self._good_noise[k])]
+            if not changed:
+                raise
+            msg = error_message(exc)
+        for group in [[k] for k in sorted(changed, key=lambda k: k != "epsilon")] + [changed]:
+            bad = {k: getattr(self, k) for k in group}
+            self.restore({k: self._good_noise[k] for k in group})
+            try:
+                self._release()
+            except AggMRFError:
+                self.restore(bad)
+                continue
+            self.errors = {**self.errors, **{k: msg for k in group}}
+            return
+        raise AggMRFError(msg)
 
     def _new_trainer(self, notice: str = "") -> None:
         from ..mrf import PCDTrainer, TrainerSettings, expected_floor

@@ -34,15 +34,26 @@ Policies (all reported in ``CriteoRelease.report``):
   and ``max_lines`` rows per file (3·10⁷, about 2 GB once parsed); a NUL byte means a
   binary file.  Each refusal is one error saying how to raise the cap
   (``import-criteo --max-file-mib / --max-line-bytes / --max-lines``).
-- **Malformed files** are errors naming the file and line: a missing column, a non-integer
-  id or value, a non-finite number, a pair of a feature with itself, a feature id the
-  singles do not list, a pair value the singles do not list, a row listed twice, and a
-  negative noisy count below −5σ (= −85; mildly negative values are what σ = 17 noise
-  does to small counts and are kept: the trainer projects them).
+- **Numbers**: ids and values are read exactly from their digits (never through
+  float64): each must be an integer in 0 … 2⁶³ − 1 (``ID_MAX``), written as digits (a
+  trailing ``.0`` is accepted).  Counts and label sums are finite numbers within
+  ±10¹⁵ (the release reader's ``MAX_CELL``); n, the mean of the singles' totals, must lie
+  in 1 … 10¹² (the release reader's ``MAX_N``).  So an import never writes a release the
+  release reader would refuse.
+- **Malformed files** are errors naming the file and line: a missing column, a column
+  named twice (pandas would rename the second ``click.1`` and ignore it), a number out of
+  range or not a number, a pair of a feature with itself, a feature id the singles do
+  not list, a pair value the singles do not list, a row listed twice, and a negative noisy
+  count below −5σ (= −85; mildly negative values are what σ = 17 noise does to small
+  counts and are kept: the trainer projects them).
+- **Noise**: the challenge declares σ only, so release.json's ``noise`` block states the
+  mechanism and σ (``{"mechanism": "gaussian", "sigma": σ}``), never an ε or δ.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,11 +62,12 @@ import pandas as pd
 
 from ..encoding import Schema
 from ..errors import AggMRFError
-from ..files import check_regular_file, mib
+from ..files import check_output_dir, check_regular_file, mib
 from ..privacy import GaussianMechanism
 from ..suppression import Suppression
 from ..tables import AggregatedData, TableLayout
-from .release import mechanism_from_meta, write_release
+from .manifest import MAX_N
+from .release import MAX_CELL, mechanism_from_meta, write_release
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -66,6 +78,7 @@ __all__ = [
     "CriteoRelease",
     "CsvCaps",
     "DEFAULT_CAPS",
+    "ID_MAX",
     "scan_csv",
     "read_criteo",
     "import_criteo",
@@ -79,6 +92,7 @@ CRITEO_SIGMA = 17.0
 OTHER = "(other)"
 LABELS = ("click", "sale")
 Z_NEGATIVE = 5.0
+ID_MAX = 2**63 - 1  # feature ids and values: integers 0 … ID_MAX, parsed from their digits
 
 
 @dataclass(frozen=True)
@@ -196,43 +210,112 @@ class CriteoRelease:
 
 
 # ---------------------------------------------------------------------- reading
+def _header(path: Path, what: str) -> list[str]:
+    """The header line's column names (stripped), read by the csv module; a name given
+    twice is an error (pandas would rename the second one and the import would ignore it)."""
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        first = fh.readline()  # at most max_line_bytes: scan_csv checked every line
+    names = [c.strip() for c in next(csv.reader([first]), [])]
+    seen: set[str] = set()
+    for c in names:
+        if c and c in seen:
+            raise AggMRFError(
+                f"{what} ({path.name}) has two columns named {c[:40]!r}; each column needs its "
+                "own name (remove or rename the second one)."
+            )
+        seen.add(c)
+    return names
+
+
+def _integers(
+    df: pd.DataFrame, c: str, what: str, path: Path, lines: np.ndarray, position: int, rows: int
+) -> np.ndarray:
+    """Column ``c`` as exact int64: every cell an integer in 0 … ``ID_MAX``, else an error
+    naming the first bad line.  pandas' own int64 parse is exact; a column it could not
+    read as int64 (a float, a huge or non-numeric cell) is read again as text (column
+    ``position`` of the file) and each cell parsed from its digits (an optional "+" and a
+    trailing ".0" allowed), never through float64."""
+    x = df[c]
+    if pd.api.types.is_signed_integer_dtype(x.dtype):
+        v = x.to_numpy(dtype=np.int64)
+        ok = np.array(v >= 0)
+        if ok.all():
+            return v
+        cells = x.astype(str)
+    else:
+        cells = pd.read_csv(
+            path, usecols=[position], nrows=rows + 1, dtype=str, keep_default_na=False
+        ).iloc[:, 0]
+        cells = cells.astype(str).str.strip()
+        digits = cells.str.replace(r"\.0*$", "", regex=True).str.replace(r"^\+", "", regex=True)
+        ok = np.array(digits.str.fullmatch(r"[0-9]+").fillna(False), dtype=bool)
+        digits = digits.str.lstrip("0").replace("", "0")
+        width = np.where(ok, digits.str.len().to_numpy(), 0)
+        ok &= width <= len(str(ID_MAX))
+        for i in np.flatnonzero(width == len(str(ID_MAX))):  # 19 digits: compare exactly
+            ok[i] = int(digits.iloc[i]) <= ID_MAX
+        if ok.all():
+            return np.asarray([int(v) for v in digits], dtype=np.int64)
+    i = int(np.flatnonzero(~ok)[0])
+    raise AggMRFError(
+        f"{what} ({path.name}), line {lines[i]}: {c} is {_shown(str(cells.iloc[i]))}, not a "
+        f"non-negative integer (0 … 2⁶³ − 1; {int((~ok).sum())} such row(s)): ids and values are "
+        "integers."
+    )
+
+
+def _shown(text: str, limit: int = 30) -> str:
+    """A cell for an error message: quoted, cut to ``limit`` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
 def _read(
     path: str | Path, columns: list[str], what: str, caps: CsvCaps = DEFAULT_CAPS
 ) -> pd.DataFrame:
-    """A challenge CSV: its bytes checked against ``caps`` (:func:`scan_csv`), then parsed;
-    the unnamed index dropped, the columns checked, numbers parsed."""
+    """A challenge CSV: its bytes checked against ``caps`` (:func:`scan_csv`), its header
+    checked (no column named twice), then parsed; the unnamed index dropped, the columns
+    checked, ids and values exact integers (:func:`_integers`), counts and label sums
+    finite numbers within ±``MAX_CELL``."""
     path = Path(path)
     rows = scan_csv(path, what, caps)
+    _header(path, what)
     try:
         df = pd.read_csv(path, nrows=rows + 1, low_memory=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise AggMRFError(f"{what} ({path.name}) cannot be parsed as CSV: {msg}.") from None
     df.columns = [str(c).strip() for c in df.columns]
+    position = {c: i for i, c in enumerate(df.columns)}
     unnamed = [c for c in df.columns if c == "" or c.startswith("Unnamed:")]
     df = df.drop(columns=unnamed)
     missing = [c for c in columns if c not in df.columns]
     if missing:
+        found = [c for c in columns if c in df.columns]
         raise AggMRFError(
             f"{what} ({path.name}) has no column {missing[0]!r}; the challenge format needs "
-            f"{columns} (after an unnamed index column); its columns are {list(df.columns)}."
+            f"{columns} (after an unnamed index column)"
+            + (f"; it has {found}." if found else "; it has none of them: is this the right file?")
         )
     if df.empty:
         raise AggMRFError(f"{what} ({path.name}) has no rows.")
     lines = np.arange(len(df)) + 2
     for c in columns:
-        x = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
-        bad = ~np.isfinite(x)
-        if c.endswith("_id") or c.endswith("_value"):
-            bad |= np.isfinite(x) & ((x != np.round(x)) | (x < 0))
+        if c.endswith(("_id", "_value")):
+            df[c] = _integers(df, c, what, path, lines, position[c], rows)
+            continue
+        x = df[c]
+        if not pd.api.types.is_numeric_dtype(x.dtype):
+            x = pd.to_numeric(x.astype(str).str.strip(), errors="coerce")
+        x = x.to_numpy(dtype=np.float64)
+        bad = ~(np.abs(x) <= MAX_CELL)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            kind = "a non-negative integer" if c.endswith(("_id", "_value")) else "a finite number"
             raise AggMRFError(
-                f"{what} ({path.name}), line {lines[i]}: {c} is {df[c].iloc[i]!r}, not {kind} "
-                f"({int(bad.sum())} such row(s))."
+                f"{what} ({path.name}), line {lines[i]}: {c} is {_shown(str(df[c].iloc[i]))}, "
+                f"not a finite number within ±{MAX_CELL:g} ({int(bad.sum())} such row(s)); "
+                "counts and label sums are numbers of records."
             )
-        df[c] = x.astype(np.int64) if c.endswith(("_id", "_value")) else x
+        df[c] = x
     floor = -Z_NEGATIVE * CRITEO_SIGMA
     for c in ("c", "click", "sale"):
         neg = np.flatnonzero(df[c].to_numpy() < floor)
@@ -409,7 +492,13 @@ def read_criteo(
         name: float(np.mean([arr[a:b].sum() for a, b in zip(starts, ends, strict=True)]))
         for name, arr in (("c", d), ("click", c), ("sale", sale))
     }
-    n = max(1, int(round(tot["c"])))
+    if not 1 <= tot["c"] <= MAX_N:
+        raise AggMRFError(
+            f"singles ({s_name}): the tables count n ≈ {tot['c']:.4g} records (the mean of the "
+            f"feature totals); a release needs 1 … {MAX_N:.0e} records, so these counts "
+            "cannot be a challenge file's: check the file."
+        )
+    n = int(round(tot["c"]))
     d[0], c[0], sale[0] = tot["c"], tot["click"], tot["sale"]
     noise_meta = {"mechanism": "gaussian", "sigma": float(sigma)}
     mech = mechanism_from_meta(noise_meta, layout)
@@ -477,8 +566,11 @@ def import_criteo(
     caps: CsvCaps = DEFAULT_CAPS,
 ) -> tuple[Path, CriteoRelease]:
     """Read the challenge files and write our release (directory ``out``: a CSV per table with
-    ``label_sum`` = click and ``label_sum.sale``, release.json declaring the noise and the
-    pairs' suppression).  Returns (release.json path, the CriteoRelease)."""
+    ``label_sum`` = click and ``label_sum.sale``, release.json declaring the Gaussian σ (no ε
+    or δ: the challenge does not state them) and the pairs' suppression).  ``out`` is
+    checked before the files are read (:func:`~aggmrf_explore.files.check_output_dir`).
+    Returns (release.json path, the CriteoRelease)."""
+    check_output_dir(out, "release directory", inputs=(pairs_csv, singles_csv))
     rel = read_criteo(
         pairs_csv, singles_csv, max_modalities=max_modalities, suppression=suppression,
         sigma=sigma, caps=caps,
@@ -487,7 +579,16 @@ def import_criteo(
         rel.data, out, rel.schema, label="click", positive_label="1", classes=["0", "1"],
         labels={"sale": rel.sale},
     )  # fmt: skip
+    _declare_sigma_only(path, sigma)
     return path, rel
+
+
+def _declare_sigma_only(path: Path, sigma: float) -> None:
+    """release.json's ``noise`` block as the challenge declares it: the Gaussian σ, no ε
+    or δ (the challenge does not publish them)."""
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta["noise"] = {"mechanism": "gaussian", "sigma": float(sigma)}
+    path.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 # ---------------------------------------------------------------------- writing

@@ -1075,6 +1075,32 @@ def _check_values(grid: _Grid, problems: list[str], notes: list[str]) -> None:
         )
 
 
+def _check_suppression(grid: _Grid, problems: list[str]) -> None:
+    """A table declaring ``suppression`` k leaves out exactly its rows of true count ≤ k, so
+    every row it lists counts more than k: a listed count ≤ k (without noise), or below
+    k − 7σ under the declared noise (a listed row's count is > k, so its noisy value falls
+    that low once in 10¹² rows), contradicts the threshold."""
+    if grid.suppression is None:
+        return
+    lay = grid.layout
+    msgs = []
+    for ti, k in sorted(grid.suppression.thresholds.items()):
+        start = lay.offsets[ti]
+        d = grid.d[start : lay.offsets[ti + 1]]
+        listed = grid.present[start : lay.offsets[ti + 1]]
+        limit = k - 7.0 * grid.sigma if grid.noisy else k
+        bad = np.flatnonzero(listed & ((d < limit) if grid.noisy else (d <= limit)))
+        msgs += [f"{grid.row_desc(ti, start + r)}: {COUNT} {d[r]:g}, k = {k:g}" for r in bad]
+    _flag(
+        msgs,
+        f"rows listed although their {COUNT} is within their table's suppression threshold "
+        f"(release.json declares that a row is left out exactly when its count is ≤ k"
+        + (", up to 7σ of noise" if grid.noisy else "")
+        + "; fix the threshold or the rows): ",
+        problems,
+    )
+
+
 def _check_n(grid: _Grid, totals: _Totals, meta: dict | None, notes: list[str]) -> None:
     """Note: release.json's ``n`` disagrees with the tables' total count (beyond the noise)."""
     n = (meta or {}).get("n")
@@ -1273,6 +1299,7 @@ def _assemble(
     problems: list[str] = []  # consistency problems (errors when strict)
     notes = _check_missing_rows(grid)  # always warnings
     _check_values(grid, problems, notes)
+    _check_suppression(grid, problems)
     totals = _totals(grid)
     _check_totals(grid, totals, tol, problems)
     if not problems:
