@@ -30,6 +30,7 @@ its μ (which cancels in Z) is never moved.
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -43,6 +44,7 @@ from .errors import AggMRFError, DivergenceError
 from .kernels import make_chain, sample_logits
 from .kernels.update import GRADIENT_CODES, bound_excess, update_pass
 from .metrics import relative_l1
+from .settings import GRADIENTS, SettingError, setting
 from .suppression import box_targets
 from .tables import AggregatedData, TableLayout
 
@@ -69,8 +71,17 @@ __all__ = [
     "GRADIENTS",
 ]
 
-GRADIENTS = ("rescaled", "rescaled-paper", "true")
 TARGETS = ("projected", "raw")
+# the fields a user sets, declared in settings.SETTINGS (the others are the trainer's own)
+USER_SETTINGS = (
+    "n_gibbs",
+    "lambda_mu",
+    "lambda_theta",
+    "step_mu",
+    "step_theta",
+    "gradient",
+    "seed",
+)
 # changing any other setting with PCDTrainer.update restarts the iterate average
 KEEP_AVERAGE_SETTINGS = ("eval_every", "average")
 AVERAGE_START_RELAXATIONS = 2.0  # the average starts after ⌈2/α_θ⌉ iterations
@@ -138,29 +149,20 @@ class TrainerSettings:
     average_start: int | None = None
 
     def validate(self) -> TrainerSettings:
-        """Raise AggMRFError naming the first bad value; returns self."""
-        if not isinstance(self.n_gibbs, int | np.integer) or self.n_gibbs <= 0:
-            raise AggMRFError(
-                f"n_gibbs (Gibbs samples n') must be a positive integer; got {self.n_gibbs}."
-            )
-        for name in ("lambda_mu", "lambda_theta"):
-            v = getattr(self, name)
-            if not np.isfinite(v) or v < 0:
-                raise AggMRFError(f"{name} must be a finite number ≥ 0; got {v}.")
-        for name in ("step_mu", "step_theta", "clip"):
-            v = getattr(self, name)
-            if not np.isfinite(v) or v <= 0:
-                raise AggMRFError(f"{name} must be a finite number > 0; got {v}.")
-        if self.gradient not in GRADIENTS:
-            raise AggMRFError(f"gradient must be one of {GRADIENTS}; got {self.gradient!r}.")
+        """Raise :class:`~aggmrf_explore.settings.SettingError` (an AggMRFError) naming the
+        first bad value; returns self.  The user-facing fields are checked against their
+        one declaration in :data:`aggmrf_explore.settings.SETTINGS`."""
+        for name in USER_SETTINGS:
+            setting(name).check(getattr(self, name))
+        v = self.clip
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (np.isfinite(v) and v > 0):
+            raise SettingError("clip", f"clip must be a finite number > 0; got {v}.")
         if not isinstance(self.eval_every, int | np.integer) or self.eval_every < 1:
             raise AggMRFError(f"eval_every must be an integer ≥ 1; got {self.eval_every}.")
         if not isinstance(self.noise_refresh, int | np.integer) or self.noise_refresh < 1:
             raise AggMRFError(f"noise_refresh must be an integer ≥ 1; got {self.noise_refresh}.")
         if self.targets not in TARGETS:
             raise AggMRFError(f"targets must be one of {TARGETS}; got {self.targets!r}.")
-        if not isinstance(self.seed, int | np.integer) or self.seed < 0:
-            raise AggMRFError(f"seed must be a non-negative integer; got {self.seed}.")
         if self.average_start is not None and (
             not isinstance(self.average_start, int | np.integer) or self.average_start < 0
         ):

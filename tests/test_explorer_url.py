@@ -61,15 +61,15 @@ def test_true_gradient_link_round_trips_with_lambda_and_default_rule():
 
 
 HOSTILE_URL = [
-    ("n_gibbs", "1e99", "between"),
-    ("n_gibbs", "12.5", "whole"),
+    ("n_gibbs", "1e99", "an integer from"),
+    ("n_gibbs", "12.5", "an integer from"),
     ("dataset", "<script>alert(1)</script>", "one of"),
-    ("epsilon", "-1", "> 0"),
+    ("epsilon", "-1", "≥ 1e-09"),
     ("epsilon", "inf", "finite"),
     ("delta", "2", "< 1"),
-    ("data_seed", "-1", "between"),
-    ("train_seed", "1e23", "between"),
-    ("noise_seed", "abc", "whole"),
+    ("data_seed", "-1", "an integer from"),
+    ("train_seed", "1e23", "an integer from"),
+    ("noise_seed", "abc", "an integer from"),
     ("lambda_theta", "x" * 100_000, "too long"),
     ("table", "y" * 100_000, "too long"),
     ("auto_defaults", "maybe", "true or false"),

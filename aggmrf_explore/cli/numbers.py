@@ -19,6 +19,7 @@ __all__ = [
     "fraction",
     "probability",
     "lambda_theta",
+    "of",
 ]
 
 SEED_MAX = 2**63 - 1
@@ -100,14 +101,32 @@ def fraction(text: str) -> float:
 probability = fraction
 
 
+def of(name: str) -> Callable[[str], object]:
+    """The ``type=`` of a flag declared in :data:`aggmrf_explore.settings.SETTINGS`: the
+    setting's own check, its message without the setting's name (argparse adds the flag)."""
+    from ..settings import SettingError, setting
+
+    decl = setting(name)
+
+    def parse(text: str):
+        try:
+            return decl.check(text)
+        except SettingError:
+            raise argparse.ArgumentTypeError(
+                f"must be {decl.domain()}; got {text[:40]!r}"
+            ) from None
+
+    parse.__name__ = decl.kind
+    return parse
+
+
 def lambda_theta(text: str) -> float | str:
     """``--lambda-theta``: a finite number ≥ 0, or "auto" (chosen from the tables alone)."""
     if text.strip().lower() == "auto":
         return "auto"
     try:
-        v = float(text)
-    except ValueError:
-        v = math.nan
-    if not (math.isfinite(v) and v >= 0):
-        raise argparse.ArgumentTypeError(f"expected a number ≥ 0 or 'auto'; got {text[:40]!r}")
-    return v
+        return of("lambda_theta")(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto' or a finite number ≥ 0 and ≤ 1e+06; got {text[:40]!r}"
+        ) from None

@@ -13,6 +13,7 @@ import argparse
 from .. import __version__
 from ..budget import DEFAULT_MAX_ROWS
 from ..errors import AggMRFError
+from ..settings import setting
 from . import numbers
 
 __all__ = ["build_parser", "lambda_theta_arg", "UsageError", "Parser", "INPUTS", "input_paths"]
@@ -64,25 +65,33 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
                    help="--csv: a test value never seen in training is an error (default) or '(other)'")  # fmt: skip
     g.add_argument("--no-singles", action="store_true", help="do not release single-feature tables")
     g.add_argument("--no-pairs", action="store_true", help="do not release pair tables")
-    g.add_argument("--seed", type=numbers.seed, default=0,
-                   help="seed for data, noise and Gibbs sampling, 0 … 2^63-1")  # fmt: skip
+    _setting_flag(g, "seed", default=0)
+
+
+def _setting_flag(g, name: str, extra: str = "", **kw) -> None:
+    """The flag of setting ``name``: its type, help and metavar from its one declaration
+    (:data:`aggmrf_explore.settings.SETTINGS`); ``extra`` is appended to the help."""
+    decl = setting(name)
+    if decl.kind == "choice":
+        kw.setdefault("metavar", "{" + ",".join(decl.choices) + "}")
+    help_text = f"{decl.help} {decl.domain().capitalize()}.{' ' + extra if extra else ''}"
+    g.add_argument(decl.flag, type=numbers.of(name), help=help_text, **kw)
 
 
 def _add_train_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("training (defaults: a documented rule, see mrf.default_settings)")
-    g.add_argument("--iterations", type=numbers.integer(1, 10**7), default=None,
-                   help="PCD iterations (max(600, ⌈6/α_θ⌉): 630 on Adult, 1 260 on Bank)")  # fmt: skip
-    g.add_argument("--gibbs-samples", type=numbers.integer(1, 10**8), default=None,
-                   help="persistent Gibbs samples n'")  # fmt: skip
-    g.add_argument("--lambda-mu", type=numbers.number(0.0), default=None, help="L2 penalty on μ")
+    _setting_flag(g, "iterations", "Default max(600, ⌈6/α_θ⌉): 630 on Adult, 1 260 on Bank.",
+                  default=None)  # fmt: skip
+    _setting_flag(g, "n_gibbs", "Default min(n, 10 000).", default=None)
+    _setting_flag(g, "lambda_mu", default=None)
     g.add_argument("--lambda-theta", type=lambda_theta_arg, default=None,
-                   help="L2 penalty on θ, or 'auto' (chosen from the tables alone, run only)")  # fmt: skip
-    g.add_argument("--step-mu", type=numbers.number(0.0, lo_open=True), default=None,
-                   help="step size α_μ > 0")  # fmt: skip
-    g.add_argument("--step-theta", type=numbers.number(0.0, lo_open=True), default=None,
-                   help="step size α_θ > 0")  # fmt: skip
-    g.add_argument("--gradient", choices=("rescaled", "rescaled-paper", "true"), default=None)
-    g.add_argument("--no-precondition", action="store_true")
+                   help=f"{setting('lambda_theta').help} A number ≥ 0 and ≤ 1e+06, or 'auto' "
+                   "(chosen from the tables alone, run only).")  # fmt: skip
+    _setting_flag(g, "step_mu", default=None)
+    _setting_flag(g, "step_theta", default=None)
+    _setting_flag(g, "gradient", default=None)
+    g.add_argument("--no-precondition", action="store_true",
+                   help=f"turn off {setting('precondition').label}: {setting('precondition').help}")  # fmt: skip
 
 
 def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
@@ -103,16 +112,11 @@ def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
 def _add_budget_options(g, sweep: bool = False) -> None:
     """ε, δ, accounting and calibration: shared by the simulations and `aggregate`."""
     if not sweep:
-        g.add_argument("--epsilon", type=numbers.number(0.0, lo_open=True), default=None,
-                       help="privacy budget ε > 0")  # fmt: skip
-    g.add_argument("--delta", type=numbers.fraction, default=None,
-                   help="δ of the Gaussian mechanism, 0 < δ < 1 (1e-7)")  # fmt: skip
-    g.add_argument("--accounting", choices=("both", "queries", "replace"), default="both",
-                   help="both: counts and label sums (Δ1 = 2T); queries: the paper's T queries; "
-                   "replace: replace-one neighbours (Δ1 = 4T, Δ2 = 2√T)")  # fmt: skip
-    g.add_argument("--calibration", choices=("analytic", "classic", "adkdd21"), default="analytic",
-                   help="σ of the continuous Gaussian; the discrete one is calibrated by its "
-                   "zCDP bound")  # fmt: skip
+        _setting_flag(g, "epsilon", default=None)
+    _setting_flag(g, "delta", "Default 1e-7.", default=None)
+    _setting_flag(g, "accounting", default="both")
+    _setting_flag(g, "calibration", "The discrete Gaussian is calibrated by its zCDP bound.",
+                  default="analytic")  # fmt: skip
 
 
 def _add_publish_options(p: argparse.ArgumentParser) -> None:
@@ -200,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     xor = sub.add_parser("xor", help="the XOR counterexample, state by state")
     xor.add_argument("--n", type=numbers.integer(100, BIG), default=100_000,
                      help="records for PCD and logistic (≥ 100)")  # fmt: skip
-    xor.add_argument("--iterations", type=numbers.integer(1, 10**7), default=600)
-    xor.add_argument("--seed", type=numbers.seed, default=0)
+    _setting_flag(xor, "iterations", default=600)
+    _setting_flag(xor, "seed", default=0)
     xor.add_argument("--json", action="store_true")
 
     ic = sub.add_parser(

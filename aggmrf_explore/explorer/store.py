@@ -41,6 +41,7 @@ import param
 
 from ..callbacks import StopTraining
 from ..errors import AggMRFError, DivergenceError
+from .params import declaration, param_for
 from .problems import (
     BASELINE_LABELS,
     CHEAP_BASELINES,
@@ -86,7 +87,6 @@ URL_KEYS = (
 RESET_ON_SWITCH = ("n_gibbs", "train_seed", "data_seed", "noise_seed", "auto_defaults")
 NOTICE_SECONDS = 8.0  # a routine notice disappears after this long of training / next action
 MIN_PRIVACY_RUN = 20  # iterations a run needs to count as a point of the privacy curve
-SEED_BOUNDS = (0, 2**31 - 1)
 
 
 class TimeBox:
@@ -142,9 +142,7 @@ class ExplorerSession(param.Parameterized):
         default=20_000, bounds=(50, 1_000_000), softbounds=(100, 100_000),
         label="sample size n", doc="Records per split (generated data)",
     )  # fmt: skip
-    data_seed = param.Integer(
-        default=0, bounds=SEED_BOUNDS, label="seed", doc="Seed of the generated data / split"
-    )
+    data_seed = param_for("seed", 0, doc="Seed of the generated data / split")
     features = param.List(default=[], item_type=str, doc="Feature subset (empty: all)")
     singles = param.Boolean(default=True, doc="Release single-feature tables")
     pairs = param.Boolean(default=True, doc="Release pair tables")
@@ -157,49 +155,26 @@ class ExplorerSession(param.Parameterized):
     mechanism = param.Selector(
         default="none", objects=["none", "laplace", "gaussian", "local"], label="mechanism"
     )
-    epsilon = param.Number(
-        default=1.0, bounds=(0.0, 1e4), inclusive_bounds=(False, True), softbounds=(0.01, 100),
-        label="ε", doc="Privacy budget",
-    )  # fmt: skip
-    delta = param.Number(
-        default=1e-7, bounds=(0.0, 1.0), inclusive_bounds=(False, False),
-        softbounds=(1e-12, 1e-2), label="δ", doc="Privacy δ (Gaussian mechanism)",
-    )  # fmt: skip
-    accounting = param.Selector(default="both", objects=["both", "queries"], label="accounting")
-    calibration = param.Selector(
-        default="analytic", objects=["analytic", "classic", "adkdd21"], label="calibration"
-    )
-    noise_seed = param.Integer(default=0, bounds=SEED_BOUNDS, label="seed")
-    noise_aware = param.Boolean(default=False)
+    epsilon = param_for("epsilon", 1.0, softbounds=(0.01, 100))
+    delta = param_for("delta", 1e-7, softbounds=(1e-12, 1e-2))
+    accounting = param_for("accounting", "both")
+    calibration = param_for("calibration", "analytic")
+    noise_seed = param_for("seed", 0, doc="Seed of the noise draw (a simulation)")
+    noise_aware = param_for("noise_aware", False)
     # --- training
-    n_gibbs = param.Integer(
-        default=10_000, bounds=(10, 200_000), softbounds=(100, 50_000),
-        label="Gibbs samples n'", doc="Gibbs samples n'",
-    )  # fmt: skip
-    train_seed = param.Integer(default=0, bounds=SEED_BOUNDS, label="seed")
+    n_gibbs = param_for("n_gibbs", 10_000, softbounds=(100, 50_000))
+    train_seed = param_for("seed", 0, doc="Seed of the Gibbs sampler")
     auto_defaults = param.Boolean(default=True, doc="Use the default rule for λ and α")
     keep_settings = param.Boolean(
         default=False,
         doc="Keep hand-set λ, α, n' and seeds on a dataset switch (else: back to the defaults)",
     )
-    lambda_mu = param.Number(
-        default=1.0, bounds=(0.0, 1e6), softbounds=(0.0, 1e3), label="λ_μ", doc="L2 on μ"
-    )
-    lambda_theta = param.Number(
-        default=3.0, bounds=(0.0, 1e6), softbounds=(0.0, 1e4), label="λ_θ", doc="L2 on θ"
-    )
-    step_mu = param.Number(
-        default=1 / 3, bounds=(0.0, 10.0), inclusive_bounds=(False, True),
-        softbounds=(1e-4, 1.0), label="α_μ", doc="Step size of μ",
-    )  # fmt: skip
-    step_theta = param.Number(
-        default=1 / 6, bounds=(0.0, 10.0), inclusive_bounds=(False, True),
-        softbounds=(1e-4, 1.0), label="α_θ", doc="Step size of θ",
-    )  # fmt: skip
-    gradient = param.Selector(
-        default="rescaled", objects=["rescaled", "rescaled-paper", "true"], label="gradient"
-    )
-    precondition = param.Boolean(default=True)
+    lambda_mu = param_for("lambda_mu", 1.0, softbounds=(0.0, 1e3))
+    lambda_theta = param_for("lambda_theta", 3.0, softbounds=(0.0, 1e4))
+    step_mu = param_for("step_mu", 1 / 3, softbounds=(1e-4, 1.0))
+    step_theta = param_for("step_theta", 1 / 6, softbounds=(1e-4, 1.0))
+    gradient = param_for("gradient", "rescaled")
+    precondition = param_for("precondition", True)
     iters_per_tick = param.Integer(
         default=50, bounds=(1, 1000), softbounds=(1, 200),
         label="iterations per tick", doc="Most iterations in one tick",
@@ -297,6 +272,9 @@ class ExplorerSession(param.Parameterized):
         AggMRFError.  Bounds and choices are checked by param when the value is set."""
         if name not in (*URL_KEYS, "upload_hash"):
             raise AggMRFError(f"unknown setting {name!r}.")
+        decl = declaration(name)
+        if decl is not None:  # one of the declared settings: its one check
+            return decl.check(value)
         p = self.param[name]
         if isinstance(p, param.Boolean):
             return bool(value)

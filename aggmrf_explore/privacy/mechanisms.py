@@ -41,6 +41,7 @@ from typing import ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import AggMRFError
+from ..settings import setting
 from ..tables import TableLayout
 from . import sampling
 from .calibration import (
@@ -549,11 +550,14 @@ def make_mechanism(
         raise AggMRFError(f"mechanism {kind!r} needs the layout (or T) to compute its sensitivity.")
     if epsilon is None:
         raise AggMRFError(f"mechanism {kind!r} needs epsilon > 0.")
-    l1, l2 = sensitivity(layout, accounting)
+    epsilon = setting("epsilon").check(epsilon)
+    calibration = setting("calibration").check(calibration)
+    l1, l2 = sensitivity(layout, setting("accounting").check(accounting))
     if kind in ("laplace", "discrete_laplace"):
         return _CLASSES[kind](epsilon, l1)
     if delta is None:
         raise AggMRFError(f"the {kind} mechanism needs delta with 0 < delta < 1 (e.g. 1e-7).")
+    delta = setting("delta").check(delta)
     if kind == "discrete_gaussian":
         return DiscreteGaussianMechanism(epsilon, delta, l2)
     return GaussianMechanism(epsilon, delta, l2, calibration)
