@@ -197,3 +197,31 @@ def test_explorer_link_with_tiny_local_epsilon_still_loads():
     assert "ε ≥" in s.errors.get("epsilon", ""), s.errors
     s.step(2)
     assert s.iteration == 2
+
+
+# ------------------------------------------------------------------------- link length
+def test_link_over_the_cap_is_not_read():
+    from aggmrf_explore.explorer import url
+    from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
+
+    s = ExplorerSession(lazy=True)
+    cap = getattr(url, "MAX_LINK_CHARS", 16_000)
+    with pytest.raises(ValueError, match="characters long"):
+        url.apply_query(s, "?dataset=toy&lesson=" + "x" * cap, URL_KEYS)
+    assert s.dataset == "xor"
+    assert url.apply_query(s, "?dataset=toy&lesson=short", URL_KEYS) == {}
+    assert s.dataset == "toy"
+
+
+def test_written_link_stays_under_the_cap():
+    from aggmrf_explore.explorer import url
+    from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
+
+    s = ExplorerSession(lazy=True)
+    cap = getattr(url, "MAX_LINK_CHARS", 16_000)
+    long = url.with_settings("?hide=data&lesson=" + "%C3%A9" * 5000, s, URL_KEYS)
+    assert len(long) <= cap and "lesson=" not in long, len(long)
+    near = url.with_settings("?lesson=" + "%E2%82%AC" * 1700, s, URL_KEYS)  # 15 300 characters
+    assert len(near) <= cap, len(near)
+    short = url.with_settings("?hide=data&lesson=hello", s, URL_KEYS)
+    assert "lesson=hello" in short and "hide=data" in short

@@ -959,7 +959,7 @@ class Explorer(pn.viewable.Viewer):
         loc = pn.state.location
         if loc is None or pn.state.curdoc is None:
             return
-        les = parse_lesson(loc.search or "", self._hideable())
+        les = parse_lesson(url.readable_query(loc.search or ""), self._hideable())
         self._hidden = les.hide
         if les.text:
             self.lesson_banner.object = f"**Lesson.** {escape_markdown(les.text, limit=1000)}"

@@ -9,7 +9,14 @@ choices), so one bad value costs only its own setting: the valid ones are kept, 
 error is recorded beside its own control (``session.errors[name]``).
 
 The app writes the URL back from the settings in effect afterwards, so a bad value never
-stays in the address bar.  Keys that are not settings (``hide``, ``lesson``, …) are left
+stays in the address bar.
+
+A whole link is capped too: a query string longer than ``MAX_LINK_CHARS`` characters (as
+sent, percent-encoded) is not read at all (:func:`readable_query`; :func:`apply_query`
+records one message saying so), and the URL written back keeps none of its keys, so
+the page opens with its defaults and a short address.  The cap lies far below the 64 KiB
+of request headers that Tornado (Panel's web server) accepts: a longer link is refused by
+the server itself, before the page can answer, and the browser shows an empty page.  Keys that are not settings (``hide``, ``lesson``, …) are left
 to whoever reads them.
 """
 
@@ -34,9 +41,12 @@ __all__ = [
     "without_keys",
     "encode_settings",
     "with_settings",
+    "MAX_LINK_CHARS",
+    "readable_query",
 ]
 
 MAX_VALUE_CHARS = 2000  # a longer URL value is refused unread (a link is not a data channel)
+MAX_LINK_CHARS = 16_000  # a longer query string is not read (Tornado refuses 64 KiB)
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off", ""}
 
@@ -139,13 +149,27 @@ def parse_query(
     return values, errors
 
 
+def readable_query(search: str) -> str:
+    """``search`` if it is at most ``MAX_LINK_CHARS`` characters long, else ``""`` (a link
+    that long is not read: neither its settings nor its other keys, e.g. a lesson)."""
+    return search if len(search or "") <= MAX_LINK_CHARS else ""
+
+
 def apply_query(session, search: str, keys: Iterable[str]) -> dict[str, str]:
     """Apply the settings of a query string to ``session`` key by key.
 
     Each decoded value goes through ``session.propose`` (bounds and choices checked there),
     in the order of ``keys``; a value that fails keeps the previous setting and records its
     message in ``session.errors[name]``.  Returns {name: message} of the refused values.
+    A query string longer than ``MAX_LINK_CHARS`` is not read: nothing is applied and
+    :class:`URLValueError` says so.
     """
+    if search and not readable_query(search):
+        raise URLValueError(
+            f"the link is {len(search):,} characters long, more than the {MAX_LINK_CHARS:,} "
+            "the explorer reads, so none of its settings were used — share a shorter link "
+            "(the Save & share card makes one)."
+        )
     params = {k: session.param[k] for k in keys}
     values, errors = parse_query(query_pairs(search), params)
     for name, value in values.items():
@@ -180,7 +204,16 @@ def encode_settings(session, keys: Iterable[str]) -> list[tuple[str, str]]:
 
 def with_settings(search: str, session, keys: Iterable[str]) -> str:
     """``search`` with the settings ``keys`` replaced by those in effect in ``session``
-    (other keys, e.g. ``lesson`` or ``hide``, kept in front, in their order)."""
+    (other keys, e.g. ``lesson`` or ``hide``, kept in front, in their order; none of
+    them from a link over ``MAX_LINK_CHARS``, none whose value is over ``MAX_VALUE_CHARS``,
+    and none when they would make the link longer than ``MAX_LINK_CHARS``)."""
     keys = list(keys)
-    rest = [(k, v) for k, v in query_pairs(search) if k not in set(keys)]
-    return "?" + urlencode(rest + encode_settings(session, keys))
+    rest = [
+        (k, v)
+        for k, v in query_pairs(readable_query(search))
+        if k not in set(keys) and len(v) <= MAX_VALUE_CHARS
+    ]
+    out = "?" + urlencode(rest + encode_settings(session, keys))
+    if len(out) > MAX_LINK_CHARS:  # the settings alone: the link stays readable
+        out = "?" + urlencode(encode_settings(session, keys))
+    return out
