@@ -1,0 +1,558 @@
+"""A class on one server: N explorer sessions training at once (Debian chromium + Bokeh clients).
+
+    python benchmarks/explorer_load.py --sessions 10
+    python benchmarks/explorer_load.py --sessions 30 --browsers 3 --seconds 40
+    python benchmarks/explorer_load.py --sessions 5 --num-procs 2
+
+One ``panel serve apps/explorer.py`` (``--num-procs`` passed on).  ``--browsers`` of the
+sessions are real chromium pages (what a student sees); the others are lighter Python
+clients (``bokeh.client.pull_session``: they receive every change the server pushes, and
+press Play with the same click event a browser sends).  Every session opens Adult with
+n' = 10 000 (``--dataset``, ``--n-gibbs``) and presses Play.  Then:
+
+- per-session iterations per second over ``--seconds`` (read from each page's status
+  line): min, median, max, and the longest time a status line went unchanged;
+- control latency on the chromium pages (``--cycles`` rounds of Pause, Step, Step, Play
+  each; click → the status line shows the result): p50, p95, max;
+- a late joiner: a new chromium page opened while the class trains: seconds until its
+  first plot is drawn;
+- the server's resident memory (its processes summed): with one idle session, peak, and
+  after every session closed (Bokeh destroys a closed session after
+  ``--unused-session-lifetime``, 15 s, checked every 17 s; the explorer then frees it);
+- errors: console errors and failed requests of the pages, requests leaving the machine,
+  server log lines with a traceback, clients that lost their connection;
+- the load average before and after (the machine is shared: read the figures beside it).
+
+:func:`run` returns the figures as a dict (``tests/test_browser_load.py`` runs N = 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import importlib
+import json
+import os
+import pkgutil
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, server_log, stop_server  # noqa: E402
+
+ITERATION_RE = re.compile(r"iteration ([\d,]+)")
+ERROR_LINES = ("Traceback", "AssertionError", "ERROR")
+
+
+# ---------------------------------------------------------------------------- server
+def start_server(port: int, num_procs: int = 1, env: dict | None = None, timeout: float = 120):
+    """``panel serve apps/explorer.py`` on ``port``; returns the process once it answers."""
+    log = tempfile.NamedTemporaryFile("w+", prefix="aggmrf-load-", suffix=".log", delete=False)
+    cmd = [
+        sys.executable, "-m", "panel", "serve", str(ROOT / "apps" / "explorer.py"),
+        "--port", str(port), "--address", "127.0.0.1",
+        "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", str(num_procs),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "AGGMRF_EXPLORER_LOG": "1", **(env or {})},
+    )  # fmt: skip
+    proc.log_path = log.name
+    url = f"http://127.0.0.1:{port}/static/js/bokeh.min.js"
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError(f"panel serve exited early:\n{server_log(proc)}")
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"panel serve did not answer within {timeout:.0f} s")
+
+
+def server_pids(pid: int) -> list[int]:
+    """The server process and its children (``--num-procs`` forks)."""
+    out = [pid]
+    try:
+        out += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        pass
+    return out
+
+
+def rss_mb(pid: int) -> float:
+    total = 0
+    for p in server_pids(pid):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+class RssSampler(threading.Thread):
+    """The server's RSS every ``period`` s; ``peak`` is the largest so far."""
+
+    def __init__(self, pid: int, period: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.period, self.peak, self._stop = pid, period, 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_mb(self.pid))
+            self._stop.wait(self.period)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+# ---------------------------------------------------------------------------- sessions
+def iteration_of(text: str) -> int:
+    m = ITERATION_RE.search(text or "")
+    return int(m.group(1).replace(",", "")) if m else -1
+
+
+class Watched:
+    """What every kind of session offers: its status text, and when it last changed."""
+
+    name = "session"
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[float, str]] = []  # (time, status) at each change seen
+
+    def status(self) -> str:
+        raise NotImplementedError
+
+    def observe(self) -> str:
+        text = self.status()
+        if not self.changes or self.changes[-1][1] != text:
+            self.changes.append((time.perf_counter(), text))
+        return text
+
+    def longest_gap(self, t0: float, t1: float) -> float:
+        """Longest time the status line went unchanged within [t0, t1]."""
+        times = [t for t, _ in self.changes if t0 <= t <= t1]
+        marks = [t0, *times, t1]
+        return max(b - a for a, b in zip(marks[:-1], marks[1:], strict=True))
+
+
+_MODELS_LOADED = False
+
+
+def _load_panel_models() -> None:
+    """Register Panel's (lazily imported) Bokeh models, so a client can decode the page."""
+    global _MODELS_LOADED
+    if _MODELS_LOADED:
+        return
+    import panel.models
+
+    import aggmrf_explore.explorer.shortcuts  # noqa: F401 - the page's own components
+    import aggmrf_explore.explorer.upload_widget  # noqa: F401
+
+    for m in pkgutil.iter_modules(panel.models.__path__):
+        try:
+            importlib.import_module(f"panel.models.{m.name}")
+        except Exception:  # noqa: BLE001 - a model the page does not use
+            pass
+    _MODELS_LOADED = True
+
+
+class LightClient(Watched):
+    """A Bokeh client session (its own thread and IO loop): receives everything the server
+    pushes, tells the server the page is shown, and clicks buttons like a browser.
+
+    (Bokeh's client handles each message one coroutine deeper than the last: its thread
+    gets a large stack and Python a high recursion limit, for the thousands of messages
+    of a long run.)"""
+
+    name = "client"
+
+    def __init__(self, url: str, arguments: dict) -> None:
+        super().__init__()
+        _load_panel_models()
+        self.url, self.arguments = url, arguments
+        self.session = None
+        self.error = ""
+        self.closed_by_us = False
+        self._ready = threading.Event()
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 200_000))
+        old = threading.stack_size(512 * 1024 * 1024)
+        try:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        finally:
+            threading.stack_size(old)
+
+    def _run(self) -> None:
+        from bokeh.client import pull_session
+        from bokeh.events import DocumentReady
+
+        try:
+            self.session = pull_session(url=self.url, arguments=self.arguments)
+            doc = self.session.document
+            self._status = next(
+                m for m in doc.models if "aggmrf-status" in (getattr(m, "css_classes", None) or [])
+            )
+            self._send(DocumentReady())
+        except Exception as exc:  # noqa: BLE001 - reported as an error of the run
+            self.error = f"connect: {type(exc).__name__}: {exc}"
+            return
+        finally:
+            self._ready.set()
+        self.session._connection.loop_until_closed()
+        if not self.closed_by_us:
+            self.error = "the connection closed"
+
+    def wait_connected(self, timeout: float) -> bool:
+        return self._ready.wait(timeout) and self.session is not None and not self.error
+
+    def _send(self, event) -> None:
+        doc = self.session.document
+        self.session._connection.io_loop.add_callback(lambda: doc.callbacks.send_event(event))
+
+    def status(self) -> str:
+        """The status line as a browser shows it (the model holds escaped HTML)."""
+        text = getattr(getattr(self, "_status", None), "text", "") or ""
+        return html.unescape(re.sub(r"<[^>]*>", "", html.unescape(text))).strip()
+
+    def click(self, label: str) -> None:
+        from bokeh.events import ButtonClick
+
+        doc = self.session.document
+        button = next(
+            m
+            for m in doc.models
+            if type(m).__name__ == "Button" and label in str(getattr(m, "label", ""))
+        )
+        self._send(ButtonClick(button))
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.closed_by_us = True
+            loop = self.session._connection.io_loop
+            loop.add_callback(self.session.close)
+
+
+class BrowserPage(Watched):
+    """A chromium page (its console errors, failed and outside requests collected)."""
+
+    name = "browser"
+
+    def __init__(self, browser, url: str, port: int) -> None:
+        super().__init__()
+        self.ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+        self.page = self.ctx.new_page()
+        self.page.set_default_navigation_timeout(300_000)
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        here = (f"127.0.0.1:{port}", f"localhost:{port}")
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
+        self.page.on(
+            "request",
+            lambda r: (
+                None
+                if r.url.startswith(("data:", "blob:")) or any(h in r.url for h in here)
+                else self.outside.append(r.url)
+            ),
+        )
+        self.t_open = time.perf_counter()
+        self.page.goto(url)
+
+    def status(self) -> str:
+        try:
+            return self.page.locator(".aggmrf-status p").first.inner_text(timeout=2000)
+        except Exception:  # noqa: BLE001 - still rendering
+            return ""
+
+    def wait(self, cond, timeout: float) -> float:
+        """Seconds until ``cond(status)`` holds (polling every 25 ms); raises on timeout."""
+        t0 = time.perf_counter()
+        text = ""
+        while time.perf_counter() - t0 < timeout:
+            text = self.observe()
+            if cond(text):
+                return time.perf_counter() - t0
+            self.page.wait_for_timeout(25)
+        raise TimeoutError(f"status never matched in {timeout:.0f} s; last {text!r}")
+
+    def first_plot_seconds(self, timeout: float) -> float:
+        """Seconds from opening the page until a plot of the Training tab is drawn."""
+        plot = self.page.locator(".aggmrf-plots canvas").filter(visible=True).first
+        plot.wait_for(state="visible", timeout=timeout * 1000)
+        return time.perf_counter() - self.t_open
+
+    def click(self, label: str) -> None:
+        self.page.get_by_role("button", name=label).first.click()
+
+    def close(self) -> None:
+        self.ctx.close()
+
+
+# ---------------------------------------------------------------------------- the run
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, round(q * (len(v) - 1))))]
+
+
+def control_latencies(page: BrowserPage, cycles: int, timeout: float) -> dict[str, list[float]]:
+    """``cycles`` × (Pause, Step, Step, Play) on a training page: click → status shows it."""
+    out: dict[str, list[float]] = {"pause": [], "step": [], "play": []}
+    for _ in range(cycles):
+        t0 = time.perf_counter()
+        page.click("❚❚ Pause")
+        page.wait(lambda t: t.startswith("paused"), timeout)
+        out["pause"].append(time.perf_counter() - t0)
+        for _ in range(2):
+            before = iteration_of(page.observe())
+            t0 = time.perf_counter()
+            page.click("Step")
+            page.wait(lambda t, b=before: iteration_of(t) == b + 1, timeout)
+            out["step"].append(time.perf_counter() - t0)
+        before = iteration_of(page.observe())
+        t0 = time.perf_counter()
+        page.click("▶ Play")
+        page.wait(lambda t, b=before: t.startswith("training") and iteration_of(t) > b, timeout)
+        out["play"].append(time.perf_counter() - t0)
+        page.page.wait_for_timeout(1000)
+    return out
+
+
+def run(
+    sessions: int = 5,
+    browsers: int = 2,
+    seconds: float = 30.0,
+    dataset: str = "adult",
+    n_gibbs: int = 10_000,
+    num_procs: int = 1,
+    cycles: int = 2,
+    timeout: float = 300.0,
+    say=print,
+) -> dict:
+    """Serve the explorer, open ``sessions`` sessions (``browsers`` of them in chromium),
+    train them all, measure (see the module doc); returns the figures."""
+    from playwright.sync_api import sync_playwright
+
+    from aggmrf_explore.explorer.problems import get_baselines, get_problem
+    from aggmrf_explore.explorer.store import ExplorerSession
+    from aggmrf_explore.kernels import warm_up
+
+    browsers = max(1, min(browsers, sessions))
+    warm_up()  # numba's cache: the server loads the kernels, never compiles them
+    probe = ExplorerSession(lazy=True, dataset=dataset)
+    get_baselines(get_problem(**probe.data_key()), ("logistic_pairs",))  # (cached on disk)
+    load0 = os.getloadavg()
+    port = free_port()
+    proc = start_server(port, num_procs, env={"AGGMRF_MAX_SESSIONS": str(sessions + 10)})
+    query = {"dataset": dataset, "n_gibbs": str(n_gibbs)}
+    url = f"http://127.0.0.1:{port}/explorer"
+    page_url = f"{url}?{urlencode(query)}"
+    sampler = RssSampler(proc.pid)
+    sampler.start()
+    res: dict = {"sessions": sessions, "browsers": browsers, "num_procs": num_procs}
+    pages: list[BrowserPage] = []
+    clients: list[LightClient] = []
+
+    def ready(text: str) -> bool:  # loaded: "iteration 0", on the asked dataset
+        return "iteration 0" in text and (dataset != "adult" or "Adult" in text)
+
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            # the level to come back to: one idle session (kernels, HoloViews, the data)
+            first = BrowserPage(browser, page_url, port)
+            first.wait(ready, timeout)
+            time.sleep(3)
+            res["rss_one_idle_mb"] = rss_mb(proc.pid)
+            pages.append(first)
+            say(f"one idle session: server RSS {res['rss_one_idle_mb']:.0f} MB")
+            t_open = time.perf_counter()
+            clients = [LightClient(url, query) for _ in range(sessions - browsers)]
+            pages += [BrowserPage(browser, page_url, port) for _ in range(browsers - 1)]
+            for c in clients:
+                if not c.wait_connected(timeout):
+                    raise RuntimeError(f"a client could not connect: {c.error}")
+            everyone: list[Watched] = [*pages, *clients]
+            deadline = time.perf_counter() + timeout
+            for s in everyone:
+                while not ready(s.observe()):
+                    if time.perf_counter() > deadline:
+                        raise TimeoutError(f"a {s.name} never loaded: {s.status()!r}")
+                    time.sleep(0.1)
+            res["open_seconds"] = time.perf_counter() - t_open
+            say(f"{sessions} sessions open and loaded in {res['open_seconds']:.1f} s")
+            for s in everyone:
+                s.click("▶ Play")
+            for s in everyone:
+                while not (s.observe().startswith("training") and iteration_of(s.status()) > 0):
+                    if time.perf_counter() > deadline:
+                        raise TimeoutError(f"a {s.name} never trained: {s.status()!r}")
+                    time.sleep(0.1)
+            time.sleep(3)  # (every session past its first slices)
+            # ---- the rates: every session, read in turns every 0.25 s
+            t0 = time.perf_counter()
+            start = [iteration_of(s.observe()) for s in everyone]
+            while time.perf_counter() - t0 < seconds:
+                for s in everyone:
+                    s.observe()
+                time.sleep(0.25)
+            t1 = time.perf_counter()
+            end = [iteration_of(s.observe()) for s in everyone]
+            rates = [(b - a) / (t1 - t0) for a, b in zip(start, end, strict=True)]
+            gaps = [s.longest_gap(t0, t1) for s in everyone]
+            res["rates"] = rates
+            res["rate_min"], res["rate_median"], res["rate_max"] = (
+                min(rates), statistics.median(rates), max(rates),
+            )  # fmt: skip
+            res["rate_total"] = sum(rates)
+            res["status_gap_max"] = max(gaps)
+            res["stalled"] = sum(r < 0.5 * res["rate_median"] for r in rates)
+            say(
+                f"it/s per session: min {min(rates):.1f}, median {res['rate_median']:.1f}, "
+                f"max {max(rates):.1f}, total {sum(rates):.0f}; longest unchanged status "
+                f"{max(gaps):.1f} s; below half the median: {res['stalled']}"
+            )
+            # ---- controls on the chromium pages (the others keep training)
+            lat: dict[str, list[float]] = {"pause": [], "step": [], "play": []}
+            for p in pages:
+                for k, v in control_latencies(p, cycles, timeout).items():
+                    lat[k] += v
+            controls = lat["pause"] + lat["step"] + lat["play"]
+            res["latency"] = lat
+            res["control_p50"], res["control_p95"] = (
+                percentile(controls, 0.5),
+                percentile(controls, 0.95),
+            )
+            res["control_max"] = max(controls)
+            res["pause_step_p95"] = percentile(lat["pause"] + lat["step"], 0.95)
+            say(
+                f"controls ({len(controls)} clicks): p50 {res['control_p50']:.2f} s, p95 "
+                f"{res['control_p95']:.2f} s, max {res['control_max']:.2f} s (Pause/Step p95 "
+                f"{res['pause_step_p95']:.2f} s)"
+            )
+            # ---- a late joiner while the class trains
+            late = BrowserPage(browser, page_url, port)
+            res["late_first_plot"] = late.first_plot_seconds(timeout)
+            say(f"late joiner: first plot after {res['late_first_plot']:.1f} s")
+            pages.append(late)
+            res["rss_peak_mb"] = sampler.peak
+            # ---- errors, then close everything
+            res["page_errors"] = [e for p in pages for e in p.errors]
+            res["outside_requests"] = sorted({u for p in pages for u in p.outside})
+            res["client_errors"] = [c.error for c in clients if c.error]
+            for p in pages:
+                p.close()
+            for c in clients:
+                c.close()
+            browser.close()
+        closed_before = 0
+        t_close = time.perf_counter()
+        n_open = len(pages) + len(clients)
+        while time.perf_counter() - t_close < 120:
+            closed = server_log(proc).count("session closed (") - closed_before
+            if closed >= n_open:
+                break
+            time.sleep(0.5)
+        res["sessions_destroyed"] = server_log(proc).count("session closed (")
+        res["close_seconds"] = time.perf_counter() - t_close
+        time.sleep(8)  # the explorer frees memory 5 s after a session is destroyed
+        res["rss_after_close_mb"] = rss_mb(proc.pid)
+        res["rss_peak_mb"] = max(res["rss_peak_mb"], sampler.peak)
+        log = server_log(proc)
+        res["server_errors"] = [
+            line for line in log.splitlines() if any(k in line for k in ERROR_LINES)
+        ]
+    finally:
+        sampler.stop()
+        for c in clients:
+            c.close()
+        stop_server(proc)
+    res["load_before"], res["load_after"] = load0, os.getloadavg()
+    res["errors"] = (
+        len(res.get("page_errors", []))
+        + len(res.get("outside_requests", []))
+        + len(res.get("client_errors", []))
+        + len(res.get("server_errors", []))
+    )
+    say(
+        f"server RSS: one idle session {res['rss_one_idle_mb']:.0f} MB, peak "
+        f"{res['rss_peak_mb']:.0f} MB, after close {res['rss_after_close_mb']:.0f} MB "
+        f"({res['sessions_destroyed']} sessions destroyed {res['close_seconds']:.0f} s after "
+        f"closing); errors {res['errors']} (page {len(res['page_errors'])}, outside requests "
+        f"{len(res['outside_requests'])}, clients {len(res['client_errors'])}, server "
+        f"{len(res['server_errors'])}); load average {load0[0]:.2f} → {res['load_after'][0]:.2f} "
+        f"on {os.cpu_count()} cores"
+    )
+    for key in ("page_errors", "outside_requests", "client_errors", "server_errors"):
+        for line in res[key][:5]:
+            say(f"    {key}: {line}")
+    return res
+
+
+def table_row(r: dict) -> str:
+    """One markdown row of docs/explorer.md's table."""
+    return (
+        f"| {r['sessions']} ({r['browsers']} chromium) | {r['rate_min']:.0f} / "
+        f"{r['rate_median']:.0f} / {r['rate_max']:.0f} | {r['rate_total']:.0f} | "
+        f"{r['status_gap_max']:.1f} s | {r['control_p50']:.2f} / {r['control_p95']:.2f} s | "
+        f"{r['late_first_plot']:.1f} s | {r['rss_one_idle_mb']:.0f} / {r['rss_peak_mb']:.0f} / "
+        f"{r['rss_after_close_mb']:.0f} MB | {r['errors']} | {r['load_before'][0]:.1f} → "
+        f"{r['load_after'][0]:.1f} |"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument(
+        "--sessions", type=int, nargs="+", default=[5], help="N (several: one run each)"
+    )
+    ap.add_argument("--browsers", type=int, default=3, help="how many of them are chromium pages")
+    ap.add_argument(
+        "--seconds", type=float, default=30.0, help="the window the rates are read over"
+    )
+    ap.add_argument("--dataset", default="adult")
+    ap.add_argument("--n-gibbs", type=int, default=10_000)
+    ap.add_argument("--num-procs", type=int, default=1, help="passed to panel serve")
+    ap.add_argument("--cycles", type=int, default=2, help="Pause/Step/Step/Play rounds per page")
+    ap.add_argument("--json", help="append each run's figures to this JSON-lines file")
+    a = ap.parse_args()
+    rows = []
+    for n in a.sessions:
+        print(
+            f"== N = {n} ({time.strftime('%H:%M:%S')}, load {os.getloadavg()[0]:.2f})", flush=True
+        )
+        r = run(n, a.browsers, a.seconds, a.dataset, a.n_gibbs, a.num_procs, a.cycles,
+                say=lambda m: print(m, flush=True))  # fmt: skip
+        rows.append(table_row(r))
+        if a.json:
+            with open(a.json, "a") as f:
+                f.write(json.dumps(r) + "\n")
+    print(
+        "\n| N | it/s per session min / median / max | total it/s | longest unchanged status "
+        "| controls p50 / p95 | late joiner's first plot | RSS one idle / peak / after close "
+        "| errors | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
