@@ -38,6 +38,7 @@ import os
 import re
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -151,6 +152,7 @@ def _dependency_view(view: Path) -> Path:
     view.mkdir()
     ours = ("aggmrf_explore", "aggmrf-explore", "__editable__", "__pycache__")
     sites = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    sites |= {d for d in (*site.getsitepackages(), site.getusersitepackages()) if d in sys.path}
     for site_dir in sorted(sites):
         for entry in Path(site_dir).iterdir():
             if entry.name.lower().startswith(ours) or entry.suffix == ".pth":
