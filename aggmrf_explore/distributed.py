@@ -36,6 +36,13 @@ left, :class:`WorkerLostError` is raised before the trainer updates anything, so
 :func:`connect` turns ``local:N`` into a ``LocalCluster`` with N worker processes (one
 thread each) and ``tcp://HOST:PORT`` into a client of an existing scheduler, and prints
 the dashboard link.
+
+The sampler is chosen by the same rule as in one process
+(:func:`~aggmrf_explore.kernels.chain.resolve_sampler`), so a command gives the same model
+with and without ``--scheduler``: "mh" (``--sampler auto`` when some M_f > 1000) is split
+into shards as above; the full-conditional chain ("gibbs", what ``auto`` picks for Adult or
+Bank) does not split into shards yet, and runs whole on one worker (:class:`WholeChain`:
+the same chain as in one process, its kernels on that worker's cores).
 """
 
 from __future__ import annotations
@@ -53,12 +60,15 @@ from functools import partial
 import numpy as np
 
 from .errors import AggMRFError
+from .kernels.chain import make_chain, resolve_sampler
 from .kernels.mh import fixed_point
 from .kernels.mh_chain import MHGibbsChain, mh_features, unpack_statistics
 
 __all__ = [
+    "ChainActor",
     "ShardActor",
     "ShardedChain",
+    "WholeChain",
     "WorkerLostError",
     "cluster_chain_factory",
     "connect",
@@ -127,6 +137,97 @@ class ShardActor:
 
     def rows(self) -> np.ndarray:
         return np.asarray(self.chain.rows)
+
+
+class ChainActor:
+    """A whole chain (``make_chain(..., sampler)``) living on a worker (``actor=True``)."""
+
+    def __init__(self, layout, n_samples, marginals, seed, sampler) -> None:
+        self.chain = make_chain(layout, n_samples, marginals, seed, sampler=sampler)
+
+    def sweep(self, mu: np.ndarray, theta: np.ndarray):
+        """Sweep under (μ, θ), then the statistics at θ, as the trainer asks in one
+        process: returns (d̂, ĉ) unscaled, float64 (K,) each."""
+        self.chain.sweep(mu, theta)
+        return self.chain.statistics(theta)
+
+    def statistics(self, theta: np.ndarray):
+        return self.chain.statistics(theta)
+
+    def codes(self) -> np.ndarray:
+        return np.asarray(self.chain.codes)
+
+    def rows(self) -> np.ndarray:
+        return np.asarray(self.chain.rows)
+
+    def logits(self, theta: np.ndarray) -> np.ndarray:
+        return self.chain.logits(theta)
+
+
+class WholeChain:
+    """The :class:`~aggmrf_explore.kernels.Chain` of a sampler that does not split into
+    shards (the full-conditional chain), run whole by one worker of ``client``: each
+    iteration sends (μ, θ) and gets (d̂, ĉ) back.  The same calls on the same chain as in
+    one process, so θ and μ are bit-identical to it.  No re-creation after a lost worker:
+    that raises :class:`WorkerLostError`."""
+
+    def __init__(self, layout, n_samples, marginals, seed, client, sampler="gibbs") -> None:
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise AggMRFError("the Dask cluster has no workers.")
+        self.K = int(layout.K)
+        self.seed = int(seed)
+        self.sweeps = 0
+        self._n = int(n_samples)
+        self._future = client.submit(
+            ChainActor, layout, n_samples, marginals, seed, sampler,
+            actor=True, workers=[workers[0]], pure=False,
+        )  # fmt: skip
+        self._actor = self._future.result()
+        self._stats: tuple[np.ndarray, np.ndarray] | None = None
+        self._stats_theta: np.ndarray | None = None
+
+    def _ask(self, method: str, *args):
+        try:
+            return getattr(self._actor, method)(*args).result()
+        except Exception as exc:  # CommClosedError, … from a lost worker
+            raise WorkerLostError(
+                f"the worker holding the chain was lost ({type(exc).__name__}: {exc}); "
+                "the trainer keeps the last good (μ, θ)."
+            ) from exc
+
+    @property
+    def n_samples(self) -> int:
+        return self._n
+
+    @property
+    def memory_bytes(self) -> int:
+        return 0  # (the samples live on the worker)
+
+    def sweep(self, mu: np.ndarray, theta: np.ndarray, statistics: bool = True) -> None:
+        mu = np.ascontiguousarray(mu, dtype=np.float64)
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        self._stats = self._ask("sweep", mu, theta)
+        self._stats_theta = theta.copy()
+        self.sweeps += 1
+
+    def statistics(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if self._stats is None or not np.array_equal(theta, self._stats_theta):
+            self._stats = self._ask("statistics", theta)
+            self._stats_theta = theta.copy()
+        return self._stats[0].copy(), self._stats[1].copy()
+
+    @property
+    def codes(self) -> np.ndarray:
+        return self._ask("codes")
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._ask("rows")
+
+    def logits(self, theta: np.ndarray) -> np.ndarray:
+        return self._ask("logits", np.ascontiguousarray(theta, dtype=np.float64))
 
 
 class ShardedChain:
@@ -340,15 +441,37 @@ class ShardedChain:
 
 
 def sharded_chain_factory(
-    client, n_shards: int | None = None, checkpoint_every: int = 5, shared: bool | str = "auto"
+    client,
+    n_shards: int | None = None,
+    checkpoint_every: int = 5,
+    shared: bool | str = "auto",
+    sampler: str = "mh",
+    announce: bool = False,
 ):
-    """A ``chain_factory`` for :class:`~aggmrf_explore.mrf.PCDTrainer`."""
+    """A ``chain_factory`` for :class:`~aggmrf_explore.mrf.PCDTrainer` on ``client``.
+
+    ``sampler`` is resolved for each layout as in one process (``resolve_sampler``):
+    "mh" gives a :class:`ShardedChain`, "gibbs" a :class:`WholeChain` (said on stderr with
+    ``announce``)."""
     return partial(
-        _make, client=client, n_shards=n_shards, checkpoint_every=checkpoint_every, shared=shared
-    )
+        _make, client=client, n_shards=n_shards, checkpoint_every=checkpoint_every,
+        shared=shared, sampler=sampler, announce=announce,
+    )  # fmt: skip
 
 
-def _make(layout, n_samples, marginals, seed, client, n_shards, checkpoint_every, shared):
+def _make(
+    layout, n_samples, marginals, seed, client, n_shards, checkpoint_every, shared,
+    sampler="mh", announce=False,
+):  # fmt: skip
+    if resolve_sampler(layout, sampler) == "gibbs":
+        if announce:
+            print(
+                "the full-conditional sampler (gibbs: what --sampler auto picks for these "
+                "tables) runs whole on one Dask worker, as it would here; --sampler mh "
+                "splits the samples over the workers (another chain: other numbers)",
+                file=sys.stderr,
+            )
+        return WholeChain(layout, n_samples, marginals, seed, client, sampler="gibbs")
     return ShardedChain(
         layout, n_samples, marginals, seed, client, n_shards, checkpoint_every, shared
     )
@@ -369,11 +492,12 @@ def _is_this_host(host: str) -> bool:
 _CLIENTS: dict = {}  # one client per scheduler string and process (the CLI's runs share it)
 
 
-def cluster_chain_factory(scheduler: str, n_shards: int | None = None):
-    """:func:`sharded_chain_factory` on the client of :func:`connect` (made once per process)."""
+def cluster_chain_factory(scheduler: str, n_shards: int | None = None, sampler: str = "auto"):
+    """:func:`sharded_chain_factory` on the client of :func:`connect` (made once per
+    process), ``sampler`` resolved as without a cluster (the command line's ``--sampler``)."""
     if scheduler not in _CLIENTS:
         _CLIENTS[scheduler] = connect(scheduler)
-    return sharded_chain_factory(_CLIENTS[scheduler], n_shards)
+    return sharded_chain_factory(_CLIENTS[scheduler], n_shards, sampler=sampler, announce=True)
 
 
 def connect(scheduler: str, quiet: bool = False):

@@ -157,7 +157,8 @@ def _add_scale_options(p: argparse.ArgumentParser) -> None:
                    "M_f, or auto (mh when some M_f > 1000)")  # fmt: skip
     g.add_argument("--scheduler", default=None,
                    help="shard the Gibbs samples on Dask: local:N (a LocalCluster of N worker "
-                   "processes) or tcp://HOST:PORT (an existing scheduler); uses the mh sampler")  # fmt: skip
+                   "processes) or tcp://HOST:PORT (an existing scheduler); --sampler means "
+                   "the same as without it, so the model is the same")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

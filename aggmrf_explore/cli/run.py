@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import AggMRFError
 from . import args as cli_args
-from .report import ProgressBar, noise_summary, print_json, print_run, print_tables_run, warn
+from .report import ProgressBar, noise_summary, note, print_json, print_run, print_tables_run, warn
 
 __all__ = [
     "cmd_run",
@@ -41,7 +41,7 @@ def chain_factory_for(args: argparse.Namespace):
     if scheduler:
         from ..distributed import cluster_chain_factory
 
-        return cluster_chain_factory(scheduler)
+        return cluster_chain_factory(scheduler, sampler=sampler)
     if sampler != "auto":
         from functools import partial
 
@@ -214,7 +214,12 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
             budget=cli_args.budget(args),
         ).data  # fmt: skip
     settings = cli_args.trainer_settings(args, data.layout, data.n)
-    if args.noise_aware:
+    if args.noise_aware is None and data.noise is not None:  # the release declares its noise
+        note(
+            f"the release declares its noise ({data.noise.name}, σ = {data.noise.std:.3g}): "
+            "training MRF-N, which models it (--no-noise-aware: the plain MRF)."
+        )
+    if args.noise_aware or (args.noise_aware is None and data.noise is not None):
         settings = replace(settings, noise_aware=True)
     iterations = cli_args.iterations(args, settings)
     auto = None

@@ -43,6 +43,7 @@ __all__ = [
     "MHGibbsChain",
     "SAMPLERS",
     "make_chain",
+    "resolve_sampler",
     "marginal_cdfs",
     "warm_up",
 ]
@@ -101,6 +102,18 @@ SAMPLERS = ("auto", "gibbs", "mh")
 MH_AUTO_MODALITIES = 1000  # "auto" picks MHGibbsChain for exact layouts with a larger M_f
 
 
+def resolve_sampler(layout, sampler: str = "auto") -> str:
+    """"gibbs" or "mh": what ``sampler`` means for ``layout`` ("auto": "mh" for an exact
+    layout with some M_f > MH_AUTO_MODALITIES, else "gibbs").  One rule for every caller
+    (a single process and a cluster), so a seed gives the same chain wherever it runs."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}; got {sampler!r}.")
+    if sampler == "auto":
+        big = int(max(layout.n_modalities)) > MH_AUTO_MODALITIES
+        return "mh" if big and not layout.has_hashed_tables else "gibbs"
+    return sampler
+
+
 def make_chain(layout, n_samples: int, marginals: list, seed: int, sampler: str = "auto") -> Chain:
     """The chain for a layout.
 
@@ -109,11 +122,7 @@ def make_chain(layout, n_samples: int, marginals: list, seed: int, sampler: str 
     for the features where it is cheaper, chosen per feature by cost); "auto" (default) =
     "mh" for an exact layout with some M_f > MH_AUTO_MODALITIES, else "gibbs".
     """
-    if sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}; got {sampler!r}.")
-    if sampler == "auto":
-        big = int(max(layout.n_modalities)) > MH_AUTO_MODALITIES
-        sampler = "mh" if big and not layout.has_hashed_tables else "gibbs"
+    sampler = resolve_sampler(layout, sampler)
     if sampler == "mh":
         return MHGibbsChain(layout, n_samples, marginals, seed)
     cls = HashedGibbsChain if layout.has_hashed_tables else GibbsChain
