@@ -14,7 +14,7 @@ import pytest
 
 from aggmrf_explore.explorer import app, runtime
 from aggmrf_explore.explorer.app import Explorer
-from aggmrf_explore.explorer.store import ExplorerSession
+from aggmrf_explore.explorer.store import ExplorerSession, TimeBox
 
 
 @pytest.fixture
@@ -29,9 +29,9 @@ def test_slices_train_in_the_pool_and_the_loop_refreshes(explorer, monkeypatch):
     threads: list[str] = []
     train = s.train_slice
 
-    def recorded(budget, iters):
+    def recorded(*args):
         threads.append(threading.current_thread().name)
-        return train(budget, iters)
+        return train(*args)
 
     monkeypatch.setattr(s, "train_slice", recorded)
     refreshes: list[str] = []
@@ -125,10 +125,21 @@ def test_no_training_while_the_sampler_compiles(explorer, monkeypatch):
 
 
 def test_a_live_setting_changed_during_a_slice_applies_after_it(explorer):
-    ex, s = explorer, explorer.session
+    s = explorer.session
     s.step(1)
     with s._train_lock:  # a slice is training (in a worker thread)
         s.propose("lambda_theta", 7.0)
         assert s.trainer.settings.lambda_theta != 7.0  # not changed under the slice
     s.finish_slice(s.train_slice(None, 1))
     assert s.trainer.settings.lambda_theta == 7.0
+
+
+def test_a_pause_stops_a_slice_after_its_current_iteration(explorer):
+    s = explorer.session
+    box = TimeBox(None, stop=lambda: len(box.stats) >= 3)  # "paused" after 3 iterations
+    s.trainer.step(50, callbacks=[box])
+    assert len(box.stats) == 3
+    s.play()
+    assert len(s.train_slice(None, 5, while_running=True).stats) == 5
+    s.pause()
+    assert s.train_slice(None, 50, while_running=True).stats == []  # paused: nothing

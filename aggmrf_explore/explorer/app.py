@@ -28,6 +28,7 @@ import asyncio
 import io
 import time
 import warnings
+from concurrent.futures import CancelledError
 
 import numpy as np
 import panel as pn
@@ -194,6 +195,7 @@ class Explorer(pn.viewable.Viewer):
         self._looping = False  # the training loop (a coroutine) is under way
         self._closed = False  # the server destroyed the session
         self._slice_lock = asyncio.Lock()  # one slice of this session at a time (Play, Step)
+        self._slice_future = None  # the slice queued or under way in the training pool
         self._last_fast = 0.0
         self._last_heavy = 0.0
         self._good_data = {k: getattr(self.session, k) for k in DATA_KEYS}
@@ -1061,8 +1063,13 @@ class Explorer(pn.viewable.Viewer):
             self._start_training()
             return
         runtime.RUNNING.discard(self)
+        future = self._slice_future
+        if future is not None:
+            future.cancel()  # (only if it still waits for a thread)
         if not self._looping:  # (else the loop refreshes once its last slice is back)
             self._refresh_all()
+        else:
+            self._guard(self._show_status)  # "paused" now; the plots follow the slice
 
     def _on_dataset_visibility(self, *events) -> None:
         s = self.session
@@ -1325,13 +1332,21 @@ class Explorer(pn.viewable.Viewer):
         async with self._slice_lock:
             if not s.running or s.busy or s.trainer is None or self._closed:
                 return
+            # (a Pause cancels the slice while it waits in the pool's queue; one under way
+            # ends after its current iteration)
+            future = runtime.TRAINING.submit(s.train_slice, SLICE_SECONDS, s.iters_per_tick, True)
+            self._slice_future = future
             try:
-                done = await runtime.TRAINING.run(s.train_slice, SLICE_SECONDS, s.iters_per_tick)
+                done = await asyncio.wrap_future(future)
                 if not self._closed:
                     s.finish_slice(done)
+            except (asyncio.CancelledError, CancelledError):
+                pass  # paused before it started
             except Exception as exc:  # noqa: BLE001
                 s.running = False
                 self._show_message(f"training stopped: {error_message(exc)}")
+            finally:
+                self._slice_future = None
         if not self._closed:
             self._refresh_due(len(runtime.RUNNING))
 

@@ -28,7 +28,6 @@ __all__ = [
     "frozen_document",
     "serve",
     "APP_NAME",
-    "MAX_PROCS",
     "PAGE_EXTENSIONS",
     "PLOTTING_MODULES",
 ]
@@ -36,9 +35,6 @@ __all__ = [
 PAGE_EXTENSIONS = ("tabulator", "filedropper")  # Panel's extras the page uses
 PLOTTING_MODULES = ("holoviews.plotting.bokeh", "matplotlib.figure")  # imported afterwards
 APP_NAME = "explorer"  # the page's path: /explorer, as ``panel serve apps/explorer.py`` names it
-# Server processes the page supports.  With more, Panel's server makes the page load
-# its scripts from the internet, which a class offline (or a test) cannot reach.
-MAX_PROCS = 1
 FAVICON = "/static/extensions/panel/images/favicon.ico"  # Panel's icon, under the server's prefix
 
 
@@ -82,8 +78,9 @@ def serve_resources_locally() -> None:
     from panel.io.resources import LOCAL_DIST
 
     rel = pn.state.rel_path
-    # (Bokeh's document keeps the page template's variables in this dict; Panel reads it)
-    doc._template_variables.setdefault("dist_url", f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST)
+    import sys as _s; req = doc.session_context.request; print("DBG rel", repr(rel), getattr(req, "path", None), _s.stderr is not None, file=_s.stderr, flush=True)
+    # (the page template's variables: Panel reads "dist_url" from them for every model)
+    doc.template_variables.setdefault("dist_url", f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST)
 
 
 def full_page(limit: int) -> pn.viewable.Viewable:
@@ -140,6 +137,9 @@ def explorer_document() -> None:
         build_app().servable()
 
 
+MAX_REQUEST_BYTES = 2**20  # request headers `serve` reads (Tornado's default: 64 KiB)
+
+
 def serve(
     port: int = 5006,
     address: str = "localhost",
@@ -156,17 +156,17 @@ def serve(
     (a reverse proxy's, or the machine's name on the network); default: ``localhost:PORT``.
     ``prefix``: a path the page is served under (``/user/alice/proxy/5006`` serves
     ``…/user/alice/proxy/5006/explorer``), for a reverse proxy that keeps the path.
-    ``num_procs`` above :data:`MAX_PROCS` raises :class:`AggMRFError`.  ``show`` opens the
-    page in the default browser.  ``on_start(url)`` is called once the server listens, with
-    the page's URL on this machine.
+    ``num_procs``: server processes sharing the port (Bokeh forks them; each serves its own
+    sessions, see :func:`serve_resources_locally`).  ``show`` opens the page in the default
+    browser.  ``on_start(url)`` is called once the server listens (in the first process
+    only), with the page's URL on this machine.
     """
+    from tornado.process import task_id
+
     from ..errors import AggMRFError
 
-    if not 1 <= num_procs <= MAX_PROCS:
-        raise AggMRFError(
-            f"--num-procs {num_procs}: the explorer runs in at most {MAX_PROCS} server "
-            f"process(es) — use --num-procs {MAX_PROCS}."
-        )
+    if num_procs < 1:
+        raise AggMRFError(f"--num-procs {num_procs}: at least 1 — give 1 or more.")
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     # Bokeh answers /favicon.ico without the prefix, the page asks for it under the prefix:
     # an extra route (Bokeh adds the prefix to it) sends it to Panel's icon
@@ -183,6 +183,9 @@ def serve(
             start=False,
             verbose=False,
             extra_patterns=extra_patterns if prefix else [],
+            # a link longer than Tornado's 64 KiB of headers reaches the page, which says
+            # it is too long (explorer.url.MAX_LINK_CHARS), instead of an empty response
+            http_server_kwargs={"max_header_size": MAX_REQUEST_BYTES},
         )
     except OSError as exc:  # the port is taken, or the address is not this machine's
         raise AggMRFError(
@@ -196,8 +199,9 @@ def serve(
     host = address if address not in ("", "0.0.0.0", "::") else "localhost"
     url = f"http://{host}:{server.port}{prefix}/{APP_NAME}"
     server.start()
-    if on_start is not None:
+    first = task_id() in (None, 0)  # None: not forked (one process)
+    if on_start is not None and first:
         on_start(url)
-    if show:
+    if show and first:
         server.io_loop.add_callback(server.show, f"/{APP_NAME}")
     server.io_loop.start()

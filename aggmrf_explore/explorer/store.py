@@ -92,15 +92,19 @@ MIN_PRIVACY_RUN = 20  # iterations a run needs to count as a point of the privac
 class TimeBox:
     """A trainer callback that collects each iteration's statistics and ends the run
     (:class:`~aggmrf_explore.callbacks.StopTraining`) before the next iteration would
-    overrun ``budget`` seconds from its creation (None: no time limit)."""
+    overrun ``budget`` seconds from its creation (None: no time limit), or as soon as
+    ``stop()`` is true (e.g. the session was paused)."""
 
-    def __init__(self, budget: float | None) -> None:
+    def __init__(self, budget: float | None, stop: Callable[[], bool] | None = None) -> None:
         self.budget = budget
+        self.stop = stop
         self.stats: list = []
         self.t0 = time.perf_counter()
 
     def __call__(self, trainer, stats) -> None:
         self.stats.append(stats)
+        if self.stop is not None and self.stop():
+            raise StopTraining
         if self.budget is not None:
             elapsed = time.perf_counter() - self.t0
             if elapsed + elapsed / len(self.stats) > self.budget:
@@ -685,21 +689,25 @@ class ExplorerSession(param.Parameterized):
         """Up to ``max_iters`` iterations now (:meth:`train_slice`, then :meth:`finish_slice`)."""
         return self.finish_slice(self.train_slice(budget, max_iters))
 
-    def train_slice(self, budget: float | None, max_iters: int) -> TrainingSlice:
+    def train_slice(
+        self, budget: float | None, max_iters: int, while_running: bool = False
+    ) -> TrainingSlice:
         """Up to ``max_iters`` iterations of the current trainer, ending before ``budget``
         seconds are overrun (None: no limit), through the trainer's one loop (``step`` with
-        a :class:`TimeBox` callback).
+        a :class:`TimeBox` callback); with ``while_running``, none once the session is
+        paused, and none after the iteration under way when it is paused meanwhile.
 
         Safe in a worker thread while the views run elsewhere: it changes the trainer only,
         never a parameter of the session (so no view reacts in this thread); the caller
         hands the result to :meth:`finish_slice` on the thread of the views.
         """
         trainer = self.trainer
-        box = TimeBox(budget)
+        paused = (lambda: not self.running) if while_running else None
+        box = TimeBox(budget, stop=paused)
         error = None
         with self._train_lock:
             try:
-                if trainer is not None and max_iters >= 1:
+                if trainer is not None and max_iters >= 1 and not (paused and paused()):
                     trainer.step(max_iters, callbacks=[box])
             except DivergenceError as exc:
                 error = exc
