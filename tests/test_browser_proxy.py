@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_browser import Page, browser, slack, stop_server  # noqa: F401 - fixture
+from tests.test_browser import Page, browser, slack  # noqa: F401 - fixture
 from tests.test_browser_plots import train_until, wait_series
 
 pytestmark = pytest.mark.browser
@@ -49,6 +50,7 @@ def start_serve(
     proc = subprocess.Popen(
         command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "AGGMRF_EXPLORER_LOG": "1", **(env or {})},
+        start_new_session=True,  # its own process group: --num-procs forks (stop_serve)
     )  # fmt: skip
     proc.log_path = log.name
     t0 = time.perf_counter()
@@ -69,10 +71,31 @@ def start_serve(
             except OSError:
                 pass
         time.sleep(0.1)
-    stop_server(proc)
+    stop_serve(proc)
     raise RuntimeError(
         f"{command} did not serve within {timeout:.0f} s:\n{Path(log.name).read_text()}"
     )
+
+
+def stop_serve(proc: subprocess.Popen) -> None:
+    """Stop a server started by :func:`start_serve`, with the processes it forked (its
+    process group): SIGTERM, then SIGKILL to what is left after 10 s."""
+
+    def group_alive() -> bool:
+        proc.poll()  # reap the parent: a zombie still counts as a member of the group
+        try:
+            os.killpg(proc.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not group_alive():
+            break
+        os.killpg(proc.pid, sig)
+        t0 = time.perf_counter()
+        while group_alive() and time.perf_counter() - t0 < 10:
+            time.sleep(0.1)
 
 
 class _RecordingBrowser:
@@ -281,6 +304,30 @@ def test_explorer_behind_a_path_prefix_proxy(browser, tmp_path):
             assert f"{PREFIX}/explorer/ws" in proxy.forwarded, sorted(set(proxy.forwarded))[:20]
             assert "Traceback" not in Path(proc.log_path).read_text()
         finally:
-            stop_server(proc)
+            stop_serve(proc)
     finally:
         proxy.stop()
+
+
+def test_explorer_on_two_server_processes(browser, tmp_path):
+    """``--num-procs 2``: a page's HTTP request and its websocket may reach different
+    processes (which then builds the session anew); two pages both work, from loopback only."""
+    from aggmrf_explore.kernels import warm_up
+
+    warm_up()
+    proc, url = start_serve(
+        [sys.executable, "-m", "aggmrf_explore.cli", "serve", "--port", "0",
+         "--address", "127.0.0.1", "--num-procs", "2"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        log = Path(proc.log_path).read_text()
+        assert log.count(URL_LINE) == 1, log  # the URL printed once, not once per process
+        for _ in range(2):
+            p = check_explorer(browser, url)
+            p.close()
+            outside = [u for u in p.asked if not u.startswith(("data:", "blob:"))
+                       and u.split("://", 1)[-1].split("/")[0] != url.split("/")[2]]  # fmt: skip
+            assert not outside, f"requests away from the server: {outside[:10]}"
+    finally:
+        stop_serve(proc)

@@ -51,8 +51,8 @@ from pathlib import Path
 import pytest
 
 import aggmrf_explore
-from tests.test_browser import browser, stop_server  # noqa: F401 - fixture
-from tests.test_browser_proxy import check_explorer, start_serve
+from tests.test_browser import browser  # noqa: F401 - fixture
+from tests.test_browser_proxy import check_explorer, start_serve, stop_serve
 
 pytestmark = pytest.mark.browser
 
@@ -223,7 +223,7 @@ def _serve(words: list[str], cwd: Path, env: dict, browser, venv: Path) -> None:
         # the server runs the installed package, not the clone
         assert str(ROOT) not in log, log[-3000:]
     finally:
-        stop_server(proc)
+        stop_serve(proc)
 
 
 def test_installed_wheel_runs_the_course_commands(dist, browser, tmp_path):

@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="serve under this URL path, for a reverse proxy that keeps the path "
                     "(/user/alice/proxy/5006 → …/user/alice/proxy/5006/explorer)")  # fmt: skip
     sv.add_argument("--num-procs", type=numbers.integer(1, 256), default=1,
-                    help="server processes (1: the explorer supports one)")  # fmt: skip
+                    help="server processes sharing the port, for a large class (1)")  # fmt: skip
     sv.add_argument("--show", action="store_true", help="open the page in a browser")
 
     ls = sub.add_parser("lessons", help="copy the six classroom notebooks into a directory")

@@ -78,7 +78,6 @@ def serve_resources_locally() -> None:
     from panel.io.resources import LOCAL_DIST
 
     rel = pn.state.rel_path
-    import sys as _s; req = doc.session_context.request; print("DBG rel", repr(rel), getattr(req, "path", None), _s.stderr is not None, file=_s.stderr, flush=True)
     # (the page template's variables: Panel reads "dist_url" from them for every model)
     doc.template_variables.setdefault("dist_url", f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST)
 
@@ -157,7 +156,7 @@ def serve(
     ``prefix``: a path the page is served under (``/user/alice/proxy/5006`` serves
     ``…/user/alice/proxy/5006/explorer``), for a reverse proxy that keeps the path.
     ``num_procs``: server processes sharing the port (Bokeh forks them; each serves its own
-    sessions, see :func:`serve_resources_locally`).  ``show`` opens the page in the default
+    sessions, see :func:`serve_resources_locally`); with a ``prefix``, only 1.  ``show`` opens the page in the default
     browser.  ``on_start(url)`` is called once the server listens (in the first process
     only), with the page's URL on this machine.
     """
@@ -168,6 +167,11 @@ def serve(
     if num_procs < 1:
         raise AggMRFError(f"--num-procs {num_procs}: at least 1 — give 1 or more.")
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    if prefix and num_procs > 1:  # measured: the page then asks for its styles elsewhere
+        raise AggMRFError(
+            f"--num-procs {num_procs} with --prefix: under a path prefix, pages served by "
+            "more than one process miss their stylesheets — use --num-procs 1 behind a proxy."
+        )
     # Bokeh answers /favicon.ico without the prefix, the page asks for it under the prefix:
     # an extra route (Bokeh adds the prefix to it) sends it to Panel's icon
     extra_patterns = [("/favicon.ico", RedirectHandler, {"url": prefix + FAVICON})]
