@@ -20,7 +20,9 @@ n' = 10 000 (``--dataset``, ``--n-gibbs``) and presses Play.  Then:
   after every session closed (Bokeh destroys a closed session after
   ``--unused-session-lifetime``, 15 s, checked every 17 s; the explorer then frees it);
 - errors: console errors and failed requests of the pages, requests leaving the machine,
-  server log lines with a traceback, clients that lost their connection;
+  server log lines with a traceback or an error while the class trains, clients that
+  lost their connection; at close, errors other than Tornado's tracebacks of a message
+  under way to a socket that just closed (counted apart);
 - the load average before and after (the machine is shared: read the figures beside it).
 
 :func:`run` returns the figures as a dict (``tests/test_browser_load.py`` runs N = 5).
@@ -103,6 +105,18 @@ def rss_mb(pid: int) -> float:
         except OSError:
             pass
     return total / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) the server's processes have used so far."""
+    total = 0
+    for p in server_pids(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 class RssSampler(threading.Thread):
@@ -409,6 +423,7 @@ def run(
             time.sleep(3)  # (every session past its first slices)
             # ---- the rates: every session, read in turns every 0.25 s
             t0 = time.perf_counter()
+            cpu0 = cpu_seconds(proc.pid)
             start = [iteration_of(s.observe()) for s in everyone]
             while time.perf_counter() - t0 < seconds:
                 for s in everyone:
@@ -416,6 +431,7 @@ def run(
                 time.sleep(0.25)
             t1 = time.perf_counter()
             end = [iteration_of(s.observe()) for s in everyone]
+            res["server_cores"] = (cpu_seconds(proc.pid) - cpu0) / (t1 - t0)
             rates = [(b - a) / (t1 - t0) for a, b in zip(start, end, strict=True)]
             gaps = [s.longest_gap(t0, t1) for s in everyone]
             res["rates"] = rates
@@ -427,7 +443,8 @@ def run(
             res["stalled"] = sum(r < 0.5 * res["rate_median"] for r in rates)
             say(
                 f"it/s per session: min {min(rates):.1f}, median {res['rate_median']:.1f}, "
-                f"max {max(rates):.1f}, total {sum(rates):.0f}; longest unchanged status "
+                f"max {max(rates):.1f}, total {sum(rates):.0f}; the server used "
+                f"{res['server_cores']:.2f} cores; longest unchanged status "
                 f"{max(gaps):.1f} s; below half the median: {res['stalled']}"
             )
             # ---- controls on the chromium pages (the others keep training)
@@ -458,6 +475,7 @@ def run(
             res["page_errors"] = [e for p in pages for e in p.errors]
             res["outside_requests"] = sorted({u for p in pages for u in p.outside})
             res["client_errors"] = [c.error for c in clients if c.error]
+            log_before_close = len(server_log(proc))
             for p in pages:
                 p.close()
             for c in clients:
@@ -478,7 +496,21 @@ def run(
         res["rss_peak_mb"] = max(res["rss_peak_mb"], sampler.peak)
         log = server_log(proc)
         res["server_errors"] = [
-            line for line in log.splitlines() if any(k in line for k in ERROR_LINES)
+            line
+            for line in log[:log_before_close].splitlines()
+            if any(k in line for k in ERROR_LINES)
+        ]
+        # closing pages that are still training: Tornado logs "Task exception was never
+        # retrieved … WebSocketClosedError" for a message under way to a closed socket
+        # (Bokeh's server does not await that write): counted apart, by kind
+        after = log[log_before_close:]
+        res["close_tracebacks"] = after.count("Traceback")
+        res["close_other_errors"] = [
+            line
+            for line in after.splitlines()
+            if "Error" in line
+            and not any(k in line for k in ("WebSocketClosedError", "StreamClosedError"))
+            and "Traceback" not in line
         ]
     finally:
         sampler.stop()
@@ -491,6 +523,7 @@ def run(
         + len(res.get("outside_requests", []))
         + len(res.get("client_errors", []))
         + len(res.get("server_errors", []))
+        + len(res.get("close_other_errors", []))
     )
     say(
         f"server RSS: one idle session {res['rss_one_idle_mb']:.0f} MB, peak "
@@ -498,10 +531,17 @@ def run(
         f"({res['sessions_destroyed']} sessions destroyed {res['close_seconds']:.0f} s after "
         f"closing); errors {res['errors']} (page {len(res['page_errors'])}, outside requests "
         f"{len(res['outside_requests'])}, clients {len(res['client_errors'])}, server "
-        f"{len(res['server_errors'])}); load average {load0[0]:.2f} → {res['load_after'][0]:.2f} "
+        f"{len(res['server_errors'])}; at close: {len(res['close_other_errors'])}, and "
+        f"{res['close_tracebacks']} tracebacks of messages to closed websockets); load average {load0[0]:.2f} → {res['load_after'][0]:.2f} "
         f"on {os.cpu_count()} cores"
     )
-    for key in ("page_errors", "outside_requests", "client_errors", "server_errors"):
+    for key in (
+        "page_errors",
+        "outside_requests",
+        "client_errors",
+        "server_errors",
+        "close_other_errors",
+    ):
         for line in res[key][:5]:
             say(f"    {key}: {line}")
     return res
@@ -512,6 +552,7 @@ def table_row(r: dict) -> str:
     return (
         f"| {r['sessions']} ({r['browsers']} chromium) | {r['rate_min']:.0f} / "
         f"{r['rate_median']:.0f} / {r['rate_max']:.0f} | {r['rate_total']:.0f} | "
+        f"{r['server_cores']:.2f} | "
         f"{r['status_gap_max']:.1f} s | {r['control_p50']:.2f} / {r['control_p95']:.2f} s | "
         f"{r['late_first_plot']:.1f} s | {r['rss_one_idle_mb']:.0f} / {r['rss_peak_mb']:.0f} / "
         f"{r['rss_after_close_mb']:.0f} MB | {r['errors']} | {r['load_before'][0]:.1f} → "
@@ -546,11 +587,12 @@ def main() -> None:
             with open(a.json, "a") as f:
                 f.write(json.dumps(r) + "\n")
     print(
-        "\n| N | it/s per session min / median / max | total it/s | longest unchanged status "
+        "\n| N | it/s per session min / median / max | total it/s | server cores used "
+        "| longest unchanged status "
         "| controls p50 / p95 | late joiner's first plot | RSS one idle / peak / after close "
         "| errors | load |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 
