@@ -79,6 +79,23 @@ def test_without_a_readable_record_a_different_lesson_counts_as_changed(tmp_path
     assert (tmp_path / name).read_bytes() == b"{}"
 
 
+def test_a_link_in_place_of_a_lesson_is_never_followed(tmp_path, capsys):
+    """A lesson replaced by a symbolic link counts as changed; --force replaces the link
+    itself and leaves the file it pointed to alone."""
+    name = lesson_names()[0]
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not a lesson")
+    dest = tmp_path / "course"
+    dest.mkdir()
+    (dest / name).symlink_to(outside)
+    assert main(["lessons", str(dest)]) == 2
+    assert name in _error_line(capsys)
+    assert main(["lessons", str(dest), "--force"]) == 0
+    assert not (dest / name).is_symlink()
+    assert (dest / name).read_bytes() == shipped_lesson(name)
+    assert outside.read_text() == "not a lesson"
+
+
 def test_lessons_into_a_file_is_one_error_line(tmp_path, capsys):
     target = tmp_path / "notes.txt"
     target.write_text("mine")

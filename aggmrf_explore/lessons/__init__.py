@@ -27,6 +27,7 @@ from ..errors import AggMRFError
 __all__ = ["RECORD", "LessonsWritten", "lesson_names", "shipped_lesson", "write_lessons"]
 
 RECORD = ".aggmrf-lessons.json"  # in DIR: {"version": …, "sha256": {file name: hex digest}}
+MAX_LESSON_BYTES = 16 * 2**20  # a lesson file larger than this is not read (counts as changed)
 
 
 def lesson_names() -> list[str]:
@@ -49,11 +50,23 @@ def _sha256(data: bytes) -> str:
 def _read_record(dest: Path) -> dict[str, str]:
     """{file name: SHA-256 as written} from DIR's record; empty if missing or unreadable
     (then every lesson that differs from the shipped one counts as changed: the safe side)."""
+    path = dest / RECORD
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_LESSON_BYTES:
+        return {}
     try:
-        data = json.loads((dest / RECORD).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
         return {str(k): str(v) for k, v in data["sha256"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def _read_lesson(path: Path) -> bytes | None:
+    """The bytes of a lesson file in DIR; None for anything that is not a plain file of a
+    lesson's size (a link, a directory, a device, a huge file): it counts as changed, and
+    ``--force`` replaces the entry itself, never what a link points to."""
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_LESSON_BYTES:
+        return None
+    return path.read_bytes()
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -95,10 +108,10 @@ def write_lessons(dest: str | os.PathLike, force: bool = False) -> LessonsWritte
         if not target.exists():
             plan.append((name, new))
             continue
-        old = target.read_bytes()
+        old = _read_lesson(target)
         if old == new:
             report.unchanged.append(name)
-        elif record.get(name) == _sha256(old):
+        elif old is not None and record.get(name) == _sha256(old):
             plan.append((name, new))
         else:
             changed.append(name)
