@@ -54,8 +54,6 @@ import aggmrf_explore
 from tests.test_browser import browser  # noqa: F401 - fixture
 from tests.test_browser_proxy import check_explorer, start_serve, stop_serve
 
-pytestmark = pytest.mark.browser
-
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Install for a course"
 NOT_SOURCE = shutil.ignore_patterns(
@@ -226,6 +224,7 @@ def _serve(words: list[str], cwd: Path, env: dict, browser, venv: Path) -> None:
         stop_serve(proc)
 
 
+@pytest.mark.browser
 def test_installed_wheel_runs_the_course_commands(dist, browser, tmp_path):
     t0 = time.perf_counter()
     venv = _fresh_venv(tmp_path)
