@@ -101,3 +101,22 @@ def test_malformed_release_is_a_one_line_error(csvs, capsys):
 def test_lambda_theta_auto_is_run_only(capsys):
     assert main(["sweep", "--dataset", "toy", "--lambda-theta", "auto", "--epsilons", "1"]) == 2
     assert "auto" in capsys.readouterr().err
+
+
+def test_a_release_that_declares_noise_trains_mrf_n_by_default(csvs, capsys):
+    """Defaults read the release: declared noise → MRF-N, said on stderr; --no-noise-aware
+    trains the plain MRF; an exact release trains the plain MRF."""
+    d = csvs
+    for name, noise in (("noisy", ["--mechanism", "laplace", "--epsilon", "2"]), ("exact", [])):
+        assert main(["aggregate", "--csv", str(d / "train.csv"), "--label", "y",
+                     "--out", str(d / name), *noise]) == 0  # fmt: skip
+        capsys.readouterr()
+    assert main(["run", "--tables", str(d / "noisy"), "--json", *FAST]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["settings"]["noise_aware"] is True
+    assert "declares its noise (discrete_laplace" in err and "--no-noise-aware" in err
+    plain = json.loads(_run(capsys, ["run", "--tables", str(d / "noisy"), "--no-noise-aware",
+                                     "--json", *FAST]))  # fmt: skip
+    assert plain["settings"]["noise_aware"] is False
+    exact = json.loads(_run(capsys, ["run", "--tables", str(d / "exact"), "--json", *FAST]))
+    assert exact["settings"]["noise_aware"] is False

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..files import command_inputs
+from . import report
 from .aggregate import cmd_aggregate
 from .channel import run_guarded
 from .import_criteo import cmd_import_criteo
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def command() -> int:
         args = build_parser().parse_args(argv)
+        report.QUIET["on"] = bool(getattr(args, "quiet", False))
         with command_inputs(input_paths(args)):  # no output may overwrite an input
             return COMMANDS[args.command](args)
 

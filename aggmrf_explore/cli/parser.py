@@ -79,7 +79,9 @@ def _setting_flag(g, name: str, extra: str = "", **kw) -> None:
 
 
 def _add_train_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("training (defaults: a documented rule, see mrf.default_settings)")
+    g = p.add_argument_group(
+        "training (each default follows a documented rule: mrf.default_settings)"
+    )
     _setting_flag(g, "iterations", "Default max(600, ⌈6/α_θ⌉): 630 on Adult, 1 260 on Bank.",
                   default=None)  # fmt: skip
     _setting_flag(g, "n_gibbs", "Default min(n, 10 000).", default=None)
@@ -106,7 +108,9 @@ def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     )
     _add_budget_options(g, sweep)
     if not sweep:
-        g.add_argument("--noise-aware", action="store_true", help="MRF-N: model the noise")
+        g.add_argument("--noise-aware", action=argparse.BooleanOptionalAction, default=None,
+                       help=f"{setting('noise_aware').help} Default: on when a release "
+                       "(--tables) declares its noise, else off.")  # fmt: skip
 
 
 def _add_budget_options(g, sweep: bool = False) -> None:
@@ -138,7 +142,7 @@ def _add_publish_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_release_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("records-free workflow (issue 7)")
+    g = p.add_argument_group("training on a release (no records needed)")
     g.add_argument("--tables", help="train on an aggregated release (directory or long CSV), "
                    "no records; --test-csv scores it on records if you have some")  # fmt: skip
     g.add_argument("--validation-tables", help="a second release: aggregated-only validation")
@@ -151,7 +155,7 @@ def _add_release_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_scale_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("bigger data (issue 19)")
+    g = p.add_argument_group("bigger data: samplers and a Dask cluster")
     g.add_argument("--sampler", choices=("auto", "gibbs", "mh"), default="auto",
                    help="Gibbs kernel: full conditionals, Metropolis-within-Gibbs for large "
                    "M_f, or auto (mh when some M_f > 1000)")  # fmt: skip
@@ -170,8 +174,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    quiet = Parser(add_help=False)
+    quiet.add_argument("-q", "--quiet", action="store_true",
+                       help="no progress bars on stderr (they are off anyway when stderr "
+                       "is not a terminal)")  # fmt: skip
 
-    run = sub.add_parser("run", help="train the MRF and the baselines, report test NLLH")
+    run = sub.add_parser(
+        "run", help="train the MRF and the baselines, report test NLLH", parents=[quiet]
+    )
     _add_data_options(run)
     _add_train_options(run)
     _add_noise_options(run)
@@ -230,7 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="refuse a file with more rows (30,000,000)")  # fmt: skip
     ic.add_argument("--json", action="store_true", help="print the import report as JSON")
 
-    sw = sub.add_parser("sweep", help="MRF and MRF-N over a list of ε: CSV and PNG")
+    sw = sub.add_parser(
+        "sweep", help="MRF and MRF-N over a list of ε: CSV and PNG", parents=[quiet]
+    )
     _add_data_options(sw)
     _add_train_options(sw)
     _add_noise_options(sw, sweep=True)
@@ -242,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a small sweep: ε 1,10, 2 noise seeds, 150 iterations")  # fmt: skip
     sw.add_argument("--privacy", default="central",
                     help="comma-separated central,local: central (noisy tables, the default) "
-                    "and/or local (randomized response on every record, issue 18); with local, "
+                    "and/or local (randomized response on every record); with local, "
                     "MRF and MRF-N per privacy model")  # fmt: skip
     sw.add_argument("--sizes", default=None,
                     help="train on nested random subsamples of the training records: fractions "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 from ..errors import AggMRFError
 
@@ -27,8 +26,12 @@ __all__ = [
 ]
 
 
+QUIET = {"on": False}  # ``--quiet``: no progress bars (set once per command by cli.main)
+
+
 class ProgressBar:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal.
+    """A progress bar on stderr (tqdm), drawn only when stderr is a terminal and the
+    command is not ``--quiet``.
 
     Called as ``bar(done, total)`` (iterations or steps done out of ``total``); the report
     function of :class:`aggmrf_explore.callbacks.Progress` during training.
@@ -36,21 +39,21 @@ class ProgressBar:
 
     def __init__(self, label: str, enabled: bool | None = None) -> None:
         self.label = label
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.t0 = time.perf_counter()
+        self.enabled = (sys.stderr.isatty() and not QUIET["on"]) if enabled is None else enabled
+        self._bar = None
 
     def __call__(self, done: int, total: int) -> None:
         if not self.enabled:
             return
-        width = 30
-        filled = int(width * done / max(total, 1))
-        elapsed = time.perf_counter() - self.t0
-        sys.stderr.write(
-            f"\r{self.label:<22} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {elapsed:5.1f}s"
-        )
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=self.label, file=sys.stderr, leave=True,
+                             unit="it", dynamic_ncols=True)  # fmt: skip
+        self._bar.total = total
+        self._bar.update(done - self._bar.n)
         if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+            self._bar.close()
 
 
 # ---------------------------------------------------------------------- stderr lines

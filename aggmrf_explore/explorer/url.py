@@ -29,7 +29,9 @@ from urllib.parse import parse_qsl, urlencode
 
 import param
 
+from ..settings import SettingError
 from .escape import shorten
+from .params import declaration
 
 __all__ = [
     "MAX_VALUE_CHARS",
@@ -66,14 +68,21 @@ def _label(p: param.Parameter, name: str) -> str:
 
 def decode_value(p: param.Parameter, name: str, raw: str):
     """Decode one URL value ``raw`` for the setting ``p`` (its declared type), or raise
-    :class:`URLValueError` with a message fit for the page.  Bounds and choices are not
-    checked here: the store checks them when the value is proposed."""
+    :class:`URLValueError` with a message fit for the page.  A setting declared in
+    :mod:`aggmrf_explore.settings` is checked by its declaration (domain included); for the
+    store's own params bounds and choices are checked when the value is proposed."""
     label = _label(p, name)
     if len(raw) > MAX_VALUE_CHARS:
         raise URLValueError(
             f"{label}: the value in the link is too long ({len(raw):,} characters)."
         )
     text = raw.strip()
+    decl = declaration(name)
+    if decl is not None:  # one of the declared settings: its one check
+        try:
+            return decl.check(text)
+        except SettingError as exc:
+            raise URLValueError(str(exc)) from None
     if isinstance(p, param.Boolean):
         low = text.lower()
         if low in _TRUE:
