@@ -80,6 +80,7 @@ RUNNING: weakref.WeakSet = weakref.WeakSet()  # explorers training now (share th
 SESSIONS: weakref.WeakSet = weakref.WeakSet()  # explorers of open server sessions
 RELEASE_DELAY = 5.0  # seconds after a session closes: Bokeh has dropped its document by then
 DEFAULT_MAX_SESSIONS = 40  # open sessions per server process (AGGMRF_MAX_SESSIONS changes it)
+THREADS_PER_SLICE = 1  # numba threads of a training slice (see TrainingPool)
 
 
 def max_sessions() -> int:
@@ -104,10 +105,12 @@ class TrainingPool:
     sessions training at once share the cores round-robin, and a Step (priority 0) waits
     for at most the slices already running, never for the queue.
 
-    numba's compiled kernels release the GIL, so the threads train at the same time.  A
-    slice runs its parallel kernels on ``cores // (slices running)`` threads (at least
-    one): one session alone gets every core, a class gets one core per slice, never more
-    threads than cores.  The results do not depend on it.
+    numba's compiled kernels release the GIL, so the threads train at the same time, one
+    core each.  A slice runs its parallel kernels on one thread: with more (numba's
+    OpenMP teams), every kernel ends at a barrier that waits for a descheduled team
+    thread whenever the machine is busy (another session, a browser, another job), and
+    Adult at n' = 10 000 fell from 142–173 to 17–51 iterations per second at load 4 on 2
+    cores.  The results do not depend on it (the kernels hand work out by counters).
     """
 
     def __init__(self, workers: int | None = None) -> None:
@@ -145,9 +148,8 @@ class TrainingPool:
                 continue
             with self._lock:
                 self.active += 1
-                threads = max(1, self.cores // self.active)
             try:
-                set_threads(threads)
+                set_threads(THREADS_PER_SLICE)
                 future.set_result(fn(*args))
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting session
                 future.set_exception(exc)
