@@ -12,12 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import sys
+import time
 
 import pytest
 
 import aggmrf_explore
 from aggmrf_explore.cli import main
 from aggmrf_explore.lessons import RECORD, lesson_names, shipped_lesson
+from tests.test_browser_proxy import start_serve, stop_serve
 
 
 def _error_line(capsys) -> str:
@@ -135,3 +138,26 @@ def test_serve_on_a_taken_port_is_one_error_line(capsys):
         assert main(["serve", "--address", "127.0.0.1", "--port", str(port)]) == 2
     line = _error_line(capsys)
     assert f"127.0.0.1:{port}" in line and "--port" in line
+
+
+def test_serve_show_opens_the_printed_url(tmp_path):
+    """``--show`` hands the page's URL to the default browser ($BROWSER here: a script
+    that writes down what it was asked to open)."""
+    opened = tmp_path / "opened.txt"
+    recorder = tmp_path / "browser.py"
+    recorder.write_text(
+        f"import sys, pathlib\npathlib.Path({str(opened)!r}).write_text(sys.argv[1])\n"
+    )
+    proc, url = start_serve(
+        [sys.executable, "-m", "aggmrf_explore.cli", "serve", "--port", "0",
+         "--address", "127.0.0.1", "--show"],
+        cwd=tmp_path, env={"BROWSER": f"{sys.executable} {recorder} %s"},
+    )  # fmt: skip
+    try:
+        t0 = time.perf_counter()
+        while not opened.exists() and time.perf_counter() - t0 < 30:
+            time.sleep(0.1)
+        assert opened.exists(), "--show opened no browser"
+        assert opened.read_text() == url
+    finally:
+        stop_serve(proc)
