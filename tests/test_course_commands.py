@@ -3,8 +3,8 @@
 Lessons: written once, left alone when unchanged, replaced when still as written (a newer
 package's lesson), and never overwritten when a student changed them unless ``--force`` —
 in which case nothing at all is written.  Serve: every refusal is one ``error:`` line with
-exit status 2 (the server itself is driven in chromium by tests/test_browser_proxy.py and
-tests/test_packaging.py).
+exit status 2, and ``--show`` opens the printed URL (the page itself is driven in chromium
+by tests/test_browser_proxy.py and tests/test_packaging.py).
 """
 
 from __future__ import annotations
