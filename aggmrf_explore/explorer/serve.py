@@ -156,9 +156,9 @@ def serve(
     ``prefix``: a path the page is served under (``/user/alice/proxy/5006`` serves
     ``…/user/alice/proxy/5006/explorer``), for a reverse proxy that keeps the path.
     ``num_procs``: server processes sharing the port (Bokeh forks them; each serves its own
-    sessions, see :func:`serve_resources_locally`); with a ``prefix``, only 1.  ``show`` opens the page in the default
-    browser.  ``on_start(url)`` is called once the server listens (in the first process
-    only), with the page's URL on this machine.
+    sessions, see :func:`serve_resources_locally`); with a ``prefix``, only 1.  ``show``
+    opens the page in the default browser.  ``on_start(url)`` is called once the server
+    listens (in the first process only), with the page's URL on this machine.
     """
     from tornado.process import task_id
 
