@@ -42,7 +42,13 @@ import pandas as pd
 from .callbacks import Callback, HeldOutNLLH, History, StopTraining
 from .errors import AggMRFError, DivergenceError
 from .kernels import make_chain, sample_logits
-from .kernels.update import GRADIENT_CODES, bound_excess, update_pass
+from .kernels.update import (
+    GRADIENT_CODES,
+    UpdateArrays,
+    UpdateScalars,
+    bound_excess,
+    update_pass,
+)
 from .metrics import relative_l1
 from .settings import GRADIENTS, SettingError, setting
 from .suppression import box_targets
@@ -359,16 +365,25 @@ def pcd_update(
     h_plain = max(penalty.h_plain, s)
     # one pass over the K coordinates (kernels.update): the numpy expressions of this
     # docstring's steps, same operations in the same order, without (K,) temporaries
-    arrays = (mu, theta, d_hat, c_hat, targets.d, targets.c, penalty.reg_mu, penalty.reg_theta)
-    new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta = (
-        update_pass(
-            *(np.ascontiguousarray(a, dtype=np.float64) for a in arrays),
-            float(2.0 * st.lambda_mu),
-            float(2.0 * st.lambda_theta), float(s), GRADIENT_CODES[st.gradient],
-            bool(st.precondition), float(h_plain), float(st.clip), float(st.step_mu),
-            float(st.step_theta), bool(penalty.intercept),
-        )
+    arrays = UpdateArrays(
+        *(np.ascontiguousarray(a, dtype=np.float64) for a in (mu, theta, d_hat, c_hat,
+          targets.d, targets.c, penalty.reg_mu, penalty.reg_theta))
     )  # fmt: skip
+    scalars = UpdateScalars(
+        two_lam_mu=float(2.0 * st.lambda_mu),
+        two_lam_theta=float(2.0 * st.lambda_theta),
+        s=float(s),
+        gradient=GRADIENT_CODES[st.gradient],
+        precondition=bool(st.precondition),
+        h_plain=float(h_plain),
+        clip=float(st.clip),
+        step_mu=float(st.step_mu),
+        step_theta=float(st.step_theta),
+        intercept=bool(penalty.intercept),
+    )
+    new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta = (
+        update_pass(arrays, scalars)
+    )
     if not st.precondition:
         h_mu = h_theta = h_plain
     new = Params(new_mu, new_theta)

@@ -177,3 +177,22 @@ def test_default_gradient_is_the_unbiased_ratio():
     u = _update(settings=st)
     np.testing.assert_allclose(u.ratio, [20 / 22, 10.5 / 8, 1.0, 1.0])
     np.testing.assert_allclose(_update().ratio, [20 / 22, 10 / 8, 1.0, 1 / 4])
+
+
+@pytest.mark.parametrize("gradient", ["rescaled", "rescaled-paper"])
+def test_the_kernels_ratio_is_the_numpy_rescaling_ratio(gradient):
+    """update_pass computes the ratio per coordinate; it must equal mrf.rescaling_ratio
+    bit for bit, fallbacks included (d̂ = 0, d − 2λ_μ μ ≤ 0, negative noisy targets)."""
+    rng = np.random.default_rng(11)
+    K = 2_000
+    mu, theta = rng.normal(0, 2, K), rng.normal(0, 1, K)
+    d_hat = np.where(rng.random(K) < 0.1, 0.0, rng.gamma(1.0, 30.0, K))
+    d = rng.normal(20.0, 25.0, K)  # noisy: some negative
+    c = rng.normal(5.0, 8.0, K)
+    reg = np.where(np.arange(K) == 0, 0.0, 1.0)
+    st = _with(gradient=gradient, lambda_mu=3.0)
+    up = pcd_update(Params(mu, theta), d_hat, d_hat / 3, Targets(d, c), st,
+                    Penalty(reg, reg.copy(), True, S, 15.0))  # fmt: skip
+    expected = rescaling_ratio(d_hat, d, 2.0 * st.lambda_mu * reg * mu, gradient)
+    assert np.array_equal(up.ratio, expected)
+    assert (expected == 1.0).sum() > 100  # the fallbacks were exercised

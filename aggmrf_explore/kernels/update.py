@@ -12,27 +12,56 @@ positions) without temporaries.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["GRADIENT_CODES", "update_pass", "bound_excess"]
+__all__ = ["GRADIENT_CODES", "UpdateArrays", "UpdateScalars", "update_pass", "bound_excess"]
 
 GRADIENT_CODES = {"rescaled": 0, "rescaled-paper": 1, "true": 2}
 
 
+class UpdateArrays(NamedTuple):
+    """The update's per-coordinate inputs, each float64 (K,) and contiguous."""
+
+    mu: np.ndarray
+    theta: np.ndarray
+    d_hat: np.ndarray  # the model's expected counts, already scaled by s = n/n'
+    c_hat: np.ndarray  # the model's expected label sums, scaled by s
+    d: np.ndarray  # the count targets
+    c: np.ndarray  # the label-sum targets
+    reg_mu: np.ndarray  # per-coordinate factor of λ_μ (0 on the intercept)
+    reg_theta: np.ndarray  # per-coordinate factor of λ_θ
+
+
+class UpdateScalars(NamedTuple):
+    """The update's scalars (named, so that swapping two of them cannot go unnoticed)."""
+
+    two_lam_mu: float  # 2 λ_μ
+    two_lam_theta: float  # 2 λ_θ
+    s: float  # one Gibbs sample's weight n/n' (the preconditioners' floor)
+    gradient: int  # a GRADIENT_CODES value
+    precondition: bool
+    h_plain: float  # both preconditioners without ``precondition`` (≥ s)
+    clip: float  # bound on each coordinate of the direction
+    step_mu: float  # α_μ
+    step_theta: float  # α_θ
+    intercept: bool  # coordinate 0 is the intercept: μ_0 does not move
+
+
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def update_pass(
-    mu, theta, d_hat, c_hat, d, c, reg_mu, reg_theta, two_lam_mu, two_lam_theta, s,
-    gradient, precondition, h_plain, clip, step_mu, step_theta, intercept,
-):  # fmt: skip
+def update_pass(arrays, scalars):
     """The new (μ, θ) and every intermediate of ``mrf.pcd_update``, float64 (K,) arrays.
 
-    mu, theta, d_hat, c_hat, d, c, reg_mu, reg_theta: float64 (K,) (d_hat, c_hat already
-    scaled by s = n/n'); two_lam_mu = 2 λ_μ, two_lam_theta = 2 λ_θ; gradient: a
-    :data:`GRADIENT_CODES` value; without ``precondition`` both preconditioners are the
-    scalar h_plain (≥ s) and the returned h arrays are empty.  Returns (new_mu, new_theta,
-    g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta).
+    arrays : :class:`UpdateArrays`;  scalars : :class:`UpdateScalars`.  Without
+    ``precondition`` both preconditioners are the scalar h_plain and the returned h arrays
+    are empty.  Returns (new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta,
+    dir_mu, dir_theta).  The ratio is ``mrf.rescaling_ratio``'s, per coordinate.
     """
+    mu, theta, d_hat, c_hat, d, c, reg_mu, reg_theta = arrays
+    two_lam_mu, two_lam_theta, s, gradient, precondition = scalars[:5]
+    h_plain, clip, step_mu, step_theta, intercept = scalars[5:]
     K = mu.shape[0]
     new_mu = np.empty(K)
     new_theta = np.empty(K)
