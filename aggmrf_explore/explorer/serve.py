@@ -125,6 +125,22 @@ def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
     return page
 
 
+def page_path_from_websocket() -> None:
+    """Give a session that a websocket request made the page's own path.
+
+    With ``--num-procs`` above 1 the page's websocket may reach another server process than
+    its page, which builds the session anew from that request: Panel then takes the page's
+    path to be ``…/explorer/ws``, counts one directory too many, and points the page's
+    stylesheets one level up (``../static/…``: not found under a path prefix, measured
+    through a proxy).  Setting the path before the page is built keeps them at ``static/…``.
+    """
+    doc = pn.state.curdoc
+    request = doc.session_context.request if doc and doc.session_context else None
+    path = getattr(request, "path", None) or ""
+    if path.endswith("/ws"):
+        pn.state.location.pathname = path[: -len("/ws")]
+
+
 def explorer_document() -> None:
     """Build the explorer page into the current session's document (``pn.state.curdoc``).
 
@@ -132,6 +148,7 @@ def explorer_document() -> None:
     :func:`serve` hands it to Panel as the function that makes each session's page (which
     returns None: the page is in the document already, as under ``panel serve``).
     """
+    page_path_from_websocket()
     with frozen_document():  # the page's ~400 Bokeh models are indexed once, not a dozen times
         build_app().servable()
 
@@ -156,8 +173,8 @@ def serve(
     ``prefix``: a path the page is served under (``/user/alice/proxy/5006`` serves
     ``…/user/alice/proxy/5006/explorer``), for a reverse proxy that keeps the path.
     ``num_procs``: server processes sharing the port (Bokeh forks them; each serves its own
-    sessions, see :func:`serve_resources_locally`); with a ``prefix``, only 1.  ``show``
-    opens the page in the default browser.  ``on_start(url)`` is called once the server
+    sessions, see :func:`serve_resources_locally` and :func:`page_path_from_websocket`).
+    ``show`` opens the page in the default browser.  ``on_start(url)`` is called once the server
     listens (in the first process only), with the page's URL on this machine.
     """
     from tornado.process import task_id
@@ -167,11 +184,6 @@ def serve(
     if num_procs < 1:
         raise AggMRFError(f"--num-procs {num_procs}: at least 1 — give 1 or more.")
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
-    if prefix and num_procs > 1:  # measured: the page then asks for its styles elsewhere
-        raise AggMRFError(
-            f"--num-procs {num_procs} with --prefix: under a path prefix, pages served by "
-            "more than one process miss their stylesheets — use --num-procs 1 behind a proxy."
-        )
     # Bokeh answers /favicon.ico without the prefix, the page asks for it under the prefix:
     # an extra route (Bokeh adds the prefix to it) sends it to Panel's icon
     extra_patterns = [("/favicon.ico", RedirectHandler, {"url": prefix + FAVICON})]
