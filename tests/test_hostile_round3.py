@@ -178,7 +178,7 @@ def test_explorer_tiny_local_epsilon_is_refused_beside_its_control():
     s.load()
     assert s.propose("mechanism", "local") is None
     data, eps = s.data, s.epsilon
-    msg = s.propose("epsilon", 1e-300)
+    msg = s.propose("epsilon", 1e-7)  # above ε's declared floor, below a usable channel's
     assert msg and "ε ≥" in msg and "Error" not in msg, msg
     assert s.errors["epsilon"] == msg
     assert s.epsilon == eps and s.data is data and s.trainer is not None  # kept
@@ -190,7 +190,7 @@ def test_explorer_link_with_tiny_local_epsilon_still_loads():
     from aggmrf_explore.explorer.store import ExplorerSession
 
     s = ExplorerSession(lazy=True, dataset="xor", n_samples=2000)
-    assert s.propose("mechanism", "local") is None and s.propose("epsilon", 1e-300) is None
+    assert s.propose("mechanism", "local") is None and s.propose("epsilon", 1e-7) is None
     s.load()
     assert s.trainer is not None and "iteration 0" in s.status, s.status
     assert s.mechanism == "local" and s.epsilon == s.param["epsilon"].default
@@ -200,17 +200,17 @@ def test_explorer_link_with_tiny_local_epsilon_still_loads():
 
 
 # ------------------------------------------------------------------------- link length
-def test_link_over_the_cap_is_not_read():
+def test_link_over_the_cap_keeps_its_settings_and_says_why():
     from aggmrf_explore.explorer import url
     from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
 
     s = ExplorerSession(lazy=True)
     cap = getattr(url, "MAX_LINK_CHARS", 16_000)
-    with pytest.raises(ValueError, match="characters long"):
-        url.apply_query(s, "?dataset=toy&lesson=" + "x" * cap, URL_KEYS)
-    assert s.dataset == "xor"
-    assert url.apply_query(s, "?dataset=toy&lesson=short", URL_KEYS) == {}
-    assert s.dataset == "toy"
+    long = "?dataset=toy&hide=data&lesson=" + "x" * cap
+    assert url.apply_query(s, long, URL_KEYS) == {} and s.dataset == "toy"  # key by key
+    assert url.readable_query(long) == ""  # no lesson, nothing hidden from this link
+    assert "characters long" in url.link_too_long(long)
+    assert url.link_too_long("?lesson=short") is None and url.link_too_long("") is None
 
 
 def test_written_link_stays_under_the_cap():

@@ -963,8 +963,11 @@ class Explorer(pn.viewable.Viewer):
             return
         les = parse_lesson(url.readable_query(loc.search or ""), self._hideable())
         self._hidden = les.hide
-        if les.text:
-            self.lesson_banner.object = f"**Lesson.** {escape_markdown(les.text, limit=1000)}"
+        too_long = url.link_too_long(loc.search or "")  # said where it stays: the banner
+        if les.text or too_long:
+            self.lesson_banner.object = (
+                f"**Lesson.** {escape_markdown(les.text, limit=1000)}" if les.text else too_long
+            )
             self.lesson_banner.visible = True
         self._syncing = True
         try:

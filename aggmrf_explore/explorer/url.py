@@ -11,12 +11,14 @@ error is recorded beside its own control (``session.errors[name]``).
 The app writes the URL back from the settings in effect afterwards, so a bad value never
 stays in the address bar.
 
-A whole link is capped too: a query string longer than ``MAX_LINK_CHARS`` characters (as
-sent, percent-encoded) is not read at all (:func:`readable_query`; :func:`apply_query`
-records one message saying so), and the URL written back keeps none of its keys, so
-the page opens with its defaults and a short address.  The cap lies far below the 64 KiB
-of request headers that Tornado (Panel's web server) accepts: a longer link is refused by
-the server itself, before the page can answer, and the browser shows an empty page.  Keys that are not settings (``hide``, ``lesson``, …) are left
+A whole link is capped too, at ``MAX_LINK_CHARS`` characters (as sent, percent-encoded),
+far below the 64 KiB of request headers that Tornado (Panel's web server) accepts by
+default (a longer link is refused by the server itself, before the page can answer).  The
+links the page writes stay under the cap (:func:`with_settings`); of a longer link the
+settings are still read key by key (a value over ``MAX_VALUE_CHARS`` is refused beside
+its control), its other keys (lesson, hidden controls) are not read
+(:func:`readable_query`), the address written back drops them, and the page says why
+(:func:`link_too_long`).  Keys that are not settings (``hide``, ``lesson``, …) are left
 to whoever reads them.
 """
 
@@ -45,10 +47,11 @@ __all__ = [
     "with_settings",
     "MAX_LINK_CHARS",
     "readable_query",
+    "link_too_long",
 ]
 
 MAX_VALUE_CHARS = 2000  # a longer URL value is refused unread (a link is not a data channel)
-MAX_LINK_CHARS = 16_000  # a longer query string is not read (Tornado refuses 64 KiB)
+MAX_LINK_CHARS = 16_000  # links written stay shorter; longer ones lose lesson and hide
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off", ""}
 
@@ -159,9 +162,20 @@ def parse_query(
 
 
 def readable_query(search: str) -> str:
-    """``search`` if it is at most ``MAX_LINK_CHARS`` characters long, else ``""`` (a link
-    that long is not read: neither its settings nor its other keys, e.g. a lesson)."""
+    """``search`` if it is at most ``MAX_LINK_CHARS`` characters long, else ``""``: what
+    the page reads a lesson and hidden controls from."""
     return search if len(search or "") <= MAX_LINK_CHARS else ""
+
+
+def link_too_long(search: str) -> str | None:
+    """The page's message for a query string longer than ``MAX_LINK_CHARS`` (None if not)."""
+    if readable_query(search) or not search:
+        return None
+    return (
+        f"This link is {len(search):,} characters long, more than the {MAX_LINK_CHARS:,} the "
+        "explorer accepts: its lesson and hidden controls were not read, only its settings "
+        "— share a shorter link (the Save & share card makes one)."
+    )
 
 
 def apply_query(session, search: str, keys: Iterable[str]) -> dict[str, str]:
@@ -170,15 +184,7 @@ def apply_query(session, search: str, keys: Iterable[str]) -> dict[str, str]:
     Each decoded value goes through ``session.propose`` (bounds and choices checked there),
     in the order of ``keys``; a value that fails keeps the previous setting and records its
     message in ``session.errors[name]``.  Returns {name: message} of the refused values.
-    A query string longer than ``MAX_LINK_CHARS`` is not read: nothing is applied and
-    :class:`URLValueError` says so.
     """
-    if search and not readable_query(search):
-        raise URLValueError(
-            f"the link is {len(search):,} characters long, more than the {MAX_LINK_CHARS:,} "
-            "the explorer reads, so none of its settings were used — share a shorter link "
-            "(the Save & share card makes one)."
-        )
     params = {k: session.param[k] for k in keys}
     values, errors = parse_query(query_pairs(search), params)
     for name, value in values.items():
