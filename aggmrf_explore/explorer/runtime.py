@@ -72,9 +72,21 @@ __all__ = [
     "release_memory_soon",
     "lower_priority",
     "import_in_background",
+    "one_kernel_thread",
 ]
 
-DATA_EXECUTOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aggmrf-data")
+
+def one_kernel_thread() -> None:
+    """The calling thread (the event loop, a worker) runs numba's parallel kernels on one
+    thread: their OpenMP barriers stall whenever the machine is busy (see TrainingPool)."""
+    from ..kernels import set_threads
+
+    set_threads(1)
+
+
+DATA_EXECUTOR = ThreadPoolExecutor(
+    max_workers=2, thread_name_prefix="aggmrf-data", initializer=one_kernel_thread
+)
 SLOW_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aggmrf-baselines")
 RUNNING: weakref.WeakSet = weakref.WeakSet()  # explorers training now (share the loop)
 SESSIONS: weakref.WeakSet = weakref.WeakSet()  # explorers of open server sessions

@@ -119,6 +119,8 @@ def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
     pn.extension(*PAGE_EXTENSIONS, notifications=False)  # first: before HoloViews (above)
     from .app import Explorer
 
+    runtime.one_kernel_thread()  # (the event loop's own kernels: the test records' rows)
+
     page = Explorer(load_now=True).template()
     after_response(lambda: runtime.import_in_background(PLOTTING_MODULES))
     runtime.log(f"session page built in {time.perf_counter() - t0:.2f} s")
