@@ -73,6 +73,7 @@ __all__ = [
     "lower_priority",
     "import_in_background",
     "one_kernel_thread",
+    "limit_malloc_arenas",
 ]
 
 
@@ -93,6 +94,9 @@ SESSIONS: weakref.WeakSet = weakref.WeakSet()  # explorers of open server sessio
 RELEASE_DELAY = 5.0  # seconds after a session closes: Bokeh has dropped its document by then
 DEFAULT_MAX_SESSIONS = 40  # open sessions per server process (AGGMRF_MAX_SESSIONS changes it)
 THREADS_PER_SLICE = 1  # numba threads of a training slice (see TrainingPool)
+# the training threads' niceness: on a busy machine the event loop (one thread, answering
+# every page) gets the cores first, training what is left; alone, training loses nothing
+TRAINING_NICE = 5
 
 
 def max_sessions() -> int:
@@ -118,7 +122,7 @@ class TrainingPool:
     for at most the slices already running, never for the queue.
 
     numba's compiled kernels release the GIL, so the threads train at the same time, one
-    core each.  A slice runs its parallel kernels on one thread: with more (numba's
+    core each, niced by :data:`TRAINING_NICE` so that the event loop answers first.  A slice runs its parallel kernels on one thread: with more (numba's
     OpenMP teams), every kernel ends at a barrier that waits for a descheduled team
     thread whenever the machine is busy (another session, a browser, another job), and
     Adult at n' = 10 000 fell from 142–173 to 17–51 iterations per second at load 4 on 2
@@ -154,6 +158,7 @@ class TrainingPool:
     def _work(self) -> None:
         from ..kernels import set_threads
 
+        lower_priority(TRAINING_NICE)  # the event loop (clicks, pages, refreshes) comes first
         while True:
             _, _, future, fn, args = self._queue.get()
             if not future.set_running_or_notify_cancel():
@@ -183,7 +188,7 @@ _START_LOCK = threading.Lock()  # starts the warm-up thread (never held for long
 _warm_thread: threading.Thread | None = None
 _child: tuple[threading.Thread, float] | None = None  # first start: the parallel compile
 _compiler: threading.Thread | None = None
-_release_pending = False
+_release_handle: asyncio.TimerHandle | None = None  # the release after the last close
 _IMPORTING: set[str] = set()  # modules import_in_background was asked for
 
 
@@ -495,25 +500,45 @@ def wait_for_warm_up(timeout: float) -> None:
         _PREFETCHED.wait(timeout=timeout)
 
 
+M_ARENA_MAX = -8  # glibc's mallopt parameter: the most malloc arenas (one per thread by default)
+_arenas_limited = False
+
+
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """Let glibc's malloc use at most ``arenas`` arenas (once per process, before the
+    worker threads start): by default each thread that allocates gets its own, and the
+    freed memory of closed sessions stays scattered over them, out of ``malloc_trim``'s
+    reach.  Nothing happens on another C library."""
+    global _arenas_limited
+    if _arenas_limited:
+        return
+    _arenas_limited = True
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, arenas)
+    except (OSError, AttributeError):
+        pass
+
+
 def release_memory_soon() -> None:
     """Once the closed sessions' documents are gone, collect them and hand freed memory back.
 
     A session's objects form reference cycles (widgets ↔ callbacks), freed by the cycle
     collector; glibc then keeps the freed arenas unless asked (``malloc_trim``), so the
-    server's resident memory would stay at its peak after the sessions close.
+    server's resident memory would stay at its peak after the sessions close.  A class
+    leaving closes many sessions within seconds: each close moves the release to
+    ``RELEASE_DELAY`` after it, so one release follows the last.
     """
-    global _release_pending
-    if _release_pending:
-        return
+    global _release_handle
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return
-    _release_pending = True
+    if _release_handle is not None:
+        _release_handle.cancel()
 
     def release() -> None:
-        global _release_pending
-        _release_pending = False
+        global _release_handle
+        _release_handle = None
         gc.collect()
         try:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -521,12 +546,15 @@ def release_memory_soon() -> None:
             pass  # not glibc
         log(f"memory released after closed sessions ({len(SESSIONS)} open)")
 
-    loop.call_later(RELEASE_DELAY, release)
+    _release_handle = loop.call_later(RELEASE_DELAY, release)
 
 
-def lower_priority() -> None:
-    """Nice the calling worker thread (Linux threads are tasks): baselines yield to ticks."""
+def lower_priority(nice: int = 15) -> None:
+    """Nice the calling worker thread to ``nice`` (Linux threads are tasks; never less
+    nice than it is): the baselines (15) yield to training, training
+    (:data:`TRAINING_NICE`) to the event loop."""
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, max(nice, os.getpriority(os.PRIO_PROCESS, tid)))
     except (AttributeError, OSError):
         pass

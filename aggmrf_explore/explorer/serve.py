@@ -105,6 +105,7 @@ def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
     ``AGGMRF_MAX_SESSIONS``, else 40) the page says the class is full instead.
     """
     t0 = time.perf_counter()
+    runtime.limit_malloc_arenas()  # (the first page: before any worker thread starts)
     serve_resources_locally()
     limit = runtime.max_sessions() if max_sessions is None else max(1, int(max_sessions))
     if len(runtime.SESSIONS) >= limit:
