@@ -469,3 +469,19 @@ def test_expected_noise_on_negative_release():
 def test_bad_input(call, match):
     with pytest.raises(AggMRFError, match=match):
         call()
+
+
+def test_a_declared_noise_level_alone_claims_no_budget():
+    """A release that declares only σ (or a Laplace scale), as the challenge files do: the
+    mechanism keeps the noise level exactly and reports ε and δ as unknown, and cannot be
+    added up with other releases."""
+    from aggmrf_explore.io import mechanism_from_meta
+    from aggmrf_explore.privacy import composed_epsilon
+
+    g = mechanism_from_meta({"mechanism": "gaussian", "sigma": 17.0})
+    assert g.sigma == 17.0 and g.describe()["epsilon"] is None and g.describe()["delta"] is None
+    assert mechanism_from_meta(g.to_dict()) == g and g.scaled(0.5).sigma == 8.5
+    lap = mechanism_from_meta({"mechanism": "laplace", "scale": 20.0})
+    assert lap.scale == 20.0 and lap.describe()["epsilon"] is None
+    with pytest.raises(AggMRFError, match="only its noise level"):
+        composed_epsilon([g], 1e-7)

@@ -87,7 +87,7 @@ def test_sweep_quick(tmp_path):
         (["--epsilons", ","], "--epsilons must be comma-separated numbers"),
         (
             ["--mechanism", "gaussian", "--delta", "2", "--epsilons", "1"],
-            "--delta: must be a number strictly between 0 and 1",
+            "--delta: must be a finite number ≥ 1e-50 and < 1",
         ),
         (["--mechanism", "gaussian", "--delta", "0", "--epsilons", "1"], "delta"),
         (["--iterations", "0", "--epsilons", "1"], "--iterations: must be an integer from 1"),

@@ -94,13 +94,20 @@ def noise_summary(mech, accounting: str, generator: str | None = None) -> dict:
     return out
 
 
+def budget_text(noise: dict) -> str:
+    """ "ε=1 δ=1e-07", or "ε, δ unknown" for a release that declares only its noise level."""
+    if noise.get("epsilon") is None:
+        return "ε, δ unknown"
+    return f"ε={noise['epsilon']:g} δ={noise['delta']:g}"
+
+
 def print_run(out: dict) -> None:
     """The text report of ``run``: data, noise, settings, then one line per model."""
     print(f"dataset {out['dataset']}: {out['n_train']} train / {out['n_test']} test records, "
           f"{out['n_features']} features, {out['n_tables']} tables, {out['n_rows']} rows")  # fmt: skip
     noise = out["noise"]
     if noise["mechanism"] != "none":
-        print(f"noise: {noise['mechanism']} ε={noise['epsilon']} δ={noise['delta']} "
+        print(f"noise: {noise['mechanism']} {budget_text(noise)} "
               f"σ={noise['sigma']:.2f} ({noise['accounting']} accounting)")  # fmt: skip
     s = out["settings"]
     print(f"MRF: {s['iterations']} iterations, n'={s['n_gibbs']}, λμ={s['lambda_mu']:g}, "

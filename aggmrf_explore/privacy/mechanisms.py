@@ -121,6 +121,7 @@ class LaplaceMechanism:
 
     epsilon: float
     l1_sensitivity: float
+    budget_known: bool = True  # False: only the noise level was declared (ε means nothing)
     name: ClassVar[str] = "laplace"
     delta: ClassVar[float] = 0.0
 
@@ -151,6 +152,10 @@ class LaplaceMechanism:
         return -np.abs(np.asarray(x, dtype=np.float64)) / b - math.log(2.0 * b)
 
     def describe(self) -> dict:
+        """ε, δ, scale, std and Δ1; ε and δ are None when only the noise level is known."""
+        if not self.budget_known:
+            return {"mechanism": self.name, "epsilon": None, "delta": None,
+                    "scale": self.scale, "std": self.std, "budget": "unknown"}  # fmt: skip
         return {
             "mechanism": self.name,
             "epsilon": self.epsilon,
@@ -175,9 +180,9 @@ class LaplaceMechanism:
         kind = str(d.get("mechanism", cls.name)).lower()
         if kind != cls.name:
             raise AggMRFError(f"a {kind!r} description is not a {cls.name} mechanism.")
-        if "epsilon" in d and "l1_sensitivity" in d:
+        if d.get("epsilon") is not None and "l1_sensitivity" in d:
             return cls(d["epsilon"], d["l1_sensitivity"])
-        if "epsilon" in d and layout is not None:
+        if d.get("epsilon") is not None and layout is not None:
             return make_mechanism(
                 "laplace", d["epsilon"], None, layout, d.get("accounting", "both")
             )
@@ -186,16 +191,15 @@ class LaplaceMechanism:
             scale = float(d["sigma"]) / math.sqrt(2.0)
         if scale is None:
             raise AggMRFError("a laplace 'noise' needs epsilon (+ l1_sensitivity) or scale.")
-        return cls(1.0, float(scale))
+        return cls(1.0, float(scale), budget_known=False)
 
     discrete: ClassVar[bool] = False
     density: ClassVar[str] = "laplace"
 
     def scaled(self, factor: float) -> LaplaceMechanism:
         """The noise × ``factor`` > 0 (ε kept, Δ1 × factor)."""
-        return LaplaceMechanism(
-            self.epsilon, self.l1_sensitivity * _positive_finite("factor", factor)
-        )
+        f = _positive_finite("factor", factor)
+        return LaplaceMechanism(self.epsilon, self.l1_sensitivity * f, self.budget_known)
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,7 @@ class GaussianMechanism:
     delta: float
     l2_sensitivity: float
     calibration: Literal["analytic", "classic", "adkdd21"] = "analytic"
+    budget_known: bool = True  # False: only σ was declared, held in l2_sensitivity (no ε, δ)
     sigma: float = field(init=False)
     name: ClassVar[str] = "gaussian"
 
@@ -226,6 +231,8 @@ class GaussianMechanism:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClassicGaussianWarning)
             sigma = gaussian_sigma(self.epsilon, self.delta, self.l2_sensitivity, self.calibration)
+        if not self.budget_known:  # only σ was declared: it is held in l2_sensitivity
+            sigma = self.l2_sensitivity
         object.__setattr__(self, "sigma", sigma)
         if self.calibration == "classic" and self.epsilon > 1.0:
             warnings.warn(
@@ -256,6 +263,10 @@ class GaussianMechanism:
         return -0.5 * z * z - math.log(s) - 0.5 * math.log(2.0 * math.pi)
 
     def describe(self) -> dict:
+        """ε, δ, σ, Δ2 and the calibration; ε and δ are None when only σ is known."""
+        if not self.budget_known:
+            return {"mechanism": self.name, "epsilon": None, "delta": None,
+                    "sigma": self.sigma, "std": self.sigma, "budget": "unknown"}  # fmt: skip
         return {
             "mechanism": self.name,
             "epsilon": self.epsilon,
@@ -283,9 +294,9 @@ class GaussianMechanism:
         if kind != cls.name:
             raise AggMRFError(f"a {kind!r} description is not a {cls.name} mechanism.")
         calib = d.get("calibration", "analytic")
-        if "epsilon" in d and "l2_sensitivity" in d:
+        if d.get("epsilon") is not None and "l2_sensitivity" in d:
             return cls(d["epsilon"], d.get("delta", 1e-7), d["l2_sensitivity"], calib)
-        if "epsilon" in d and layout is not None:
+        if d.get("epsilon") is not None and layout is not None:
             return make_mechanism(
                 "gaussian",
                 d["epsilon"],
@@ -297,8 +308,7 @@ class GaussianMechanism:
         sigma = d.get("sigma", d.get("scale"))
         if sigma is None:
             raise AggMRFError("a gaussian 'noise' needs epsilon (+ l2_sensitivity) or sigma.")
-        unit = analytic_gaussian_sigma(1.0, 1e-6, 1.0)
-        return cls(1.0, 1e-6, float(sigma) / unit)
+        return cls(1.0, 1e-6, float(sigma), budget_known=False)
 
     discrete: ClassVar[bool] = False
     density: ClassVar[str] = "gauss"
@@ -309,7 +319,11 @@ class GaussianMechanism:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClassicGaussianWarning)
             return GaussianMechanism(
-                self.epsilon, self.delta, self.l2_sensitivity * f, self.calibration
+                self.epsilon,
+                self.delta,
+                self.l2_sensitivity * f,
+                self.calibration,
+                self.budget_known,
             )
 
 

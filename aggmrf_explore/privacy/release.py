@@ -133,6 +133,11 @@ def composed_epsilon(mechanisms: list[Mechanism], delta: float) -> float:
     pure = True
     for m in mechanisms:
         m = check_mechanism(m)
+        if not getattr(m, "budget_known", True):
+            raise AggMRFError(
+                "a release that declares only its noise level (no ε, δ and sensitivity) "
+                "cannot be added up — declare its epsilon and sensitivity."
+            )
         if m.delta == 0.0:
             rho += m.epsilon**2 / 2.0
         else:
