@@ -38,6 +38,7 @@ Screenshots go to ``docs/jupyter_*.png`` when ``AGGMRF_JUPYTER_DOCS=1``, otherwi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -134,31 +135,16 @@ def free_port() -> int:
     return port
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A Jupyter server on loopback (no token) with JupyterLab 4 and Notebook 7, whose root
-    holds the README notebook."""
-    root = tmp_path_factory.mktemp("jlroot")
-    nb = {
-        "cells": [
-            {
-                "cell_type": "code",
-                "metadata": {},
-                "source": c,
-                "outputs": [],
-                "execution_count": None,
-            }
-            for c in readme_cells()
-        ],
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    (root / "readme.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+@contextlib.contextmanager
+def jupyter_lab(root: Path):
+    """A Jupyter server (JupyterLab 4 and Notebook 7) on loopback, no token, serving ``root``.
+
+    Yields its base URL; the server is stopped on exit.  Its settings live in
+    ``root/settings``: every cell rendered (no windowing), no news toast.  Its log is
+    ``root/jupyterlab.log``.
+    """
     # JupyterLab 4 and Notebook 7 virtualise off-screen cells ("windowing"); render them all,
-    # so the outputs of the three cells can be read without scrolling each one into view
+    # so the outputs of the cells can be read without scrolling each one into view
     tracker = root / "settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
@@ -193,7 +179,7 @@ def lab(tmp_path_factory):
                         "jupyter lab did not start:\n" + (root / "jupyterlab.log").read_text()
                     ) from None
                 time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}", root
+        yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         try:
@@ -201,6 +187,32 @@ def lab(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A Jupyter server (see :func:`jupyter_lab`) whose root holds the README notebook."""
+    root = tmp_path_factory.mktemp("jlroot")
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": c,
+                "outputs": [],
+                "execution_count": None,
+            }
+            for c in readme_cells()
+        ],
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (root / "readme.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    with jupyter_lab(root) as url:
+        yield url, root
 
 
 def poll(page, seconds: float, ready) -> None:

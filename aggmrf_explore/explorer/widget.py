@@ -26,6 +26,7 @@ import io
 import math
 import sys
 import time
+import warnings
 import weakref
 from collections.abc import Mapping
 
@@ -271,17 +272,40 @@ def load_offline() -> None:
     kernel: a reloaded browser tab, or the same notebook opened in Notebook 7 after
     JupyterLab, runs its cells on a kernel that has loaded them before, into a page that has
     not (a once-per-kernel guard left that page with "Bokeh or Panel library is missing").
-    :func:`notebook_explorer` and :func:`explorer_widget` call it; call it yourself before
-    displaying any other Panel or HoloViews object in the same notebook — and do not call
-    ``pn.extension()`` without ``inline=True`` first, or the CDN loader wins.
+
+    Whatever ``pn.extension(...)`` call came before, the libraries are published in full:
+    Panel and HoloViews publish them only at the first extension call of a cell and send a
+    short "already loaded" stub at later ones, so a ``pn.extension("tabulator")`` earlier in
+    the same cell (which published the CDN loader, useless offline) used to leave the cell
+    with no BokehJS at all.  Such a call still sends the browser to the CDN for its own
+    loader; :func:`load_offline` warns about it once (leave the call out, or pass
+    ``inline=True``).  :func:`notebook_explorer` and :func:`explorer_widget` call this; call
+    it yourself before displaying any other Panel or HoloViews object in the same notebook.
     """
     import holoviews as hv
     import panel as pn
+    import pyviz_comms
+    from panel.config import panel_extension
 
+    global _warned_cdn
+    if panel_extension._loaded and not pn.config.inline and not _warned_cdn:
+        _warned_cdn = True
+        warnings.warn(
+            "pn.extension() was called without inline=True: the browser fetched Panel's "
+            "libraries from a CDN, which fails offline. The explorer loads them inline "
+            "itself — leave pn.extension() out, or call pn.extension(inline=True).",
+            stacklevel=3,
+        )
     pn.config.inline = True
+    # forget any extension call made earlier in the caller's cell, so that the next call
+    # publishes the libraries in full rather than an "already loaded" stub
+    pyviz_comms.extension._last_execution_count = None
     hv.extension("bokeh", logo=False, inline=True)
     pn.extension("tabulator", "filedropper", inline=True)
     _local_stylesheets()
+
+
+_warned_cdn = False  # load_offline warns once per kernel about a CDN pn.extension() call
 
 
 class _LocalSheets(dict):
@@ -381,7 +405,8 @@ def notebook_explorer(**settings):
     before this returns, in the calling thread: no worker thread is started, and the
     explorer can be stepped at once (``ex.session.step(k)`` or its Step button).
     Display it as the last expression of a cell; no ``pn.extension()`` is needed (the
-    libraries are loaded inline by :func:`load_offline`).
+    libraries are loaded inline by :func:`load_offline`, whatever extension call came
+    before).
     """
     from . import app, runtime
     from .problems import CHEAP_BASELINES, SLOW_BASELINES, get_baselines

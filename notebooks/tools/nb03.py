@@ -250,14 +250,12 @@ on another), which no temperature can recover; how much they matter is what this
 The explorer, embedded here as an ipywidget, is loaded with the XOR data. Press **Play** and open its
 **XOR** tab: the MRF's predictions drift to 0.9 / 0.1 while the logistic stays at 0.75 / 0.25. Try the
 preset "True gradient instead of rescaled", or add noise in the Privacy controls. (The widget is live
-only in a running notebook.)
+only in a running notebook. It brings its own JavaScript, so it works without internet: no
+`pn.extension()` is needed, and a `pn.extension()` without `inline=True` would fetch Panel from the web.)
 """),
 code("""
-import panel as pn
-
 from aggmrf_explore.explorer.widget import explorer_widget
 
-pn.extension("tabulator")
 live = explorer_widget(dataset="xor", n_samples=20_000, n_gibbs=2000)
 live
 """, ignore=True),
