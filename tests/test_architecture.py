@@ -124,7 +124,6 @@ MAX_CLASS_LINES = 500
 # class); shrink a ceiling when the file shrinks, remove the entry once under the limit.
 DEBT_MODULES = {
     "explorer/app.py": 1700,
-    "io/release.py": 1350,
     "explorer/plots.py": 1000,
     "encoding.py": 960,
     "explorer/store.py": 950,
