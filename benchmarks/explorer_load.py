@@ -3,6 +3,7 @@
     python benchmarks/explorer_load.py --sessions 10
     python benchmarks/explorer_load.py --sessions 30 --browsers 3 --seconds 40
     python benchmarks/explorer_load.py --sessions 5 --num-procs 2
+    python benchmarks/explorer_load.py --sessions 20 --memory-rounds 3   # memory, class after class
 
 One ``panel serve apps/explorer.py`` (``--num-procs`` passed on).  ``--browsers`` of the
 sessions are real chromium pages (what a student sees); the others are lighter Python
@@ -547,6 +548,59 @@ def run(
     return res
 
 
+def memory_rounds(rounds: int, sessions: int, seconds: float = 20.0, say=print) -> list[float]:
+    """``rounds`` classes of ``sessions`` Bokeh clients, one after the other on one server
+    (one more client stays open, idle): each trains Adult for ``seconds``, then closes.
+    Says the server's RSS with the one idle session, and each round's peak and RSS once
+    every session of the round was destroyed; returns the RSS after each round (MB)."""
+    from aggmrf_explore.kernels import warm_up
+
+    warm_up()
+    port = free_port()
+    proc = start_server(port, env={"AGGMRF_MAX_SESSIONS": str(sessions + 10)})
+    url, query = f"http://127.0.0.1:{port}/explorer", {"dataset": "adult", "n_gibbs": "10000"}
+    out: list[float] = []
+    clients: list[LightClient] = []
+    try:
+        idle = LightClient(url, query)
+        clients.append(idle)
+        idle.wait_connected(300)
+        while "iteration 0" not in idle.status():
+            time.sleep(0.2)
+        time.sleep(3)
+        say(f"one idle session: {rss_mb(proc.pid):.0f} MB; load {os.getloadavg()[0]:.2f}")
+        closed = 0
+        for k in range(rounds):
+            batch = [LightClient(url, query) for _ in range(sessions)]
+            clients += batch
+            for c in batch:
+                c.wait_connected(300)
+                while "iteration 0" not in c.status():
+                    time.sleep(0.2)
+                c.click("▶ Play")
+            time.sleep(seconds)
+            peak = rss_mb(proc.pid)
+            for c in batch:
+                c.close()
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < 120:
+                if server_log(proc).count("session closed (") >= closed + sessions:
+                    break
+                time.sleep(0.5)
+            closed = server_log(proc).count("session closed (")
+            time.sleep(8)
+            out.append(rss_mb(proc.pid))
+            say(
+                f"round {k + 1}: {sessions} sessions, peak {peak:.0f} MB, after close "
+                f"{out[-1]:.0f} MB; load {os.getloadavg()[0]:.2f}"
+            )
+    finally:
+        for c in clients:
+            c.close()
+        stop_server(proc)
+    return out
+
+
 def table_row(r: dict) -> str:
     """One markdown row of docs/explorer.md's table."""
     return (
@@ -574,7 +628,15 @@ def main() -> None:
     ap.add_argument("--num-procs", type=int, default=1, help="passed to panel serve")
     ap.add_argument("--cycles", type=int, default=2, help="Pause/Step/Step/Play rounds per page")
     ap.add_argument("--json", help="append each run's figures to this JSON-lines file")
+    ap.add_argument(
+        "--memory-rounds", type=int, default=0,
+        help="instead: this many classes of --sessions clients, one after the other on one "
+        "server, and the server's memory after each",
+    )  # fmt: skip
     a = ap.parse_args()
+    if a.memory_rounds:
+        memory_rounds(a.memory_rounds, a.sessions[0], say=lambda m: print(m, flush=True))
+        return
     rows = []
     for n in a.sessions:
         print(
