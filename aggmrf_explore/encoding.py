@@ -399,16 +399,29 @@ class Schema:
         edges = np.asarray(self.edges[j], dtype=np.float64)
         return np.searchsorted(edges, to_float(name, s), side="right").astype(np.int32)
 
-    def _categories(self, j: int, name: str, s: pd.Series) -> np.ndarray:
-        """Codes (n,) int32 of categorical feature j; unseen values → "(other)" or an error."""
+    def _lookup(self, j: int, name: str, s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        """(index among the known values of categorical feature j or -1, raw value) per row."""
         if self.values[j] == "number":
             x = to_float(name, s)
-            idx = pd.Index(np.asarray(self.known[j], dtype=np.float64)).get_indexer(x)
-            raw = x
-        else:
-            fcodes, uniq = _factorize_str(s)
-            idx = pd.Index(self.known[j], dtype=object).get_indexer(uniq)[fcodes]
-            raw = uniq[fcodes]
+            return pd.Index(np.asarray(self.known[j], dtype=np.float64)).get_indexer(x), x
+        fcodes, uniq = _factorize_str(s)
+        return pd.Index(self.known[j], dtype=object).get_indexer(uniq)[fcodes], uniq[fcodes]
+
+    def unseen_values(self, df: pd.DataFrame) -> dict[str, dict[str, int]]:
+        """{column: {value: rows}} of ``df``'s categorical values not seen at fit time (the
+        ones :meth:`transform` maps to "(other)" or refuses); {} when every value is known."""
+        out = {}
+        for j, name in enumerate(self.feature_names):
+            if self.kinds[j] != "numeric":
+                idx, raw = self._lookup(j, name, df[name])
+                fmt = _fmt_number if self.values[j] == "number" else str
+                vals, rows = np.unique([fmt(v) for v in raw[idx < 0]], return_counts=True)
+                out[name] = {str(v): int(n) for v, n in zip(vals, rows, strict=True)}
+        return {name: values for name, values in out.items() if values}
+
+    def _categories(self, j: int, name: str, s: pd.Series) -> np.ndarray:
+        """Codes (n,) int32 of categorical feature j; unseen values → "(other)" or an error."""
+        idx, raw = self._lookup(j, name, s)
         unseen = idx < 0
         code_of = np.asarray(self.codes[j], dtype=np.int32)
         if len(code_of):

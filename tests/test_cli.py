@@ -129,6 +129,8 @@ def test_run_own_csv(capsys, csv_dir):
                 "bought",
                 "--test-csv",
                 "{d}/unseen_test.csv",
+                "--unseen",
+                "error",
             ],
             "triangle",
         ),

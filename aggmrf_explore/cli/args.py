@@ -15,6 +15,7 @@ before any training starts.
 from __future__ import annotations
 
 import argparse
+import difflib
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,6 +46,7 @@ __all__ = [
     "load_dataset",
     "load_aggregate_records",
     "prepare_problem",
+    "warn_unseen",
     "read_records",
     "trainer_settings",
     "make_mechanism",
@@ -212,6 +214,13 @@ def load_dataset(args: argparse.Namespace) -> Dataset:
         )
     if args.label or args.test_csv:
         raise AggMRFError("--label and --test-csv go with --csv, not with --dataset.")
+    if str(args.dataset).strip().lower() not in datasets.DATASET_NAMES:
+        close = difflib.get_close_matches(str(args.dataset).lower(), datasets.DATASET_NAMES, 1)
+        hint = f"did you mean --dataset {close[0]}? " if close else ""
+        raise AggMRFError(
+            f"unknown dataset {args.dataset!r} — {hint}the datasets are "
+            f"{', '.join(datasets.DATASET_NAMES)}; for your own file: --csv FILE --label COLUMN."
+        )
     return datasets.load_dataset(
         args.dataset, n=args.n, seed=args.seed, features=features, drop_features=drop
     )
@@ -242,12 +251,33 @@ def prepare_problem(args: argparse.Namespace) -> Problem:
     """The records of :func:`load_dataset`, encoded with ``--bins`` and aggregated into the
     tables that ``--no-singles`` / ``--no-pairs`` keep."""
     from ..experiment import prepare
+    from .report import status
 
     check_tables_kept(args)
     check_bins(args)
+    status(f"preparing the data: {args.csv or args.dataset} (reading the records)")
     ds = load_dataset(args)
     check_records_size(args, ds)
-    return prepare(ds, singles=not args.no_singles, pairs=not args.no_pairs, n_bins=args.bins)
+    status(f"preparing the data: encoding {len(ds.train):,} records, aggregating the tables")
+    problem = prepare(ds, singles=not args.no_singles, pairs=not args.no_pairs, n_bins=args.bins)
+    if args.csv:
+        warn_unseen(problem, ds)
+    return problem
+
+
+def warn_unseen(problem: Problem, ds: Dataset) -> None:
+    """A ``warning:`` line per feature whose test split holds values its training split
+    lacks (with ``--unseen other`` they count as "(other)"; ``--unseen error`` stops first)."""
+    from .report import warn
+
+    schema = problem.encoded.encoder.schema_
+    for column, values in schema.unseen_values(ds.test).items():
+        shown = ", ".join(f"{v!r} ({n} row{'s' * (n != 1)})" for v, n in list(values.items())[:5])
+        more = f" and {len(values) - 5} more" if len(values) > 5 else ""
+        warn(
+            f"column {column!r}: the test split holds value(s) the training split lacks: "
+            f"{shown}{more}; they count as '(other)' (--unseen error stops instead)."
+        )
 
 
 # ---------------------------------------------------------------------- training

@@ -61,8 +61,8 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
                    help="--csv: merge values seen fewer times into '(other)' (1: off)")  # fmt: skip
     g.add_argument("--max-rows", type=numbers.integer(1, 10**12), default=DEFAULT_MAX_ROWS,
                    help=f"size budget: refuse tables with more rows ({DEFAULT_MAX_ROWS:,})")  # fmt: skip
-    g.add_argument("--unseen", choices=("error", "other"), default="error",
-                   help="--csv: a test value never seen in training is an error (default) or '(other)'")  # fmt: skip
+    g.add_argument("--unseen", choices=("error", "other"), default="other",
+                   help="--csv: a test value never seen in training counts as '(other)', with a warning (default), or is an error")  # fmt: skip
     g.add_argument("--no-singles", action="store_true", help="do not release single-feature tables")
     g.add_argument("--no-pairs", action="store_true", help="do not release pair tables")
     _setting_flag(g, "seed", default=0)

@@ -14,6 +14,7 @@ from ..errors import AggMRFError
 
 __all__ = [
     "ProgressBar",
+    "status",
     "error",
     "warn",
     "note",
@@ -54,6 +55,13 @@ class ProgressBar:
         self._bar.update(done - self._bar.n)
         if done >= total:
             self._bar.close()
+
+
+def status(message: str) -> None:
+    """One line on stderr saying what a long step without a bar is doing ("preparing the
+    data…"); shown, like the bars, only on a terminal and without ``--quiet``."""
+    if sys.stderr.isatty() and not QUIET["on"]:
+        print(f"{message}…", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------- stderr lines
@@ -113,11 +121,12 @@ def print_run(out: dict) -> None:
     print(f"MRF: {s['iterations']} iterations, n'={s['n_gibbs']}, λμ={s['lambda_mu']:g}, "
           f"λθ={s['lambda_theta']:g}, αμ={s['step_mu']:.4g}, αθ={s['step_theta']:.4g}, "
           f"{s['gradient']} gradient{', noise-aware' if s['noise_aware'] else ''}")  # fmt: skip
-    print(f"\n{'model':<16}{'test NLLH':>10}{'seconds':>10}")
+    width = max([16, *(len(name) + 2 for name in out["models"])])  # the longest name + 2
+    print(f"\n{'model':<{width}}{'test NLLH':>10}{'seconds':>10}")
     for name, m in out["models"].items():
         score = m.get("nllh_test")
         shown = f"{score:>10.4f}" if score is not None and score == score else f"{'—':>10}"
-        print(f"{name:<16}{shown}{m['seconds']:>10.1f}")
+        print(f"{name:<{width}}{shown}{m['seconds']:>10.1f}")
 
 
 def print_tables_run(out: dict) -> None:
