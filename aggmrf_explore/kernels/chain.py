@@ -103,7 +103,7 @@ MH_AUTO_MODALITIES = 1000  # "auto" picks MHGibbsChain for exact layouts with a 
 
 
 def resolve_sampler(layout, sampler: str = "auto") -> str:
-    """"gibbs" or "mh": what ``sampler`` means for ``layout`` ("auto": "mh" for an exact
+    """What ``sampler`` means for ``layout``, "gibbs" or "mh" ("auto": "mh" for an exact
     layout with some M_f > MH_AUTO_MODALITIES, else "gibbs").  One rule for every caller
     (a single process and a cluster), so a seed gives the same chain wherever it runs."""
     if sampler not in SAMPLERS:
