@@ -127,6 +127,11 @@ class TrainerSettings:
     to 1, the paper's d̃/d̂ goes negative as it would in the paper), and the preconditioners
     are floored at s).
     Initial values always come from the projection; MRF-N ignores this setting.
+    momentum: heavy-ball coefficient β on θ (0 = off, the default): θ moves by
+    v_k = β v_{k−1} + Δ_k, Δ_k the step of :func:`pcd_update`; μ moves by Δ_k alone.  It
+    shortens the slow relaxation of the directions held only by the penalty
+    (benchmarks/out_of_sample.py); the velocity is reset by ``PCDTrainer.update`` and by a
+    rejected step.
     noise_prior_floor: MRF-N's binomial priors use max(d̂, s), max(ĉ, s) (s = n/n', one Gibbs
     sample's weight), so a cell the chain has not visited can still be pulled up by a large
     released value (no absorption at zero; ``privacy.noise_aware_targets``).  Default True;
@@ -153,6 +158,7 @@ class TrainerSettings:
     noise_prior_floor: bool = True
     average: bool = True
     average_start: int | None = None
+    momentum: float = 0.0
 
     def validate(self) -> TrainerSettings:
         """Raise :class:`~aggmrf_explore.settings.SettingError` (an AggMRFError) naming the
@@ -175,6 +181,9 @@ class TrainerSettings:
             raise AggMRFError(
                 f"average_start must be None or an integer ≥ 0; got {self.average_start!r}."
             )
+        m = self.momentum
+        if isinstance(m, bool) or not isinstance(m, numbers.Real) or not (0.0 <= m < 1.0):
+            raise AggMRFError(f"momentum must be a number in [0, 1); got {m!r}.")
         return self
 
 
@@ -421,7 +430,7 @@ class PCDTrainer:
       a window that grows with the run (the first half of it weighs ≈ 1/8) and keeps
       forgetting the early, still-moving iterates;
     - ``update()`` that changes any setting but ``eval_every`` and ``average`` restarts it
-      (with the same delay): λ or the gradient move the optimum, and new step sizes (e.g.
+      (with the same delay; it also zeroes the momentum's velocity): λ or the gradient move the optimum, and new step sizes (e.g.
       after a divergence) start a new regime whose early iterates should not be mixed in.
 
     It is always kept (``averaged``, ``n_averaged``); ``settings.average`` decides whether
@@ -554,6 +563,7 @@ class PCDTrainer:
         self.average_from = self.iteration + delay
         self.n_averaged = 0
         self._average: Params | None = None
+        self._velocity = Params(np.zeros(self.layout.K), np.zeros(self.layout.K))
 
     def _accumulate(self) -> None:
         """Fold the current iterate into the polynomial-decay average (class docstring)."""
@@ -660,9 +670,18 @@ class PCDTrainer:
         c_hat = s * c_raw
         tg = self._box_targets(d_hat, c_hat, self._targets(d_hat, c_hat))
         upd = pcd_update(Params(self.mu, self.theta), d_hat, c_hat, tg, st, self.penalty)
+        velocity = self._velocity
+        if st.momentum > 0.0:
+            # heavy ball on θ only: on μ it amplifies the noisy drift of the directions the
+            # tables leave free (a constant added to a table's μ) until |μ| passes MU_BOUND
+            velocity = Params(
+                velocity.mu, st.momentum * velocity.theta + (upd.params.theta - self.theta)
+            )
+            upd = upd._replace(params=Params(upd.params.mu, self.theta + velocity.theta))
         new_mu, new_theta = upd.params
         problem = divergence(upd, tg, st, self.layout)
         if problem:
+            self._velocity = Params(np.zeros(self.layout.K), np.zeros(self.layout.K))
             self.status = "diverged"
             self.last_error = (
                 f"training diverged at iteration {self.iteration + 1}: {problem} The step was "
@@ -672,6 +691,7 @@ class PCDTrainer:
             raise DivergenceError(self.last_error)
         self.last_error = None
         self.mu, self.theta = new_mu, new_theta
+        self._velocity = velocity
         self.d_hat, self.c_hat = d_hat, c_hat
         self.iteration += 1
         self._accumulate()
