@@ -96,6 +96,19 @@ def server_pids(pid: int) -> list[int]:
     return out
 
 
+def stop_server_tree(proc) -> None:
+    """Stop the server and the processes ``--num-procs`` forked (they outlive their parent)."""
+    import signal
+
+    kids = server_pids(proc.pid)[1:]
+    stop_server(proc)
+    for pid in kids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+
+
 def rss_mb(pid: int) -> float:
     total = 0
     for p in server_pids(pid):
@@ -517,7 +530,7 @@ def run(
         sampler.stop()
         for c in clients:
             c.close()
-        stop_server(proc)
+        stop_server_tree(proc)
     res["load_before"], res["load_after"] = load0, os.getloadavg()
     res["errors"] = (
         len(res.get("page_errors", []))
@@ -597,7 +610,7 @@ def memory_rounds(rounds: int, sessions: int, seconds: float = 20.0, say=print) 
     finally:
         for c in clients:
             c.close()
-        stop_server(proc)
+        stop_server_tree(proc)
     return out
 
 

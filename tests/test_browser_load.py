@@ -50,10 +50,10 @@ def test_two_server_processes_serve_every_resource_from_the_machine():
     """``panel serve --num-procs 2``: a page whose websocket reaches the other process
     still loads every stylesheet from this server (Panel sent CDN addresses before)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from explorer_load import BrowserPage, start_server
+    from explorer_load import BrowserPage, start_server, stop_server_tree
     from playwright.sync_api import sync_playwright
 
-    from tests.test_browser import CHROMIUM_ARGS, free_port, stop_server
+    from tests.test_browser import CHROMIUM_ARGS, free_port
 
     port = free_port()
     proc = start_server(port, num_procs=2)
@@ -70,6 +70,6 @@ def test_two_server_processes_serve_every_resource_from_the_machine():
             errors = [e for p in pages for e in p.errors]
             browser.close()
     finally:
-        stop_server(proc)
+        stop_server_tree(proc)
     assert not outside, outside[:5]
     assert not errors, errors[:5]
