@@ -1315,17 +1315,19 @@ class Explorer(pn.viewable.Viewer):
     async def _train_loop(self) -> None:
         """While the session plays: a slice in the training pool, then the refresh due;
         at most one slice per ``TICK_MS`` (``iters_per_tick`` is per period)."""
+        first = True  # a Play's first slice goes ahead of the queue, as a Step does
         try:
             while self.session.running and not self._closed:
                 t0 = time.monotonic()
-                await self._train_once()
+                await self._train_once(priority=0 if first else 1)
+                first = False
                 await asyncio.sleep(max(TICK_MS / 1000 - (time.monotonic() - t0), 0.0))
         finally:
             self._looping = False
             if not self._closed:
                 self._guard(self._refresh_all)  # paused: the last iterations on the page
 
-    async def _train_once(self) -> None:
+    async def _train_once(self, priority: int = 1) -> None:
         """One slice of training in the pool (the sampler ready), then the refresh due."""
         s = self.session
         if not self._sampler_ready():
@@ -1337,7 +1339,9 @@ class Explorer(pn.viewable.Viewer):
                 return
             # (a Pause cancels the slice while it waits in the pool's queue; one under way
             # ends after its current iteration)
-            future = runtime.TRAINING.submit(s.train_slice, SLICE_SECONDS, s.iters_per_tick, True)
+            future = runtime.TRAINING.submit(
+                s.train_slice, SLICE_SECONDS, s.iters_per_tick, True, priority=priority
+            )
             self._slice_future = future
             try:
                 done = await asyncio.wrap_future(future)
@@ -1351,6 +1355,8 @@ class Explorer(pn.viewable.Viewer):
             finally:
                 self._slice_future = None
         if not self._closed:
+            if priority == 0:
+                self._last_fast = 0.0  # (a Play's first slice: shown at once)
             self._refresh_due(len(runtime.RUNNING))
 
     def tick(self) -> list:
