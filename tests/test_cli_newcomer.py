@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -114,20 +115,35 @@ def test_a_split_of_one_file_warns_too(capsys, tmp_path):
 
 
 def _on_a_terminal(args: list[str], timeout: float) -> str:
-    """What ``aggmrf-explore ARGS`` writes on a pseudo-terminal (stdout and stderr both):
-    ``pty.spawn`` runs the command on a new terminal and copies what it writes to us."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100")
-    command = [
-        sys.executable,
-        "-c",
-        f"import sys; from aggmrf_explore.cli import main; sys.exit(main({args!r}))",
-    ]
-    spawn = "import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)"
-    proc = subprocess.run([sys.executable, "-c", spawn, *command], env=env,
-                          capture_output=True, timeout=timeout)  # fmt: skip
-    text = proc.stdout.decode(errors="replace")
-    assert proc.returncode == 0, text[-2000:]
-    return text
+    """What ``aggmrf-explore ARGS`` writes on a pseudo-terminal of 100 × 40 characters
+    (stdout and stderr both, as a user sees them)."""
+    import fcntl
+    import select
+    import struct
+    import termios
+
+    main_fd, term_fd = os.openpty()
+    fcntl.ioctl(term_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    code = f"import sys; from aggmrf_explore.cli import main; sys.exit(main({args!r}))"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=term_fd, stdout=term_fd,
+                            stderr=term_fd, env=env, close_fds=True)  # fmt: skip
+    os.close(term_fd)
+    chunks, t0 = [], time.time()
+    while time.time() - t0 < timeout:
+        if select.select([main_fd], [], [], 1.0)[0]:
+            try:
+                data = os.read(main_fd, 65536)
+            except OSError:  # the command ended and closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    os.close(main_fd)
+    assert proc.wait(timeout=30) == 0, b"".join(chunks).decode(errors="replace")[-2000:]
+    return b"".join(chunks).decode(errors="replace")
 
 
 def test_json_output_shows_progress_on_a_terminal():
@@ -136,3 +152,4 @@ def test_json_output_shows_progress_on_a_terminal():
     assert re.search(r"MRF.*30/30", text), text[-1500:]
     assert re.search(r"baselines.*5/5", text), text[-1500:]
     assert '"dataset": "synthetic"' in text
+    assert "preparing the data: synthetic" in text  # the phase before the first bar
