@@ -15,7 +15,7 @@ for the reported model (the iterate average) and the last iterate.  Schedules:
 - ``default×2000``: the same settings, 2 000 iterations;
 - ``momentum 1000`` / ``momentum 2000``: heavy ball on θ (``TrainerSettings(momentum=0.9)``),
   1 000 or 2 000 iterations, the polynomial-decay average started at mid-run;
-- ``momentum 0.5``: β = 0.5, 2 000 iterations, the average started at mid-run.
+- ``momentum 0.8``, ``momentum 0.5``: β = 0.8 or 0.5, otherwise as ``momentum 2000``.
 
     nice -n 10 python benchmarks/out_of_sample.py                 # 20 problems, ≈ 5 min at load 7
     nice -n 10 python benchmarks/out_of_sample.py --problems 5 --seed 1234
@@ -40,6 +40,7 @@ SCHEDULES = {  # name: (settings overrides, iterations or None for the default c
     "default×2000": ({}, 2000),
     "momentum 1000": ({"momentum": 0.9, "average_start": 500}, 1000),
     "momentum 2000": ({"momentum": 0.9, "average_start": 1000}, 2000),
+    "momentum 0.8": ({"momentum": 0.8, "average_start": 1000}, 2000),
     "momentum 0.5": ({"momentum": 0.5, "average_start": 1000}, 2000),
 }
 
