@@ -268,7 +268,12 @@ def _is_super_call(node) -> bool:
 # Third-party internals with no public API, each read in one place, by name:
 # Panel's per-document stylesheet cache, which widget.load_offline answers from Panel's own
 # files so its late stylesheets never go to its CDN (holoviz/panel#5167).
-THIRD_PARTY_INTERNALS = {("widget.py", "pn.state._stylesheets")}
+# third-party internals the widget needs to publish BokehJS inline in a notebook cell
+THIRD_PARTY_INTERNALS = {
+    ("widget.py", "pn.state._stylesheets"),
+    ("widget.py", "panel_extension._loaded"),
+    ("widget.py", "pyviz_comms.extension._last_execution_count"),
+}
 
 
 def test_views_use_only_the_public_api_of_other_objects():
