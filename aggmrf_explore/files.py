@@ -193,6 +193,22 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
     return out
 
 
+MAX_JSON_DEPTH = 200  # our files nest 5 deep; the C parser's recursion may not be trusted
+
+
+def _nesting_depth(text: str) -> int:
+    """An upper bound of the bracket nesting of a JSON text (brackets inside strings count
+    too), computed without recursion: ``json.loads`` on 10⁵ nested brackets can overflow
+    the C stack (a segmentation fault) when the recursion limit has been raised."""
+    import numpy as np
+
+    codes = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    steps = np.zeros(codes.size, dtype=np.int32)
+    steps[(codes == ord("[")) | (codes == ord("{"))] = 1
+    steps[(codes == ord("]")) | (codes == ord("}"))] = -1
+    return int(np.cumsum(steps).max(initial=0))
+
+
 def loads_json(text: str | bytes, what: str) -> object:
     """Parse strict JSON: no NaN / Infinity constants, no duplicate keys, UTF-8 (or UTF-16
     with a BOM) when given bytes.  ``what`` names the document in messages."""
@@ -202,6 +218,8 @@ def loads_json(text: str | bytes, what: str) -> object:
         text = text[1:]
     if not text.strip():
         raise AggMRFError(f"{what} is empty; it should hold a JSON object.")
+    if _nesting_depth(text) > MAX_JSON_DEPTH:
+        raise AggMRFError(f"{what} is nested too deeply to be a valid file.")
     try:
         value = json.loads(text, parse_constant=_Constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as e:

@@ -41,7 +41,9 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} — see `{self.prog} --help`.")
 
 
-def _add_data_options(p: argparse.ArgumentParser) -> None:
+def _add_data_options(p: argparse.ArgumentParser, unseen: str = "other") -> None:
+    """The data flags; ``unseen``: the default of ``--unseen`` (a release's schema keeps
+    "error", so that a model trained on it never maps a new value silently)."""
     g = p.add_argument_group("data")
     src = g.add_mutually_exclusive_group()
     src.add_argument("--dataset", help="toy, xor, synthetic, adult or bank")
@@ -61,8 +63,9 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
                    help="--csv: merge values seen fewer times into '(other)' (1: off)")  # fmt: skip
     g.add_argument("--max-rows", type=numbers.integer(1, 10**12), default=DEFAULT_MAX_ROWS,
                    help=f"size budget: refuse tables with more rows ({DEFAULT_MAX_ROWS:,})")  # fmt: skip
-    g.add_argument("--unseen", choices=("error", "other"), default="other",
-                   help="--csv: a test value never seen in training counts as '(other)', with a warning (default), or is an error")  # fmt: skip
+    g.add_argument("--unseen", choices=("error", "other"), default=unseen,
+                   help="--csv: a value never seen in training counts as '(other)', with a "
+                   f"warning, or is an error (default: {unseen})")  # fmt: skip
     g.add_argument("--no-singles", action="store_true", help="do not release single-feature tables")
     g.add_argument("--no-pairs", action="store_true", help="do not release pair tables")
     _setting_flag(g, "seed", default=0)
@@ -193,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     agg = sub.add_parser(
         "aggregate", help="aggregate records into a release (tables + release.json)"
     )
-    _add_data_options(agg)
+    _add_data_options(agg, unseen="error")
     _add_publish_options(agg)
     agg.add_argument(
         "--out", required=True, help="output directory (or FILE.csv with --format long)"
