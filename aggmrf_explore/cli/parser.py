@@ -42,8 +42,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def _add_data_options(p: argparse.ArgumentParser, unseen: str = "other") -> None:
-    """The data flags; ``unseen``: the default of ``--unseen`` (a release's schema keeps
-    "error", so that a model trained on it never maps a new value silently)."""
+    """The data flags; ``unseen``: the default of ``--unseen`` (it is stored in a release's
+    schema: ``predict`` then maps a new value to "(other)" and warns)."""
     g = p.add_argument_group("data")
     src = g.add_mutually_exclusive_group()
     src.add_argument("--dataset", help="toy, xor, synthetic, adult or bank")
@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     agg = sub.add_parser(
         "aggregate", help="aggregate records into a release (tables + release.json)"
     )
-    _add_data_options(agg, unseen="error")
+    _add_data_options(agg)
     _add_publish_options(agg)
     agg.add_argument(
         "--out", required=True, help="output directory (or FILE.csv with --format long)"

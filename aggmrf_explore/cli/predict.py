@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import pandas as pd
+
 from . import args as cli_args
 
 __all__ = ["cmd_predict", "warn_saturated", "SATURATED"]
@@ -47,6 +49,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         check_output_file(args.out, "--out")
     model = load_model(args.model, budget=cli_args.budget(args))
     df = cli_args.read_records(args.csv)
+    warn_unseen_values(model.schema, df)
     p = model.predict_proba(df)
     warn_saturated(p)
     frame = neutralise_frame(pd.DataFrame({"probability": p}))
@@ -62,3 +65,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
         y = model.schema.encode_label(df[label])
         print(f"NLLH on {args.csv}: {nllh(y, p):.6f} ({len(p)} records)", file=sys.stderr)
     return 0
+
+
+def warn_unseen_values(schema, df: pd.DataFrame) -> None:
+    """A ``warning:`` line per column of ``df`` holding values the model's schema never saw
+    (a schema whose policy is "(other)" maps them there; one whose policy is "error" stops
+    in ``predict_proba`` with an error line)."""
+    from .report import warn
+
+    if any(name not in df.columns for name in schema.feature_names):
+        return  # the missing column is reported by predict_proba
+    for column, values in schema.unseen_values(df).items():
+        shown = ", ".join(f"{v!r} ({n} row{'s' * (n != 1)})" for v, n in list(values.items())[:5])
+        more = f" and {len(values) - 5} more" if len(values) > 5 else ""
+        warn(f"column {column!r}: value(s) the model never saw: {shown}{more}; they count as "
+             "'(other)' if the model's schema allows it.")  # fmt: skip
