@@ -143,3 +143,32 @@ def test_a_pause_stops_a_slice_after_its_current_iteration(explorer):
     assert len(s.train_slice(None, 5, while_running=True).stats) == 5
     s.pause()
     assert s.train_slice(None, 50, while_running=True).stats == []  # paused: nothing
+
+
+
+def test_the_status_says_paused_only_once_the_last_slice_is_back(explorer, monkeypatch):
+    """A Pause during a slice: "pausing" while its current iteration ends, then "paused"
+    beside the iteration that stays (the page never shows "paused" and then a count that
+    still moves)."""
+    s = explorer.session
+    started, release = threading.Event(), threading.Event()
+    step = s.trainer.step
+
+    def slow_step(k, callbacks=()):  # the slice's iteration takes until `release`
+        started.set()
+        release.wait(10)
+        return step(k, callbacks)
+
+    monkeypatch.setattr(s.trainer, "step", slow_step)
+    s.play()
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(s.train_slice(None, 50, True)))
+    worker.start()  # (as the pool runs it)
+    assert started.wait(10)
+    s.pause()
+    assert s.status.startswith("pausing"), s.status
+    release.set()
+    worker.join(10)
+    assert len(done[0].stats) == 1  # the iteration under way, then none
+    s.finish_slice(done[0])
+    assert s.status.startswith(f"paused · iteration {s.iteration:,} "), s.status

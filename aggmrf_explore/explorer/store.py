@@ -779,7 +779,11 @@ class ExplorerSession(param.Parameterized):
             return
         nl = self.trainer.last_nllh
         nl_s = "–" if nl is None or not math.isfinite(nl) else f"{nl:.4f}"
-        state = "training" if self.running else "paused"
+        # (after a Pause, the slice under way ends its current iteration: "pausing" until
+        # it is back, so the iteration shown beside "paused" is the last one)
+        state = (
+            "training" if self.running else "pausing" if self._train_lock.locked() else "paused"
+        )
         name = DATASET_NAMES.get(self.bundle.key[0], self.bundle.key[0]) if self.bundle else ""
         self.status = (
             f"{state} · iteration {self.trainer.iteration:,} · "
