@@ -232,7 +232,7 @@ def test_xor_triplet_table_moves_the_mrf_toward_the_truth(server, browser, shots
         assert len(pairs_only) == 4 and max(pairs_only) > 0.85 and min(pairs_only) < 0.15, (
             pairs_only
         )
-        p.control("triples").locator("div").first.click()
+        p.page.get_by_text("Release the triplet table (X1, X2, X3)", exact=True).click()
         p.wait_status(lambda t: t.endswith("XOR") and p.iteration() > 150, timeout=40)
         truth = (0.25, 0.25, 0.75, 0.75)
         t0 = time.perf_counter()

@@ -36,6 +36,7 @@ import panel as pn
 from ..suppression import suppressed_cells, suppression_check
 from . import plots, runtime, suppression_view, url
 from .caches import UPLOAD_MAX_BYTES, format_bytes
+from .checkbox import LabeledCheckbox
 from .escape import escape_html, escape_markdown
 from .lesson import lesson_link, parse_lesson
 from .liveplots import LivePlot, XorPlot, static_figure
@@ -189,7 +190,9 @@ class Explorer(pn.viewable.Viewer):
         **settings,
     ):
         super().__init__()
-        self.session = session or ExplorerSession(lazy=True, **settings)
+        self.session = session or ExplorerSession(
+            lazy=True, chain_build=runtime.chain_build, **settings
+        )
         self.session.set_loader(self._schedule_load)
         self._syncing = False
         self._looping = False  # the training loop (a coroutine) is under way
@@ -290,6 +293,7 @@ class Explorer(pn.viewable.Viewer):
         self._error_panes: dict[str, pn.pane.Markdown] = {}
         self._control_boxes: dict[str, pn.Column] = {}  # setting → its (first) control
         sw = dict(sizing_mode="stretch_width")
+        box = dict(margin=(4, 10), **sw)  # a checkbox: its text is its clickable label
         # run controls
         self.play_button = pn.widgets.Button(label="▶ Play", color="success", **sw)
         self.step_button = pn.widgets.Button(label="Step", color="primary", **sw)
@@ -365,8 +369,8 @@ class Explorer(pn.viewable.Viewer):
         self.w_features = pn.widgets.MultiChoice(
             label="Features (empty = all)", options=[], placeholder="all features", **sw
         )
-        self.w_singles = pn.widgets.Checkbox(label="single-feature tables")
-        self.w_pairs = pn.widgets.Checkbox(label="pair tables")
+        self.w_singles = LabeledCheckbox(label="single-feature tables", **box)
+        self.w_pairs = LabeledCheckbox(label="pair tables", **box)
         del labels
         # privacy
         self.w_mech = pn.widgets.RadioButtonGroup(
@@ -393,11 +397,11 @@ class Explorer(pn.viewable.Viewer):
             **sw,
         )
         self.sigma = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
-        self.w_aware = pn.widgets.Checkbox(label="noise-aware training (MRF-N)")
+        self.w_aware = LabeledCheckbox(label="noise-aware training (MRF-N)", **box)
         # training
         self.w_gibbs = pn.widgets.IntInput(label="Gibbs samples n'", step=1000, **sw)
-        self.w_auto = pn.widgets.Checkbox(
-            label="default rule for λ and α (α = 1/T, λ_θ = min(T/2, 50))"
+        self.w_auto = LabeledCheckbox(
+            label="default rule for λ and α (α = 1/T, λ_θ = min(T/2, 50))", **box
         )
         self.w_step_mu = pn.widgets.FloatInput(label="step α_μ", step=0.01, format="0.0000", **sw)
         self.w_step_theta = pn.widgets.FloatInput(
@@ -407,10 +411,10 @@ class Explorer(pn.viewable.Viewer):
             label="Gradient",
             options={"rescaled": "rescaled", "rescaled (paper)": "rescaled-paper", "true": "true"},
         )
-        self.w_precond = pn.widgets.Checkbox(label="preconditioning (diagonal Hessian)")
+        self.w_precond = LabeledCheckbox(label="preconditioning (diagonal Hessian)", **box)
         self.w_ipt = pn.widgets.IntSlider(label="Max iterations per tick", start=1, end=200, **sw)
-        self.w_keep = pn.widgets.Checkbox(label="keep my λ, α, n' and seeds on a dataset switch")
-        self.w_triples = pn.widgets.Switch(width=50, margin=(8, 10))
+        self.w_keep = LabeledCheckbox(label="keep my λ, α, n' and seeds on a dataset switch", **box)
+        self.w_triples = LabeledCheckbox(label="Release the triplet table (X1, X2, X3)", **box)
         # lesson links (Save & share)
         self.w_lesson_text = pn.widgets.TextAreaInput(
             name="Lesson text (shown at the top)", height=70, max_length=1000, **sw
@@ -664,11 +668,11 @@ class Explorer(pn.viewable.Viewer):
             alert_type="secondary",
             sizing_mode="stretch_width",
         )
-        self.triples_row = pn.Row(
+        self.triples_row = pn.Column(
             self.c_triples,
             pn.pane.Markdown(
-                "**Release the triplet table (X1, X2, X3)**: with it, max-ent can "
-                "represent the truth, and the MRF moves from 0.9 / 0.1 to 0.75 / 0.25.",
+                "With it, max-ent can represent the truth, and the MRF moves from "
+                "0.9 / 0.1 to 0.75 / 0.25.",
                 margin=(0, 10),
             ),
             sizing_mode="stretch_width",
@@ -1392,7 +1396,7 @@ class Explorer(pn.viewable.Viewer):
         """False while the kernels this run needs still compile in the background (the
         sampler, or MRF-N's noise posterior, on a first start): training waits, nothing
         blocks (the status line says so)."""
-        if not runtime.kernels_ready():
+        if not runtime.kernels_ready() or not self.session.can_train():
             return False
         if not self.session.noise_aware or runtime.extras_ready():
             return True

