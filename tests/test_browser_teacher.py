@@ -64,3 +64,43 @@ def test_checkbox_text_toggles_it_and_names_it(server, browser):  # noqa: F811
         assert triples.is_checked()
     finally:
         p.close()
+
+
+# every column title of the table shown: (text, its right edge, cut off with "…")
+COLUMN_TITLES_JS = """() => {
+  const found = [];
+  const walk = (root) => {
+    for (const e of root.querySelectorAll('*')) {
+      if (e.classList.contains('tabulator-col-title')) found.push(e);
+      if (e.shadowRoot) walk(e.shadowRoot);
+    }
+  };
+  walk(document);
+  return found.filter(t => t.offsetParent !== null && t.textContent.trim()).map(t =>
+    [t.textContent.trim(), t.getBoundingClientRect().right, t.scrollWidth > t.clientWidth + 1]);
+}"""
+
+
+def test_tables_tab_after_a_dataset_switch_shows_rows_and_every_column(server, browser):  # noqa: F811
+    p = AppPage(browser, server.url + "?dataset=xor&mechanism=laplace", ready="XOR")
+    try:
+        p.select_dataset("Adult (census income)")
+        p.wait_status(lambda t: t.endswith("Adult") and "iteration 0" in t, timeout=120)
+        p.tab("Tables")
+        rows = p.page.locator(".tabulator-row")
+        assert wait_for(lambda: rows.count() > 0, timeout=20, page=p), "the table has no rows"
+        p.page.wait_for_timeout(1000)
+        assert rows.count() > 0, "the table lost its rows"
+        table = p.page.locator(".aggmrf-table").first.bounding_box()
+        right = min(table["x"] + table["width"], p.page.viewport_size["width"])
+        titles = p.page.evaluate(COLUMN_TITLES_JS)
+        assert any("true label sum" in t for t, _, _ in titles), titles
+        for text, edge, cut in titles:  # (the sidebar is open)
+            assert edge <= right + 1 and not cut, (text, edge, cut, right)
+        # another dataset switch while the tab is shown
+        p.select_dataset("Toy — the paper's Table 1")
+        p.wait_status(lambda t: t.endswith("toy (Table 1)") and "iteration 0" in t, timeout=60)
+        assert wait_for(lambda: rows.count() > 0, timeout=20, page=p), "no rows after Toy"
+        assert not p.errors, p.errors
+    finally:
+        p.close()

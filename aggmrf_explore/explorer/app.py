@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import io
 import time
-import warnings
 from concurrent.futures import CancelledError
 
 import numpy as np
@@ -53,6 +52,7 @@ from .problems import (
 )
 from .shortcuts import Shortcuts
 from .store import DATA_KEYS, URL_KEYS, ExplorerSession, baseline_names, error_message
+from .table_view import TableBrowser
 from .upload_widget import UploadPicker
 
 __all__ = ["Explorer", "TICK_MS", "SLICE_SECONDS", "refresh_intervals"]
@@ -536,17 +536,7 @@ class Explorer(pn.viewable.Viewer):
         self.noise_scatter = pn.pane.Bokeh(sizing_mode="stretch_width", height=380)
         self._noise_key = None
         self.table_select = pn.widgets.Select(label="Table", options=[], width=320)
-        self.table_view = pn.widgets.Tabulator(
-            None,
-            disabled=True,
-            show_index=False,
-            pagination="local",
-            page_size=15,
-            sizing_mode="stretch_width",
-            height=470,
-            layout="fit_data_stretch",
-        )
-        self._bind("table", self.table_select)
+        self.tables = TableBrowser(self.session, self._bind("table", self.table_select))
         self.session.param.watch(lambda e: self._guard(self._on_table), "table")
 
     def _explain(self, key: str):
@@ -682,12 +672,7 @@ class Explorer(pn.viewable.Viewer):
             ("Training", grid),
             (
                 "Tables",
-                pn.Column(
-                    self._explain("tables"),
-                    self.table_select,
-                    self.table_view,
-                    sizing_mode="stretch_width",
-                ),
+                pn.Column(self._explain("tables"), self.tables, sizing_mode="stretch_width"),
             ),
             (
                 "Privacy",
@@ -1516,23 +1501,8 @@ class Explorer(pn.viewable.Viewer):
             self._guard(self._refresh_heavy)
 
     def _on_table(self) -> None:
-        if self.session.trainer is not None and self.tabs.active == 1:
-            self._show_table()
-
-    def _show_table(self) -> None:
-        """The chosen table into the Tabulator (Bokeh's DataFrame conversion still calls
-        ``reset_index(inplace=True)``, which pandas flags as deprecated: not ours to fix)."""
-        frame = plots.table_display(self.session.table_view())
-        # Tabulator renders titles as HTML: column names (user-supplied) escaped; text
-        # cells (modalities of an uploaded CSV) through the "plaintext" formatter.  Titles
-        # accumulate: Panel redraws the table shown so far with the new titles before the
-        # new frame arrives, so the old columns must keep their escaped titles too.
-        tv = self.table_view
-        titles = {**tv.titles, **{c: escape_html(c) for c in frame.columns}}
-        text = {c: {"type": "plaintext"} for c in frame.columns if frame[c].dtype == object}
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*inplace keyword in DataFrame.reset_index")
-            tv.param.update(titles=titles, formatters={**tv.formatters, **text}, value=frame)
+        if self.tabs.active == 1:
+            self.tables.refresh()
 
     def _on_tab(self, event=None) -> None:
         """A tab became visible: bring its views up to date now."""
@@ -1573,7 +1543,7 @@ class Explorer(pn.viewable.Viewer):
             dh = s.dhat_frame()
             self.p_dhat.update({"frame": dh, "iteration": s.iteration}, key=plots.dhat_kinds(dh))
         elif tab == 1:
-            self._show_table()
+            self.tables.refresh()
         elif tab == 2:
             self._refresh_privacy_curve()
         elif tab == 4:

@@ -1,0 +1,80 @@
+"""The Tables tab: one released table beside the model's d̂ and ĉ (a Viewer of the store).
+
+A table's rows change every refresh; its columns change with the table, the dataset or
+the mechanism.  Tabulator cannot take new columns while it is still building itself in
+the browser (a tab shown for the first time, a dataset switched meanwhile: "Table Not
+Initialized", then an empty table), so :class:`TableBrowser` draws a new Tabulator,
+columns and rows together, whenever the columns change, and only sends new rows to the
+one shown otherwise.  Every column fits the tab's width (headers wrap), sidebar open or
+not.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import panel as pn
+
+from .escape import escape_html
+from .plots import table_display
+
+__all__ = ["TableBrowser"]
+
+HEIGHT = 470
+# columns share the tab's width and their titles wrap: the last one is never cut off
+CONFIG = {"columnDefaults": {"headerWordWrap": True}}
+
+
+class TableBrowser(pn.viewable.Viewer):
+    """The chosen table (``session.table``) of ``session``; :meth:`refresh` shows it."""
+
+    def __init__(self, session, select, **params):
+        super().__init__(**params)
+        self.session = session
+        self.select = select
+        self.view = self._new_view()
+        self._columns: tuple = ()
+        self.box = pn.Column(self.select, self.view, sizing_mode="stretch_width")
+
+    def __panel__(self):
+        return self.box
+
+    @staticmethod
+    def _new_view() -> pn.widgets.Tabulator:
+        return pn.widgets.Tabulator(
+            None,
+            disabled=True,
+            show_index=False,
+            pagination="local",
+            page_size=15,
+            sizing_mode="stretch_width",
+            height=HEIGHT,
+            layout="fit_columns",
+            configuration=CONFIG,
+            css_classes=["aggmrf-table"],
+        )
+
+    def refresh(self) -> None:
+        """Show the session's current table (nothing before a trainer exists).
+
+        Tabulator renders titles as HTML: column names (user-supplied) are escaped; text
+        cells (modalities of an uploaded CSV) go through the "plaintext" formatter.
+        (Bokeh's DataFrame conversion calls ``reset_index(inplace=True)``, which pandas
+        flags as deprecated: not ours to fix.)
+        """
+        s = self.session
+        if s.trainer is None:
+            return
+        frame = table_display(s.table_view())
+        columns = tuple(frame.columns)
+        titles = {c: escape_html(c) for c in columns}
+        text = {c: {"type": "plaintext"} for c in columns if frame[c].dtype == object}
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*inplace keyword in DataFrame.reset_index")
+            if columns != self._columns:
+                view = self._new_view()
+                view.param.update(titles=titles, formatters=text, value=frame)
+                self.view, self._columns = view, columns
+                self.box.objects = [self.select, view]
+            else:
+                self.view.value = frame
