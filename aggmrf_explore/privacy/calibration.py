@@ -35,6 +35,7 @@ __all__ = [
     "classic_gaussian_sigma",
     "adkdd21_gaussian_sigma",
     "gaussian_sigma",
+    "warn_classic",
     "zcdp_rho",
     "zcdp_epsilon",
     "discrete_gaussian_epsilon",
@@ -46,6 +47,18 @@ CALIBRATIONS = ("analytic", "classic", "adkdd21")
 
 class ClassicGaussianWarning(UserWarning):
     """The classic Gaussian calibration was used with ε > 1, where it gives no (ε, δ)-DP guarantee."""
+
+
+def warn_classic(epsilon: float, stacklevel: int = 1) -> None:
+    """Warn (:class:`ClassicGaussianWarning`) when ε > 1, where the classic calibration gives
+    no (ε, δ)-DP guarantee; ``stacklevel`` as for ``warnings.warn``, counted from the caller."""
+    if epsilon > 1.0:
+        warnings.warn(
+            f"the classic Gaussian calibration is not a valid (ε, δ)-DP calibration for ε > 1 "
+            f"(got ε = {epsilon:g}); use calibration='analytic'.",
+            ClassicGaussianWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def achieved_delta(sigma: float, epsilon: float, l2_sensitivity: float) -> float:
@@ -94,13 +107,7 @@ def classic_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float) 
     eps = _positive_finite("epsilon", epsilon)
     dl = _delta(delta)
     l2 = _positive_finite("l2_sensitivity", l2_sensitivity)
-    if eps > 1.0:
-        warnings.warn(
-            f"the classic Gaussian calibration is not a valid (ε, δ)-DP calibration for ε > 1 "
-            f"(got ε = {eps:g}); use calibration='analytic'.",
-            ClassicGaussianWarning,
-            stacklevel=2,
-        )
+    warn_classic(eps, stacklevel=2)
     return math.sqrt(2.0 * math.log(1.25 / dl)) * l2 / eps
 
 

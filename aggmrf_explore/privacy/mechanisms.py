@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -51,6 +51,7 @@ from .calibration import (
     discrete_gaussian_epsilon,
     discrete_gaussian_sigma,
     gaussian_sigma,
+    warn_classic,
 )
 from .checks import choice as _choice
 from .checks import delta_value as _delta
@@ -111,19 +112,108 @@ class Mechanism(Protocol):
     def scaled(self, factor: float) -> Mechanism: ...
 
 
-# ---------------------------------------------------------------------- continuous (simulations)
-@dataclass(frozen=True)
-class LaplaceMechanism:
-    """ε-DP Laplace mechanism: i.i.d. Laplace(0, b) noise with b = Δ1/ε.
+# ---------------------------------------------------------------------- what the mechanisms share
+class _Shared:
+    """What every central mechanism does the same way, written once.
 
-    epsilon : privacy parameter ε > 0;  l1_sensitivity : Δ1 > 0 (in counts).
+    A subclass names its sensitivity field (``_sensitivity``: "l1_sensitivity" or
+    "l2_sensitivity") and the key its noise level has in :meth:`describe` (``_level``:
+    "scale" or "sigma"), and may add :meth:`_details` (more keys of :meth:`describe`),
+    :meth:`_options` (more arguments of ``make_mechanism`` read from a description) and
+    :meth:`_from_level` (a description that gives only the noise level).
     """
+
+    discrete: ClassVar[bool] = False
+    budget_known = True  # the continuous mechanisms make it a field: False when only σ is known
+    _sensitivity: ClassVar[str]
+    _level: ClassVar[str]
+
+    def describe(self) -> dict:
+        """The mechanism, ε, δ, its noise level (counts), std (counts), its sensitivity and
+        :meth:`_details`; ε and δ are None (and ``budget`` "unknown") when only the noise
+        level is known."""
+        out = {"mechanism": self.name, "epsilon": None, "delta": None,
+               self._level: self.scale, "std": self.std}  # fmt: skip
+        if not self.budget_known:
+            return {**out, "budget": "unknown"}
+        out.update(epsilon=self.epsilon, delta=self.delta)
+        return {**out, self._sensitivity: getattr(self, self._sensitivity), **self._details()}
+
+    def _details(self) -> dict:
+        return {}
+
+    def to_dict(self) -> dict:
+        """The JSON-able form (release.json's ``noise``): :meth:`describe` with ``sigma``
+        set to the noise's standard deviation (counts)."""
+        return {**self.describe(), "sigma": self.std}
+
+    @classmethod
+    def from_dict(cls, d: dict, layout: TableLayout | int | None = None) -> Mechanism:
+        """Inverse of :meth:`to_dict`; also reads the shorter forms people write by hand.
+
+        ``{"epsilon", <sensitivity>, …}`` (what :meth:`to_dict` writes; δ defaults to 1e-7):
+        this mechanism;  ``{"epsilon"[, "delta", "accounting"]}`` with ``layout``: the
+        sensitivity from ``sensitivity(layout, accounting)``;  otherwise the noise level
+        alone, where the mechanism accepts one (:meth:`_from_level`).  ``mechanism``, if
+        given, must be this mechanism's name.
+        """
+        kind = str(d.get("mechanism", cls.name)).lower()
+        if kind != cls.name:
+            raise AggMRFError(f"a {kind!r} description is not a {cls.name} mechanism.")
+        epsilon, delta = d.get("epsilon"), d.get("delta", 1e-7)
+        if epsilon is not None and cls._sensitivity in d:
+            return cls._from_budget(epsilon, delta, d[cls._sensitivity], **cls._options(d))
+        if epsilon is not None and layout is not None:
+            accounting = d.get("accounting", "both")
+            return make_mechanism(cls.name, epsilon, delta, layout, accounting, **cls._options(d))
+        return cls._from_level(d)
+
+    @classmethod
+    def _options(cls, d: dict) -> dict:
+        return {}
+
+    @classmethod
+    def _from_level(cls, d: dict) -> Mechanism:
+        raise AggMRFError(f"a {cls.name} 'noise' needs epsilon and {cls._sensitivity}.")
+
+    def scaled(self, factor: float) -> Mechanism:
+        """The noise × ``factor`` > 0: everything kept but the sensitivity, × ``factor``
+        (every calibration's σ, and the Laplace scale, is linear in it)."""
+        f = _positive_finite("factor", factor)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClassicGaussianWarning)
+            return replace(self, **{self._sensitivity: getattr(self, self._sensitivity) * f})
+
+
+class _Integer:
+    """Integer noise (the discrete mechanisms): secure or seeded draws of ``name`` at ``scale``."""
+
+    discrete: ClassVar[bool] = True
+
+    def sample(
+        self, size: int | tuple[int, ...], rng: np.random.Generator | int | None = None
+    ) -> np.ndarray:
+        """Integer noise (int64) of the given shape: from OpenDP and the operating system's
+        secure generator when ``rng`` is None, else from the seeded Generator (a simulation)."""
+        if rng is None:
+            n = int(np.prod(size))
+            return sampling.secure_integer_noise(self.name, self.scale, n).reshape(size)
+        g = _rng(rng)
+        if self.name == "discrete_laplace":
+            return sampling.seeded_discrete_laplace(self.scale, size, g)
+        return sampling.seeded_discrete_gaussian(self.scale, size, g)
+
+
+@dataclass(frozen=True)
+class _LaplaceFamily(_Shared):
+    """ε-DP with L1 sensitivity Δ1 > 0 (counts): noise of scale b = Δ1/ε, density ∝ exp(−|x|/b)."""
 
     epsilon: float
     l1_sensitivity: float
-    budget_known: bool = True  # False: only the noise level was declared (ε means nothing)
-    name: ClassVar[str] = "laplace"
     delta: ClassVar[float] = 0.0
+    density: ClassVar[str] = "laplace"
+    _sensitivity: ClassVar[str] = "l1_sensitivity"
+    _level: ClassVar[str] = "scale"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _positive_finite("epsilon", self.epsilon))
@@ -132,8 +222,71 @@ class LaplaceMechanism:
 
     @property
     def scale(self) -> float:
-        """Laplace scale b = Δ1/ε (counts)."""
+        """The scale b = Δ1/ε (counts)."""
         return self.l1_sensitivity / self.epsilon
+
+    @classmethod
+    def _from_budget(cls, epsilon, delta, l1_sensitivity) -> Mechanism:
+        return cls(epsilon, l1_sensitivity)
+
+    @classmethod
+    def _from_level(cls, d: dict) -> Mechanism:
+        if d.get("scale") is None:
+            raise AggMRFError(f"a {cls.name} 'noise' needs epsilon (+ l1_sensitivity) or scale.")
+        return cls(1.0, float(d["scale"]))
+
+
+@dataclass(frozen=True)
+class _GaussFamily(_Shared):
+    """(ε, δ)-DP with L2 sensitivity Δ2 > 0 (counts): noise of density ∝ exp(−x²/(2σ²)),
+    σ (``sigma``, counts) from :meth:`_calibrate`; 0 < δ < 1."""
+
+    epsilon: float
+    delta: float
+    l2_sensitivity: float
+    density: ClassVar[str] = "gauss"
+    _sensitivity: ClassVar[str] = "l2_sensitivity"
+    _level: ClassVar[str] = "sigma"
+
+    def __post_init__(self) -> None:
+        for key, value in self._checked().items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "sigma", self._calibrate())
+
+    def _checked(self) -> dict:
+        return {
+            "epsilon": _positive_finite("epsilon", self.epsilon),
+            "delta": _delta(self.delta),
+            "l2_sensitivity": _positive_finite("l2_sensitivity", self.l2_sensitivity),
+        }
+
+    @property
+    def scale(self) -> float:
+        """σ (counts)."""
+        return self.sigma
+
+    @property
+    def std(self) -> float:
+        """σ (counts; for the discrete Gaussian its variance is below σ² by less than 10⁻⁸
+        when σ ≥ 1)."""
+        return self.sigma
+
+    @classmethod
+    def _from_budget(cls, epsilon, delta, l2_sensitivity, **options) -> Mechanism:
+        return cls(epsilon, delta, l2_sensitivity, **options)
+
+
+# ---------------------------------------------------------------------- continuous (simulations)
+@dataclass(frozen=True)
+class LaplaceMechanism(_LaplaceFamily):
+    """ε-DP Laplace mechanism: i.i.d. Laplace(0, b) noise with b = Δ1/ε.
+
+    epsilon : privacy parameter ε > 0;  l1_sensitivity : Δ1 > 0 (in counts);
+    budget_known : False when only the noise level was declared (ε = 1 then means nothing).
+    """
+
+    budget_known: bool = True
+    name: ClassVar[str] = "laplace"
 
     @property
     def std(self) -> float:
@@ -151,41 +304,9 @@ class LaplaceMechanism:
         b = self.scale
         return -np.abs(np.asarray(x, dtype=np.float64)) / b - math.log(2.0 * b)
 
-    def describe(self) -> dict:
-        """ε, δ, scale, std and Δ1; ε and δ are None when only the noise level is known."""
-        if not self.budget_known:
-            return {"mechanism": self.name, "epsilon": None, "delta": None,
-                    "scale": self.scale, "std": self.std, "budget": "unknown"}  # fmt: skip
-        return {
-            "mechanism": self.name,
-            "epsilon": self.epsilon,
-            "delta": 0.0,
-            "scale": self.scale,
-            "std": self.std,
-            "l1_sensitivity": self.l1_sensitivity,
-        }
-
-    def to_dict(self) -> dict:
-        """The JSON-able form (release.json's ``noise``): :meth:`describe` plus ``sigma`` (= std)."""
-        return {**self.describe(), "sigma": self.std}
-
     @classmethod
-    def from_dict(cls, d: dict, layout: TableLayout | int | None = None) -> LaplaceMechanism:
-        """Inverse of :meth:`to_dict`; also reads the shorter forms people write by hand.
-
-        ``{"epsilon", "l1_sensitivity"}`` (what :meth:`to_dict` writes): this mechanism;
-        ``{"epsilon"[, "accounting"]}`` with ``layout``: Δ1 from ``sensitivity(layout)``;
-        ``{"scale"}`` or ``{"sigma"}`` (counts): the noise level only (ε = 1, meaningless).
-        """
-        kind = str(d.get("mechanism", cls.name)).lower()
-        if kind != cls.name:
-            raise AggMRFError(f"a {kind!r} description is not a {cls.name} mechanism.")
-        if d.get("epsilon") is not None and "l1_sensitivity" in d:
-            return cls(d["epsilon"], d["l1_sensitivity"])
-        if d.get("epsilon") is not None and layout is not None:
-            return make_mechanism(
-                "laplace", d["epsilon"], None, layout, d.get("accounting", "both")
-            )
+    def _from_level(cls, d: dict) -> LaplaceMechanism:
+        """``{"scale"}`` or ``{"sigma"}`` (counts, σ = √2·b): the noise level only."""
         scale = d.get("scale")
         if scale is None and d.get("sigma") is not None:
             scale = float(d["sigma"]) / math.sqrt(2.0)
@@ -193,62 +314,39 @@ class LaplaceMechanism:
             raise AggMRFError("a laplace 'noise' needs epsilon (+ l1_sensitivity) or scale.")
         return cls(1.0, float(scale), budget_known=False)
 
-    discrete: ClassVar[bool] = False
-    density: ClassVar[str] = "laplace"
-
-    def scaled(self, factor: float) -> LaplaceMechanism:
-        """The noise × ``factor`` > 0 (ε kept, Δ1 × factor)."""
-        f = _positive_finite("factor", factor)
-        return LaplaceMechanism(self.epsilon, self.l1_sensitivity * f, self.budget_known)
-
 
 @dataclass(frozen=True)
-class GaussianMechanism:
+class GaussianMechanism(_GaussFamily):
     """(ε, δ)-DP Gaussian mechanism: i.i.d. N(0, σ²) noise, σ from ``calibration``.
 
     epsilon : ε > 0;  delta : 0 < δ < 1;  l2_sensitivity : Δ2 > 0 (counts);
-    calibration : "analytic" (default, tight), "classic" or "adkdd21".
-    ``sigma`` (= ``scale`` = ``std``, counts) is computed from them.
+    calibration : "analytic" (default, tight), "classic" or "adkdd21";
+    budget_known : False when only σ was declared (held in ``l2_sensitivity``; ε, δ mean
+    nothing).  ``sigma`` (= ``scale`` = ``std``, counts) is computed from them.
     """
 
-    epsilon: float
-    delta: float
-    l2_sensitivity: float
     calibration: Literal["analytic", "classic", "adkdd21"] = "analytic"
-    budget_known: bool = True  # False: only σ was declared, held in l2_sensitivity (no ε, δ)
+    budget_known: bool = True
     sigma: float = field(init=False)
     name: ClassVar[str] = "gaussian"
 
     def __post_init__(self) -> None:
-        checked = {
-            "epsilon": _positive_finite("epsilon", self.epsilon),
-            "delta": _delta(self.delta),
-            "l2_sensitivity": _positive_finite("l2_sensitivity", self.l2_sensitivity),
+        super().__post_init__()
+        if self.calibration == "classic":
+            warn_classic(self.epsilon, stacklevel=3)
+
+    def _checked(self) -> dict:
+        return {
+            **super()._checked(),
             "calibration": _choice("calibration", self.calibration, CALIBRATIONS),
         }
-        for key, value in checked.items():
-            object.__setattr__(self, key, value)
+
+    def _calibrate(self) -> float:
+        if not self.budget_known:  # only σ was declared: it is held in l2_sensitivity
+            return self.l2_sensitivity
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClassicGaussianWarning)
-            sigma = gaussian_sigma(self.epsilon, self.delta, self.l2_sensitivity, self.calibration)
-        if not self.budget_known:  # only σ was declared: it is held in l2_sensitivity
-            sigma = self.l2_sensitivity
-        object.__setattr__(self, "sigma", sigma)
-        if self.calibration == "classic" and self.epsilon > 1.0:
-            warnings.warn(
-                f"the classic Gaussian calibration is not a valid (ε, δ)-DP calibration for ε > 1 "
-                f"(got ε = {self.epsilon:g}); use calibration='analytic'.",
-                ClassicGaussianWarning,
-                stacklevel=3,
-            )
-
-    @property
-    def scale(self) -> float:
-        return self.sigma
-
-    @property
-    def std(self) -> float:
-        return self.sigma
+            return gaussian_sigma(self.epsilon, self.delta, self.l2_sensitivity, self.calibration)
 
     def sample(
         self, size: int | tuple[int, ...], rng: np.random.Generator | int | None = None
@@ -262,148 +360,38 @@ class GaussianMechanism:
         z = np.asarray(x, dtype=np.float64) / s
         return -0.5 * z * z - math.log(s) - 0.5 * math.log(2.0 * math.pi)
 
-    def describe(self) -> dict:
-        """ε, δ, σ, Δ2 and the calibration; ε and δ are None when only σ is known."""
-        if not self.budget_known:
-            return {"mechanism": self.name, "epsilon": None, "delta": None,
-                    "sigma": self.sigma, "std": self.sigma, "budget": "unknown"}  # fmt: skip
-        return {
-            "mechanism": self.name,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "sigma": self.sigma,
-            "std": self.sigma,
-            "l2_sensitivity": self.l2_sensitivity,
-            "calibration": self.calibration,
-        }
-
-    def to_dict(self) -> dict:
-        """The JSON-able form (release.json's ``noise``): :meth:`describe` (σ included)."""
-        return {**self.describe(), "sigma": self.sigma}
+    def _details(self) -> dict:
+        return {"calibration": self.calibration}
 
     @classmethod
-    def from_dict(cls, d: dict, layout: TableLayout | int | None = None) -> GaussianMechanism:
-        """Inverse of :meth:`to_dict`; also reads the shorter forms people write by hand.
+    def _options(cls, d: dict) -> dict:
+        return {"calibration": d.get("calibration", "analytic")}
 
-        ``{"epsilon", "delta", "l2_sensitivity", "calibration"}`` (what :meth:`to_dict`
-        writes): this mechanism (δ defaults to 1e-7, calibration to "analytic");
-        ``{"epsilon"[, "delta", "accounting"]}`` with ``layout``: Δ2 from the layout;
-        ``{"sigma"}`` or ``{"scale"}`` (counts): the noise level only (ε, δ meaningless).
-        """
-        kind = str(d.get("mechanism", cls.name)).lower()
-        if kind != cls.name:
-            raise AggMRFError(f"a {kind!r} description is not a {cls.name} mechanism.")
-        calib = d.get("calibration", "analytic")
-        if d.get("epsilon") is not None and "l2_sensitivity" in d:
-            return cls(d["epsilon"], d.get("delta", 1e-7), d["l2_sensitivity"], calib)
-        if d.get("epsilon") is not None and layout is not None:
-            return make_mechanism(
-                "gaussian",
-                d["epsilon"],
-                d.get("delta", 1e-7),
-                layout,
-                d.get("accounting", "both"),
-                calib,
-            )
+    @classmethod
+    def _from_level(cls, d: dict) -> GaussianMechanism:
+        """``{"sigma"}`` or ``{"scale"}`` (counts): the noise level only."""
         sigma = d.get("sigma", d.get("scale"))
         if sigma is None:
             raise AggMRFError("a gaussian 'noise' needs epsilon (+ l2_sensitivity) or sigma.")
         return cls(1.0, 1e-6, float(sigma), budget_known=False)
 
-    discrete: ClassVar[bool] = False
-    density: ClassVar[str] = "gauss"
-
-    def scaled(self, factor: float) -> GaussianMechanism:
-        """The noise × ``factor`` > 0 (ε, δ, calibration kept, Δ2 × factor: σ is linear in it)."""
-        f = _positive_finite("factor", factor)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ClassicGaussianWarning)
-            return GaussianMechanism(
-                self.epsilon,
-                self.delta,
-                self.l2_sensitivity * f,
-                self.calibration,
-                self.budget_known,
-            )
-
 
 # ---------------------------------------------------------------------- discrete (releases)
-def _integer_noise(mech, size, rng) -> np.ndarray:
-    """Integer draws: secure (OpenDP) when ``rng`` is None, else from the seeded Generator."""
-    if rng is None:
-        n = int(np.prod(size))
-        return sampling.secure_integer_noise(mech.name, mech.scale, n).reshape(size)
-    g = _rng(rng)
-    if mech.name == "discrete_laplace":
-        return sampling.seeded_discrete_laplace(mech.scale, size, g)
-    return sampling.seeded_discrete_gaussian(mech.scale, size, g)
-
-
 @dataclass(frozen=True)
-class DiscreteLaplaceMechanism:
+class DiscreteLaplaceMechanism(_Integer, _LaplaceFamily):
     """ε-DP discrete Laplace (two-sided geometric) mechanism: P(x) ∝ exp(−|x|/t), t = Δ1/ε.
 
-    epsilon : ε > 0;  l1_sensitivity : Δ1 > 0 (counts).  Integer noise.
+    epsilon : ε > 0;  l1_sensitivity : Δ1 > 0 (counts).  Integer noise.  A description
+    with only ``scale`` (t, counts) gives ε = 1, which then means nothing.
     """
 
-    epsilon: float
-    l1_sensitivity: float
     name: ClassVar[str] = "discrete_laplace"
-    delta: ClassVar[float] = 0.0
-    discrete: ClassVar[bool] = True
-    density: ClassVar[str] = "laplace"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _positive_finite("epsilon", self.epsilon))
-        l1 = _positive_finite("l1_sensitivity", self.l1_sensitivity)
-        object.__setattr__(self, "l1_sensitivity", l1)
-
-    @property
-    def scale(self) -> float:
-        """t = Δ1/ε (counts)."""
-        return self.l1_sensitivity / self.epsilon
 
     @property
     def std(self) -> float:
         """√(2q)/(1 − q), q = e^(−1/t): the exact standard deviation (counts)."""
         q = math.exp(-1.0 / self.scale)
         return math.sqrt(2.0 * q) / (1.0 - q)
-
-    def sample(
-        self, size: int | tuple[int, ...], rng: np.random.Generator | int | None = None
-    ) -> np.ndarray:
-        """Integer noise (int64): secure when ``rng`` is None, else seeded (a simulation)."""
-        return _integer_noise(self, size, rng)
-
-    def describe(self) -> dict:
-        return {
-            "mechanism": self.name,
-            "epsilon": self.epsilon,
-            "delta": 0.0,
-            "scale": self.scale,
-            "std": self.std,
-            "l1_sensitivity": self.l1_sensitivity,
-        }
-
-    def to_dict(self) -> dict:
-        """The JSON-able form (release.json's ``noise``): :meth:`describe` plus ``sigma`` (= std)."""
-        return {**self.describe(), "sigma": self.std}
-
-    @classmethod
-    def from_dict(
-        cls, d: dict, layout: TableLayout | int | None = None
-    ) -> DiscreteLaplaceMechanism:
-        """Inverse of :meth:`to_dict`; ``{"epsilon"[, "accounting"]}`` with ``layout`` or
-        ``{"scale"}`` (t, counts; ε = 1 then means nothing) are accepted too."""
-        if "epsilon" in d and "l1_sensitivity" in d:
-            return cls(d["epsilon"], d["l1_sensitivity"])
-        if "epsilon" in d and layout is not None:
-            return make_mechanism(cls.name, d["epsilon"], None, layout, d.get("accounting", "both"))
-        if d.get("scale") is None:
-            raise AggMRFError(
-                "a discrete_laplace 'noise' needs epsilon (+ l1_sensitivity) or scale."
-            )
-        return cls(1.0, float(d["scale"]))
 
     def scaled(self, factor: float) -> LaplaceMechanism:
         """The noise × ``factor``, no longer integer: its continuous Laplace twin × factor
@@ -412,38 +400,21 @@ class DiscreteLaplaceMechanism:
 
 
 @dataclass(frozen=True)
-class DiscreteGaussianMechanism:
+class DiscreteGaussianMechanism(_Integer, _GaussFamily):
     """(ε, δ)-DP discrete Gaussian mechanism N_Z(0, σ²): P(x) ∝ exp(−x²/(2σ²)) on the integers.
 
     epsilon : ε > 0;  delta : 0 < δ < 1;  l2_sensitivity : Δ2 > 0 (counts).  ``sigma``
     (counts) is the smallest σ whose zCDP bound ρ = Δ2²/(2σ²), converted, gives (ε, δ)
     (:func:`.calibration.discrete_gaussian_sigma`); ``sigma_continuous`` is the analytic σ
-    the continuous mechanism would need, for comparison.  Integer noise.
+    the continuous mechanism would need, for comparison.  Integer noise.  A bare σ is a
+    continuous "gaussian" noise level.
     """
 
-    epsilon: float
-    delta: float
-    l2_sensitivity: float
     sigma: float = field(init=False)
     name: ClassVar[str] = "discrete_gaussian"
-    discrete: ClassVar[bool] = True
-    density: ClassVar[str] = "gauss"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _positive_finite("epsilon", self.epsilon))
-        object.__setattr__(self, "delta", _delta(self.delta))
-        l2 = _positive_finite("l2_sensitivity", self.l2_sensitivity)
-        object.__setattr__(self, "l2_sensitivity", l2)
-        object.__setattr__(self, "sigma", discrete_gaussian_sigma(self.epsilon, self.delta, l2))
-
-    @property
-    def scale(self) -> float:
-        return self.sigma
-
-    @property
-    def std(self) -> float:
-        """≈ σ (the discrete Gaussian's variance is below σ² by less than 10⁻⁸ for σ ≥ 1)."""
-        return self.sigma
+    def _calibrate(self) -> float:
+        return discrete_gaussian_sigma(self.epsilon, self.delta, self.l2_sensitivity)
 
     @property
     def rho(self) -> float:
@@ -455,42 +426,8 @@ class DiscreteGaussianMechanism:
         """The analytic σ of the continuous Gaussian at the same (ε, δ, Δ2)."""
         return analytic_gaussian_sigma(self.epsilon, self.delta, self.l2_sensitivity)
 
-    def sample(
-        self, size: int | tuple[int, ...], rng: np.random.Generator | int | None = None
-    ) -> np.ndarray:
-        """Integer noise (int64): secure when ``rng`` is None, else seeded (a simulation)."""
-        return _integer_noise(self, size, rng)
-
-    def describe(self) -> dict:
-        return {
-            "mechanism": self.name,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "sigma": self.sigma,
-            "std": self.sigma,
-            "l2_sensitivity": self.l2_sensitivity,
-            "calibration": "zcdp",
-            "rho": self.rho,
-            "sigma_continuous": self.sigma_continuous,
-        }
-
-    def to_dict(self) -> dict:
-        """The JSON-able form (release.json's ``noise``)."""
-        return self.describe()
-
-    @classmethod
-    def from_dict(
-        cls, d: dict, layout: TableLayout | int | None = None
-    ) -> DiscreteGaussianMechanism:
-        """Inverse of :meth:`to_dict`; ``{"epsilon"[, "delta", "accounting"]}`` with ``layout``
-        is accepted too (δ defaults to 1e-7).  A bare σ is a continuous "gaussian" noise level."""
-        if "epsilon" in d and "l2_sensitivity" in d:
-            return cls(d["epsilon"], d.get("delta", 1e-7), d["l2_sensitivity"])
-        if "epsilon" in d and layout is not None:
-            return make_mechanism(
-                cls.name, d["epsilon"], d.get("delta", 1e-7), layout, d.get("accounting", "both")
-            )
-        raise AggMRFError("a discrete_gaussian 'noise' needs epsilon and l2_sensitivity.")
+    def _details(self) -> dict:
+        return {"calibration": "zcdp", "rho": self.rho, "sigma_continuous": self.sigma_continuous}
 
     def epsilon_at(self, delta: float) -> float:
         """The ε this release satisfies at another δ."""
@@ -514,7 +451,6 @@ _CLASSES = {
 }
 
 
-# ---------------------------------------------------------------------- accounting
 # ---------------------------------------------------------------------- accounting
 def sensitivity(
     layout_or_T: TableLayout | int, accounting: Literal["both", "queries", "replace"] = "both"
