@@ -9,6 +9,7 @@ They drive Debian's chromium through playwright against ``panel serve apps/explo
 
 from __future__ import annotations
 
+import re
 import time
 from urllib.parse import parse_qs, urlparse
 
@@ -101,6 +102,50 @@ def test_tables_tab_after_a_dataset_switch_shows_rows_and_every_column(server, b
         p.select_dataset("Toy — the paper's Table 1")
         p.wait_status(lambda t: t.endswith("toy (Table 1)") and "iteration 0" in t, timeout=60)
         assert wait_for(lambda: rows.count() > 0, timeout=20, page=p), "no rows after Toy"
+        assert not p.errors, p.errors
+    finally:
+        p.close()
+
+
+def _slider_shows(p: AppPage, box: str) -> tuple[str, str]:
+    """(the value display, the handle's position) of the ε slider in ``box``."""
+    loc = p.page.locator(box).first
+    label = loc.get_by_text(re.compile(r":\s*\S+$")).first.inner_text().rsplit(":", 1)[1].strip()
+    return label, loc.locator(".noUi-handle").first.get_attribute("aria-valuetext")
+
+
+def test_both_epsilon_sliders_end_showing_the_runs_epsilon(server, browser):  # noqa: F811
+    # a large n' makes each ε change slow to apply: key presses pile up meanwhile
+    query = "?dataset=xor&mechanism=laplace&n_gibbs=50000&n_samples=20000"
+    p = AppPage(browser, server.url + query, ready="XOR")
+    try:
+        p.play()
+        p.tab("Privacy")
+        p.page.wait_for_timeout(1500)
+        side = p.control("epsilon").locator(".noUi-handle").first
+        tab = p.page.locator(".aggmrf-privacy-epsilon .noUi-handle").first
+        for _ in range(4):
+            for handle, key in ((side, "ArrowRight"), (tab, "ArrowRight"), (tab, "ArrowRight")):
+                handle.focus()
+                p.page.keyboard.press(key)
+                p.page.wait_for_timeout(60)
+            side.focus()
+            p.page.keyboard.press("ArrowLeft")
+            p.page.wait_for_timeout(60)
+        grid = ["0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100"]
+
+        def agree() -> bool:
+            eps = float(url_value(p, "epsilon"))
+            want = next(g for g in grid if float(g) == eps)
+            shown = [_slider_shows(p, ".aggmrf-control-epsilon")]
+            shown.append(_slider_shows(p, ".aggmrf-privacy-epsilon"))
+            return all(lab == want and float(pos) == grid.index(want) for lab, pos in shown)
+
+        assert wait_for(agree, timeout=15, page=p), (
+            url_value(p, "epsilon"),
+            _slider_shows(p, ".aggmrf-control-epsilon"),
+            _slider_shows(p, ".aggmrf-privacy-epsilon"),
+        )
         assert not p.errors, p.errors
     finally:
         p.close()

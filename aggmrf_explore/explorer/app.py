@@ -25,6 +25,7 @@ cache) once per process, in a background thread started when the first page is b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import time
 from concurrent.futures import CancelledError
@@ -50,6 +51,7 @@ from .problems import (
     upload_columns,
     upload_name,
 )
+from .settle import Settle
 from .shortcuts import Shortcuts
 from .store import DATA_KEYS, URL_KEYS, ExplorerSession, baseline_names, error_message
 from .table_view import TableBrowser
@@ -236,6 +238,15 @@ class Explorer(pn.viewable.Viewer):
         runtime.release_memory_soon()
 
     # ------------------------------------------------------------------ widgets
+    @contextlib.contextmanager
+    def _hushed(self):
+        """Widget changes made within are not proposed to the session (display only)."""
+        self._syncing, was = True, self._syncing
+        try:
+            yield
+        finally:
+            self._syncing = was
+
     def _bind(self, name: str, widget, to_w=None, from_w=None, prop: str = "value", css=None):
         to_w = to_w or (lambda v: v)
         from_w = from_w or (lambda v: v)
@@ -483,6 +494,7 @@ class Explorer(pn.viewable.Viewer):
             css="aggmrf-privacy-epsilon",
         )
         self.c_eps_tab[0].param.watch(lambda e: self._guard(self._after_tab_epsilon), "value")
+        self.settle_eps = Settle(s, "epsilon", [self.c_eps[0], self.c_eps_tab[0]], self._hushed)
         s.param.watch(self._on_warning, "warning")
         s.param.watch(lambda *e: self._refresh_lesson_link(), list(URL_KEYS))
         s.param.watch(self._show_errors, "errors")
