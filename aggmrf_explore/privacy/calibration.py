@@ -16,7 +16,6 @@ sensitivity Δ1 when t = Δ1/ε, the same rule as the continuous Laplace mechani
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 
@@ -25,6 +24,7 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from .checks import delta_value as _delta
+from .checks import opendp
 from .checks import positive_finite as _positive_finite
 
 __all__ = [
@@ -140,14 +140,6 @@ def zcdp_rho(sigma: float, l2_sensitivity: float) -> float:
     return l2 * l2 / (2.0 * sigma * sigma)
 
 
-@functools.lru_cache(maxsize=1)
-def _opendp():
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    return dp
-
-
 def zcdp_epsilon(rho: float, delta: float) -> float:
     """The ε at which ρ-zCDP gives (ε, δ)-DP: OpenDP's ``make_zCDP_to_approxDP``
     (the conversion of Canonne, Kamath & Steinke 2020, Cor 13).
@@ -157,7 +149,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     """
     rho = _positive_finite("rho", rho)
     dl = _delta(delta)
-    dp = _opendp()
+    dp = opendp()
     meas = dp.m.make_gaussian(
         dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float), scale=1.0
     )

@@ -1,7 +1,9 @@
-"""Argument checks shared by the privacy modules (one ``AggMRFError`` sentence each)."""
+"""What the privacy modules share: argument checks (one ``AggMRFError`` sentence each) and
+the OpenDP handle."""
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -9,7 +11,7 @@ import numpy as np
 
 from ..errors import AggMRFError
 
-__all__ = ["positive_finite", "delta_value", "choice", "generator"]
+__all__ = ["positive_finite", "delta_value", "choice", "generator", "opendp"]
 
 
 def positive_finite(name: str, value: object) -> float:
@@ -43,3 +45,12 @@ def choice(name: str, value: object, valid: tuple[str, ...]) -> str:
 def generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     """A numpy Generator: ``rng`` itself, or one seeded with it (simulations only)."""
     return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+@functools.lru_cache(maxsize=1)
+def opendp():
+    """``opendp.prelude`` with its "contrib" features enabled (imported on first use)."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp

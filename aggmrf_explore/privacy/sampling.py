@@ -17,13 +17,12 @@ Both are tested against :func:`discrete_laplace_pmf` and :func:`discrete_gaussia
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
 from ..errors import AggMRFError
-from .checks import positive_finite
+from .checks import opendp, positive_finite
 
 __all__ = [
     "discrete_laplace_pmf",
@@ -57,14 +56,6 @@ def discrete_gaussian_pmf(x: np.ndarray, sigma: float) -> np.ndarray:
     return np.exp(-(x * x) / (2.0 * s * s)) / norm
 
 
-@functools.lru_cache(maxsize=1)
-def _opendp():
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    return dp
-
-
 def generator_name() -> str:
     """What draws secure noise, for release.json (a library and its version, no state)."""
     from importlib.metadata import version
@@ -83,7 +74,7 @@ def secure_integer_noise(kind: str, scale: float, size: int) -> np.ndarray:
         raise AggMRFError(f"secure noise: {size} draws is out of range (0 … {_MAX_DRAWS}).")
     if size == 0:
         return np.zeros(0, dtype=np.int64)
-    dp = _opendp()
+    dp = opendp()
     domain = dp.vector_domain(dp.atom_domain(T="i64"))
     if kind == "discrete_gaussian":
         meas = dp.m.make_gaussian(domain, dp.l2_distance(T="i64"), scale=scale)
