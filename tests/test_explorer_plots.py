@@ -9,6 +9,7 @@ import pytest
 
 from aggmrf_explore.explorer import plots
 from aggmrf_explore.explorer.series import downsample
+from aggmrf_explore.explorer.table_view import table_display
 
 hv.extension("bokeh")
 
@@ -270,12 +271,12 @@ def test_table_display_speaks_words_and_whole_counts():
             "c_hat": [2.95, 9.01],
         }
     )
-    out = plots.table_display(frame)
+    out = table_display(frame)
     assert list(out.columns) == ["age", "count d", "model d̂", "label sum c", "model ĉ"]
     assert out["count d"].dtype.kind == "i" and out["count d"].tolist() == [12, 30]
     assert out["model d̂"].tolist() == [11.8, 30.3]
     noisy = frame.assign(true_count=[10.0, 31.0], true_label_sum=[3.0, 8.0], count=[12.4, 29.2])
-    out = plots.table_display(noisy)
+    out = table_display(noisy)
     assert list(out.columns)[-2:] == ["true count", "true label sum"]
     assert "noisy count d" in out.columns
     assert out["noisy count d"].tolist() == [12.4, 29.2]
@@ -301,10 +302,52 @@ def test_privacy_curve_fills_in_point_by_point():
     assert fig.x_scale.__class__.__name__ == "LogScale"
     assert "ε" in fig.xaxis[0].axis_label
     assert {0.1, 1.0, 10.0} <= set(fig.xaxis[0].ticker.ticks)  # labelled log ticks
-    # same layers with nothing yet
+    # nothing yet: no curve, the live marker, the skyline
     empty = plots.privacy_curve_data([], None, None)
-    assert list(empty.layers) == list(d.layers)
+    assert plots.privacy_series([]) == () and "this run (training)" in empty.layers
     _render(plots.privacy_curve_plot(None))
+
+
+def test_privacy_curve_draws_one_line_per_mechanism_and_keeps_points_below_the_axis():
+    runs = [
+        {"dataset": "toy", "mechanism": "laplace", "epsilon": 1.0, "nllh": -0.546},
+        {"dataset": "toy", "mechanism": "gaussian", "epsilon": 1.0, "nllh": 0.269},
+        {"dataset": "toy", "mechanism": "laplace", "epsilon": 10.0, "nllh": 0.30},
+        {"dataset": "toy", "mechanism": "gaussian", "epsilon": 0.1, "nllh": -3.5},
+        {
+            "dataset": "toy",
+            "mechanism": "laplace",
+            "epsilon": 0.1,
+            "nllh": 0.1,
+            "noise_aware": True,
+        },
+    ]
+    assert plots.privacy_series(runs, "toy") == (
+        "Laplace · MRF",
+        "Laplace · MRF-N",
+        "Gaussian · MRF",
+    )
+    d = plots.privacy_curve_data(runs, None, 0.4, "toy")
+    lap = d.layers["Laplace · MRF (finished runs)"]
+    gau = d.layers["Gaussian · MRF (finished runs)"]
+    assert list(lap[0]) == [1.0, 10.0] and list(lap[1]) == [-0.546, 0.30]  # no mixing
+    assert list(gau[0]) == [0.1, 1.0] and gau[1][1] == 0.269
+    # −3.5 is below the axis (never below −1): a marker on the axis with its value
+    lo, hi = d.ylim
+    assert lo >= plots.NLLH_FLOOR - 0.5 and lo < -0.546
+    x, y = d.layers[plots.OFF_SCALE]
+    assert list(x) == [0.1] and lo <= y[0] <= hi
+    assert list(d.layers["off-scale value"]["text"]) == ["−3.5 ▼"]
+    assert lo <= gau[1][0] <= hi  # its line goes down to the marker
+    for layer in d.layers.values():
+        arrays = layer.values() if isinstance(layer, dict) else layer
+        assert all(np.isfinite(a).all() for a in arrays if a.dtype != object)
+    # one finished run, below the axis: the plot still shows it
+    one = plots.privacy_curve_data(runs[3:4], None, None, "toy")
+    assert "1 finished run" in one.title and len(one.layers[plots.OFF_SCALE][0]) == 1
+    fig = _render(plots.privacy_curve_plot(runs, None, 0.4, "toy"))
+    legend = {item.label.value for lg in fig.legend for item in lg.items}
+    assert {"Laplace · MRF", "Gaussian · MRF", "Laplace · MRF-N"} <= legend
 
 
 def test_dhat_scatter_coloured_by_table_kind():

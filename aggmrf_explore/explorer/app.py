@@ -1020,10 +1020,10 @@ class Explorer(pn.viewable.Viewer):
         if s.bundle is None:
             return
         sky = s.references().get(plots.REFERENCE_NAMES[0])
-        live = s.privacy_point()
-        self.p_privacy.update(
-            {"runs": list(s.privacy_runs), "live": live, "skyline": sky, "dataset": s.dataset}
-        )
+        runs, live = list(s.privacy_runs), s.privacy_point()
+        key = plots.privacy_series(runs, s.dataset)  # a new curve: the figure is drawn again
+        kw = {"runs": runs, "live": live, "skyline": sky, "dataset": s.dataset}
+        self.p_privacy.update(kw, key=key)
 
     def _pin(self) -> None:
         """Keep the live run's curves as a ghost on the training plots (the last MAX_PINS)."""

@@ -30,6 +30,7 @@ __all__ = [
     "dhat_data",
     "predictions_data",
     "privacy_curve_data",
+    "privacy_series",
     "xor_values",
     "xor_title",
     "nllh_plot",
@@ -42,7 +43,6 @@ __all__ = [
     "privacy_curve_plot",
     "xor_plot",
     "scoreboard",
-    "table_display",
     "REFERENCE_NAMES",
     "MAX_PINS",
     "MRF_NAME",
@@ -813,14 +813,40 @@ def xor_plot(frame: pd.DataFrame | None):
 
 
 # ---------------------------------------------------------------------- price of privacy
-PRIVACY_NAMES = (
-    "MRF (finished runs)",
-    "MRF: runs",
-    "MRF-N (finished runs)",
-    "MRF-N: runs",
-    "this run (training)",
-    "skyline (no privacy)",
-)
+MECHANISM_LABELS = {"laplace": "Laplace", "gaussian": "Gaussian", "local": "Local"}
+MECHANISM_COLORS = {"laplace": "#1f77b4", "gaussian": "#ff7f0e", "local": "#9467bd"}
+PRIVACY_LIVE = "this run (training)"
+PRIVACY_SKYLINE = "skyline (no privacy)"
+
+
+def _series(run: dict) -> tuple[str, bool]:
+    return str(run.get("mechanism") or ""), bool(run.get("noise_aware"))
+
+
+def _series_label(mech: str, aware: bool) -> str:
+    learner = "MRF-N" if aware else "MRF"
+    return f"{MECHANISM_LABELS.get(mech, mech)} · {learner}" if mech else learner
+
+
+def privacy_series(runs: list[dict] | None, dataset: str | None = None) -> tuple[str, ...]:
+    """The curves of :func:`privacy_curve_plot`: one per (mechanism, learner) among the
+    finished runs of ``dataset``, e.g. ("Laplace · MRF", "Gaussian · MRF"); the figure's
+    layer structure (a live plot's key)."""
+    order = {m: i for i, m in enumerate(MECHANISM_LABELS)}
+    found = {_series(r) for r in _privacy_ok(runs, dataset)}
+    return tuple(
+        _series_label(*s) for s in sorted(found, key=lambda s: (order.get(s[0], 9), s[0], s[1]))
+    )
+
+
+def _privacy_ok(runs, dataset) -> list[dict]:
+    return [
+        r
+        for r in (runs or [])
+        if (dataset is None or r.get("dataset") == dataset)
+        and _finite(r.get("epsilon")) > 0
+        and math.isfinite(_finite(r.get("nllh")))
+    ]
 
 
 def privacy_curve_data(
@@ -831,60 +857,49 @@ def privacy_curve_data(
 ) -> PlotData:
     """Layers of :func:`privacy_curve_plot`: this session's test NLLH against ε.
 
-    ``runs``: the store's ``privacy_runs`` (dicts with epsilon, nllh, noise_aware,
-    dataset, …), one point each, joined by a line per learner (MRF / MRF-N) in ε order;
-    ``live``: the run training now (``store.privacy_point()``), drawn as an open marker;
-    ``skyline``: the logistic fitted on the records (no privacy) as the reference line.
-    Runs of another ``dataset`` than the given one are left out.
+    ``runs``: the store's ``privacy_runs`` (dicts with epsilon, nllh, mechanism,
+    noise_aware, dataset, …), one point each, joined by one line per mechanism and
+    learner (:func:`privacy_series`; Laplace and Gaussian runs never share a line), in ε
+    order, through the mean of the runs at one ε; ``live``: the run training now
+    (``store.privacy_point()``), an open marker; ``skyline``: the logistic fitted on the
+    records (no privacy), the reference line.  Runs of another ``dataset`` are left out.
+    The y axis never goes below ``NLLH_FLOOR``: a point below it is drawn on the axis as
+    a red ▼ with its value, and its line goes down to it.
     """
-    ok = [
-        r
-        for r in (runs or [])
-        if (dataset is None or r.get("dataset") == dataset)
-        and math.isfinite(_finite(r.get("epsilon")))
-        and _finite(r.get("epsilon")) > 0
-        and math.isfinite(_finite(r.get("nllh")))
-    ]
+    ok = _privacy_ok(runs, dataset)
+    lv = live or {}
+    le, ln = _finite(lv.get("epsilon")), _finite(lv.get("nllh"))
+    has_live = le > 0 and math.isfinite(ln) and lv.get("dataset") in (None, dataset)
+    xs = [float(r["epsilon"]) for r in ok] + ([le] if has_live else [])
+    ys = [float(r["nllh"]) for r in ok] + ([ln] if has_live else [])
+    sky = _finite(skyline)
+    lo_x, hi_x = min(xs + [1.0]) / 2, max(xs + [1.0]) * 2
+    shown = [y for y in ys + [sky] if math.isfinite(y)]
+    lo_y = max(min(shown + [0.0]), NLLH_FLOOR)
+    hi_y = max(shown + [0.05])
+    pad = 0.08 * (hi_y - lo_y or 1.0)
+    ylim = (lo_y - pad if lo_y > NLLH_FLOOR else NLLH_FLOOR - pad, hi_y + pad)
+    bottom = ylim[0] + 0.03 * (ylim[1] - ylim[0])
     layers: dict = {}
-    xs_all: list[float] = []
-    ys_all: list[float] = []
-    for aware, name in ((False, "MRF"), (True, "MRF-N")):
+    for label in privacy_series(ok):
         pts = sorted(
             (float(r["epsilon"]), float(r["nllh"]))
             for r in ok
-            if bool(r.get("noise_aware")) == aware
+            if _series_label(*_series(r)) == label
         )
-        # several runs at one ε: the line goes through their mean, the points show each
         eps = sorted({e for e, _ in pts})
         mean = [float(np.mean([v for e2, v in pts if e2 == e])) for e in eps]
-        layers[f"{name} (finished runs)"] = _xy(eps, mean)
-        layers[f"{name}: runs"] = _xy([e for e, _ in pts], [v for _, v in pts])
-        xs_all += [e for e, _ in pts]
-        ys_all += [v for _, v in pts]
-    lv = live or {}
-    le, ln = _finite(lv.get("epsilon")), _finite(lv.get("nllh"))
-    if (
-        math.isfinite(le)
-        and le > 0
-        and math.isfinite(ln)
-        and (dataset is None or lv.get("dataset") in (None, dataset))
-    ):
-        layers["this run (training)"] = _xy([le], [ln])
-        xs_all.append(le)
-        ys_all.append(ln)
-    else:
-        layers["this run (training)"] = _xy([], [])
-    lo_x = min(xs_all + [1.0]) / 2
-    hi_x = max(xs_all + [1.0]) * 2
-    sky = _finite(skyline)
-    if math.isfinite(sky):
-        layers[PRIVACY_NAMES[-1]] = _xy([lo_x, hi_x], [sky, sky])
-        ys_all.append(sky)
-    else:
-        layers[PRIVACY_NAMES[-1]] = _xy([], [])
-    lo_y = max(min(ys_all + [0.0]), NLLH_FLOOR)
-    hi_y = max(ys_all + [0.05])
-    pad = 0.08 * (hi_y - lo_y or 1.0)
+        layers[f"{label} (finished runs)"] = _xy(eps, np.maximum(mean, bottom))
+        layers[f"{label}: runs"] = _xy([e for e, _ in pts], [v for _, v in pts])
+    layers[PRIVACY_LIVE] = _xy([le], [ln]) if has_live else _xy([], [])
+    low = [(x, y) for x, y in zip(xs, ys, strict=True) if y < ylim[0]]
+    layers[OFF_SCALE] = _xy([x for x, _ in low], [bottom] * len(low))
+    layers["off-scale value"] = {
+        "x": _xy([x for x, _ in low], [])[0],
+        "y": _xy([], [bottom + 0.04 * (ylim[1] - ylim[0])] * len(low))[1],
+        "text": np.array([f"{y:.3g} ▼".replace("-", "−") for _, y in low], dtype=object),
+    }
+    layers[PRIVACY_SKYLINE] = _xy([lo_x, hi_x], [sky, sky]) if math.isfinite(sky) else _xy([], [])
     n = len(ok)
     title = (
         f"The price of privacy: test NLLH vs ε ({n} finished run{'s' if n != 1 else ''})"
@@ -892,8 +907,7 @@ def privacy_curve_data(
         else "The price of privacy: move ε, each finished run adds a point"
     )
     majors, minors = log_ticks(lo_x, hi_x)
-    extra = {"xticks": majors, "xminor": minors}
-    return PlotData(layers, (lo_x, hi_x), (lo_y - pad, hi_y + pad), title, extra)
+    return PlotData(layers, (lo_x, hi_x), ylim, title, {"xticks": majors, "xminor": minors})
 
 
 def privacy_curve_plot(
@@ -902,28 +916,44 @@ def privacy_curve_plot(
     skyline: float | None = None,
     dataset: str | None = None,
 ) -> hv.Overlay:
-    """Test NLLH against ε (log axis) from this session's runs, filling in point by point,
-    with the live run and the skyline (no privacy) as the reference (fixed layers)."""
+    """Test NLLH against ε (log axis) from this session's runs, one line per mechanism
+    and learner (MRF solid, MRF-N dashed), with the live run, the points below the axis
+    and the skyline (no privacy) as the reference."""
     d = privacy_curve_data(runs, live, skyline, dataset)
     xdim = hv.Dimension("epsilon", label="privacy budget ε (log)")
-    ydim = hv.Dimension("nllh", label="final test NLLH (unitless)")
-    colors = (MRF_COLOR, "#d62728")
+    ydim = hv.Dimension("nllh", label="final test NLLH")
     layers = []
-    for name, color in zip(("MRF", "MRF-N"), colors, strict=True):
+    series = privacy_series(runs, dataset)
+    for label in series:
+        mech = next((m for m, t in MECHANISM_LABELS.items() if label.startswith(t)), "")
+        color = MECHANISM_COLORS.get(mech, MRF_COLOR)
+        dash = "dashed" if label.endswith("MRF-N") else "solid"
+        line = d.layers[f"{label} (finished runs)"]
         layers.append(
-            hv.Curve(
-                d.layers[f"{name} (finished runs)"], xdim, ydim, label=f"{name} (finished runs)"
-            ).opts(color=color, line_width=2.5)
+            hv.Curve(line, xdim, ydim, label=label).opts(
+                color=color, line_width=2.5, line_dash=dash
+            )
         )
-        layers.append(hv.Scatter(d.layers[f"{name}: runs"], xdim, ydim).opts(color=color, size=10))
+        layers.append(hv.Scatter(d.layers[f"{label}: runs"], xdim, ydim).opts(color=color, size=10))
     layers.append(
-        hv.Scatter(d.layers["this run (training)"], xdim, ydim, label="this run (training)").opts(
+        hv.Scatter(d.layers[PRIVACY_LIVE], xdim, ydim, label=PRIVACY_LIVE).opts(
             color="white", line_color="black", line_width=2, size=13
+        )
+    )
+    layers.append(
+        hv.Scatter(d.layers[OFF_SCALE], xdim, ydim).opts(
+            color="#d62728", marker="inverted_triangle", size=14
+        )
+    )
+    off = d.layers["off-scale value"]
+    layers.append(
+        hv.Labels((off["x"], off["y"], off["text"]), [xdim, ydim], "text").opts(
+            text_color="#d62728", text_align="center", text_font_size="11pt", text_baseline="bottom"
         )
     )
     color, dash = _REF_STYLE[REFERENCE_NAMES[0]]
     layers.append(
-        hv.Curve(d.layers[PRIVACY_NAMES[-1]], xdim, ydim, label=PRIVACY_NAMES[-1]).opts(
+        hv.Curve(d.layers[PRIVACY_SKYLINE], xdim, ydim, label=PRIVACY_SKYLINE).opts(
             color=color, line_dash=dash, line_width=2
         )
     )
@@ -935,44 +965,7 @@ def privacy_curve_plot(
             ylim=d.ylim,
             xformatter="%g",
             hooks=[_log_x_hook],
-            **_legend_opts(4),
+            **_legend_opts(min(len(series) + 2, 4)),
             **_COMMON,
         )
     )
-
-
-# ---------------------------------------------------------------------- table browser
-TABLE_COLUMNS = {
-    "count": "count d",
-    "d_hat": "model d̂",
-    "label_sum": "label sum c",
-    "c_hat": "model ĉ",
-    "true_count": "true count",
-    "true_label_sum": "true label sum",
-}
-
-
-def table_display(frame: pd.DataFrame, noisy: bool | None = None) -> pd.DataFrame:
-    """One table as the Tables tab shows it: the modality columns, then the released
-    count d beside the model's d̂, the label sum c beside ĉ, then the true values (if
-    noisy); words instead of code names ("model d̂", not ``d_hat``), whole numbers
-    without ".0" and the rest to 1 decimal.
-
-    ``frame``: ``AggregatedData.table_frame(t, extra={"d_hat": …, "c_hat": …})``;
-    ``noisy`` (default: a true_count column is present) names d and c "noisy".
-    """
-    noisy = "true_count" in frame if noisy is None else noisy
-    names = dict(TABLE_COLUMNS)
-    if noisy:
-        names.update(count="noisy count d", label_sum="noisy label sum c")
-    keys = [c for c in frame.columns if c not in TABLE_COLUMNS]
-    keys += [c for c in TABLE_COLUMNS if c in frame.columns]
-    out = pd.DataFrame(index=frame.index)
-    for c in keys:
-        col = frame[c]
-        if c in TABLE_COLUMNS:
-            v = pd.to_numeric(col, errors="coerce").astype(float)
-            whole = np.isfinite(v).all() and np.all(np.round(v) == v)
-            col = v.round().astype("int64") if whole else v.round(1)
-        out[names.get(c, c)] = col
-    return out

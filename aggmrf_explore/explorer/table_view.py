@@ -13,16 +13,52 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+import pandas as pd
 import panel as pn
 
 from .escape import escape_html
-from .plots import table_display
 
-__all__ = ["TableBrowser"]
+__all__ = ["TableBrowser", "table_display", "TABLE_COLUMNS"]
 
 HEIGHT = 470
 # columns share the tab's width and their titles wrap: the last one is never cut off
 CONFIG = {"columnDefaults": {"headerWordWrap": True}}
+
+TABLE_COLUMNS = {
+    "count": "count d",
+    "d_hat": "model d̂",
+    "label_sum": "label sum c",
+    "c_hat": "model ĉ",
+    "true_count": "true count",
+    "true_label_sum": "true label sum",
+}
+
+
+def table_display(frame: pd.DataFrame, noisy: bool | None = None) -> pd.DataFrame:
+    """One table as the Tables tab shows it: the modality columns, then the released
+    count d beside the model's d̂, the label sum c beside ĉ, then the true values (if
+    noisy); words instead of code names ("model d̂", not ``d_hat``), whole numbers
+    without ".0" and the rest to 1 decimal.
+
+    ``frame``: ``AggregatedData.table_frame(t, extra={"d_hat": …, "c_hat": …})``;
+    ``noisy`` (default: a true_count column is present) names d and c "noisy".
+    """
+    noisy = "true_count" in frame if noisy is None else noisy
+    names = dict(TABLE_COLUMNS)
+    if noisy:
+        names.update(count="noisy count d", label_sum="noisy label sum c")
+    keys = [c for c in frame.columns if c not in TABLE_COLUMNS]
+    keys += [c for c in TABLE_COLUMNS if c in frame.columns]
+    out = pd.DataFrame(index=frame.index)
+    for c in keys:
+        col = frame[c]
+        if c in TABLE_COLUMNS:
+            v = pd.to_numeric(col, errors="coerce").astype(float)
+            whole = np.isfinite(v).all() and np.all(np.round(v) == v)
+            col = v.round().astype("int64") if whole else v.round(1)
+        out[names.get(c, c)] = col
+    return out
 
 
 class TableBrowser(pn.viewable.Viewer):
