@@ -1,8 +1,9 @@
 """Which numba kernels does the explorer's first screen (XOR, Play) need, and what does each
 cost to compile on an empty cache?  (Issue 14: "compilation cut to what the first screen needs".)
 
-    python benchmarks/explorer_kernels.py            # parallel builds (what a warm start loads)
-    python benchmarks/explorer_kernels.py --serial   # + the first start's serial builds (kernels.quick)
+    python benchmarks/explorer_kernels.py                 # parallel builds (a warm start loads them)
+    python benchmarks/explorer_kernels.py --build numpy   # a first start: the numpy chain
+    python benchmarks/explorer_kernels.py --build serial  # the dense kernels' serial builds
 
 Runs the explorer's own path in a fresh process with ``NUMBA_CACHE_DIR`` pointing at an
 empty temporary directory: the first screen's data (``data``), its trainer (``load``),
@@ -21,7 +22,8 @@ import time
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--serial", action="store_true", help="the dense kernels' serial builds")
+    ap.add_argument("--build", choices=("parallel", "serial", "numpy"), default="parallel",
+                    help="the chain's build (kernels.make_chain)")  # fmt: skip
     args = ap.parse_args()
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="aggmrf-kernels-")
     from numba.core import dispatcher
@@ -49,12 +51,8 @@ def main() -> None:
     from aggmrf_explore.explorer.problems import get_baselines
     from aggmrf_explore.explorer.store import CHEAP_BASELINES, ExplorerSession, baseline_names
 
-    if args.serial:
-        from aggmrf_explore.kernels import quick
-
-        quick.use_serial()
     phase[0] = "data"
-    s = ExplorerSession(lazy=True)
+    s = ExplorerSession(lazy=True, chain_build=lambda: args.build)
     bundle = s.fetch()
     get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
     phase[0] = "load"
@@ -65,7 +63,7 @@ def main() -> None:
     for ph, d, name, wall, cpu, sig in records:
         print(f"{ph:6} {'  ' * d + name:34} {wall:7.2f} {cpu:7.2f}  {sig}")
     top = [r for r in records if r[1] == 0]
-    build = "serial builds of the dense kernels" if args.serial else "parallel builds"
+    build = f"the chain's {args.build} build"
     print(
         f"{len(top)} kernels ({build}): {sum(r[3] for r in top):.1f} s wall, "
         f"{sum(r[4] for r in top):.1f} s CPU; load average {load0:.1f} → "

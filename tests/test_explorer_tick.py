@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from aggmrf_explore.explorer import app, runtime
@@ -172,3 +173,23 @@ def test_the_status_says_paused_only_once_the_last_slice_is_back(explorer, monke
     assert len(done[0].stats) == 1  # the iteration under way, then none
     s.finish_slice(done[0])
     assert s.status.startswith(f"paused · iteration {s.iteration:,} "), s.status
+
+
+def test_a_session_trains_on_the_build_ready_and_moves_to_a_faster_one():
+    """A first start: the session trains on the numpy chain while nothing is compiled,
+    then its next slice moves the same samples to the compiled chain; a layout the numpy
+    chain cannot sample waits (``can_train``) instead of compiling in a slice."""
+    ready = ["numpy"]
+    s = ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=500, chain_build=lambda: ready[0])
+    assert s.trainer.chain.build == "numpy" and s.can_train()
+    s.step(3)
+    assert "numpy sampler" in s.status
+    codes = s.trainer.chain.codes.copy()
+    ready[0] = "parallel"
+    s._faster_chain(s.trainer)  # (what the next slice does first)
+    assert s.trainer.chain.build == "parallel"
+    np.testing.assert_array_equal(s.trainer.chain.codes, codes)
+    s.step(2)
+    assert s.iteration == 5 and "numpy" not in s.status
+    ready[0] = None
+    assert not s.can_train()

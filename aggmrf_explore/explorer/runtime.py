@@ -10,11 +10,11 @@ One per server process (module-level, shared by every session):
   :func:`warm_up_message` is the progress line the page and the terminal show meanwhile
   (on a fresh numba cache, "compiling the sampler (first start only)…").  The data load
   never waits for it: every control but training works during a compilation.
-- a *first start* (empty numba cache) trains as soon as *serial* builds of the dense
-  chain's kernels are compiled in-process (``kernels.quick``: bit-identical results, a
-  third of the compile time), while a niced child process compiles the parallel builds
-  into numba's cache; the chain switches to them once they are there
-  (:func:`parallel_ready`);
+- a *first start* (empty numba cache) trains as soon as the small kernels (rows, logits,
+  the update) are compiled in-process, seconds: the chain runs its numpy build
+  (``kernels.NumpyGibbsChain``) while a niced child process, which ends with the server,
+  compiles the parallel builds into numba's cache; the sessions' chains move to them once
+  they are there (:func:`chain_build`, :func:`parallel_ready`);
 - training runs in :data:`TRAINING`, a pool of one thread per core shared by every
   session (:class:`TrainingPool`): numba's compiled sweeps release the GIL, so the
   sessions training at once use every core, and the event loop only hands out slices
@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import gc
 import importlib
 import itertools
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -59,6 +61,7 @@ __all__ = [
     "warm_up_once",
     "warm_up_in_background",
     "kernels_ready",
+    "chain_build",
     "parallel_ready",
     "train_first_screen",
     "extras_ready",
@@ -235,11 +238,21 @@ EXTRA_KERNELS = (
 _IN_SUBPROCESS = bool(os.environ.get("AGGMRF_COMPILING"))
 
 
-def _nice_child() -> None:
-    try:
-        os.nice(10)  # the server (the page, the serial sampler) and the browser come first
-    except OSError:
-        pass
+def _child_setup(nice: bool) -> None:
+    """In the child, before it runs: niced with ``nice`` (the server and the browser come
+    first), and ended by the system when the server ends (Linux): a compiler never
+    outlives it; what it compiled so far stays in numba's cache (one file per kernel)."""
+    if nice:
+        try:
+            os.nice(10)
+        except OSError:
+            pass
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
 
 
 def compile_in_subprocess(code: str, nice: bool = False) -> bool:
@@ -249,7 +262,7 @@ def compile_in_subprocess(code: str, nice: bool = False) -> bool:
     try:
         done = subprocess.run(
             cmd, env=os.environ.copy(), capture_output=True, timeout=1800,
-            preexec_fn=_nice_child if nice and os.name == "posix" else None,
+            preexec_fn=functools.partial(_child_setup, nice) if os.name == "posix" else None,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError) as exc:
         log(f"compiling subprocess failed to run: {exc}")
@@ -314,14 +327,15 @@ def parallel_ready() -> bool:
     return _PARALLEL.is_set()
 
 
-def train_first_screen(iterations: int = 2) -> None:
+def train_first_screen(iterations: int = 2, build: str = "parallel") -> None:
     """A few iterations of the first screen (XOR, the explorer's default settings) through
-    the explorer's own call path: every kernel a Play needs, with its argument types, is
-    compiled (or loaded) — the row kernel, the logits, the chain, the update."""
+    the explorer's own call path, the chain in ``build``: every kernel a Play needs, with
+    its argument types, is compiled (or loaded) — the row kernel, the logits, the chain
+    (none with "numpy"), the update."""
     from .problems import get_baselines
     from .store import CHEAP_BASELINES, ExplorerSession, baseline_names
 
-    s = ExplorerSession(lazy=True)
+    s = ExplorerSession(lazy=True, chain_build=lambda: build)
     bundle = s.fetch()
     get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
     s.load(bundle)
@@ -337,11 +351,12 @@ def extras_ready() -> bool:
 def warm_up_once(quick_start: bool = False) -> None:
     """Compile (or load from numba's cache) the first screen's kernels once per process.
 
-    On a first start with ``quick_start`` (the served app), training is ready with serial
-    builds of the dense kernels (compiled here, in seconds) while a niced child compiles
-    the parallel builds into numba's cache; :func:`finish_parallel` then switches the
-    chain to those.  Without it (a notebook), a child compiles the parallel builds and
-    this waits for it.
+    On a first start with ``quick_start`` (the served app), training is ready as soon as
+    the small kernels (rows, logits, the update: seconds) are compiled here: the chain runs
+    its numpy build (:class:`~aggmrf_explore.kernels.NumpyGibbsChain`) while a niced child
+    compiles the parallel builds into numba's cache; :func:`finish_parallel` then loads
+    them, and each session's next slice moves its samples to them.  Without it (a
+    notebook), a child compiles the parallel builds and this waits for it.
     """
     global _child
     if _WARM.is_set():
@@ -349,33 +364,42 @@ def warm_up_once(quick_start: bool = False) -> None:
     with _WARM_LOCK:
         if _WARM.is_set():
             return
-        from ..kernels import quick, warm_up
+        from ..kernels import warm_up
 
         first = first_start()
         t0 = time.perf_counter()
-        child = None
         if first and not quick_start:
             say("compiling the sampler (first start only; about a minute on 2 cores)…")
             compile_in_subprocess(DENSE_KERNELS)
             first = False  # (now in numba's cache: loaded below)
         if first:
             child = start_parallel_compile()
-            quick.use_serial()
-        warm_up()  # a first start: the serial builds; else: loads numba's cache, ~1 s
+            train_first_screen(build="numpy")  # the update, rows and logits, on Play's path
+            _WARM.set()
+            _child = (child, t0)
+            dt = time.perf_counter() - t0
+            say(f"training is ready after {dt:.1f} s with the numpy sampler; the compiled "
+                "one follows (first start only, in the background)")  # fmt: skip
+            log(f"numpy sampler ready in {dt:.2f} s")
+            return
+        warm_up()  # loads numba's cache, ~1 s
         train_first_screen()  # the rest of Play's kernels (update, logits) on the real path
         _WARM.set()
+        _PARALLEL.set()
+        _mark("dense")
         dt = time.perf_counter() - t0
-        if not first:
-            _PARALLEL.set()
-            _mark("dense")
-            how = "compiled" if first_start() else "loaded"
-            say(f"sampler {how} in {dt:.1f} s: training is ready")
-            log(f"numba kernels ready in {dt:.2f} s")
-            return
-        say(f"sampler compiled in {dt:.1f} s: training is ready (one thread until the "
-            "parallel sampler is compiled, in the background)")  # fmt: skip
-        log(f"numba kernels ready in {dt:.2f} s (serial builds)")
-        _child = (child, t0)
+        how = "compiled" if first_start() else "loaded"
+        say(f"sampler {how} in {dt:.1f} s: training is ready")
+        log(f"numba kernels ready in {dt:.2f} s")
+
+
+def chain_build() -> str | None:
+    """The build of the Gibbs chain the sessions train with now: "parallel" once the
+    compiled sampler is loaded, "numpy" on a first start until then, None before either
+    is ready (see :func:`warm_up_once`)."""
+    if _PARALLEL.is_set():
+        return "parallel"
+    return "numpy" if _WARM.is_set() else None
 
 
 def start_parallel_compile() -> threading.Thread:
@@ -395,19 +419,20 @@ def start_parallel_compile() -> threading.Thread:
 
 def finish_parallel() -> None:
     """After a first start's :func:`warm_up_once`: wait for the child compiling the
-    parallel builds, then switch the dense chain to them (at once after a warm start)."""
+    parallel builds, then load them (compiled here if the child failed); sessions move
+    their chains to them at their next slice.  At once after a warm start."""
     global _child
     if _child is None or _PARALLEL.is_set():
         return
     (child, t0), _child = _child, None
-    from ..kernels import quick
+    from ..kernels import warm_up
 
     child.join()
-    redone = quick.use_parallel()  # loads what the child compiled (else compiles it here)
+    warm_up()
+    train_first_screen()
     _PARALLEL.set()
     _mark("dense")
-    extra = f" (compiled here: {', '.join(redone)})" if redone else ""
-    say(f"parallel sampler ready after {time.perf_counter() - t0:.1f} s{extra}")
+    say(f"compiled sampler ready after {time.perf_counter() - t0:.1f} s: training moves to it")
 
 
 def warm_up_extras() -> None:

@@ -26,6 +26,7 @@ iteration; changes of data, features, tables, noise or n' rebuild the trainer an
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import math
@@ -41,6 +42,8 @@ import param
 
 from ..callbacks import StopTraining
 from ..errors import AggMRFError, DivergenceError
+from ..kernels import make_chain
+from ..kernels.chain import numpy_samples, with_build
 from .params import declaration, param_for
 from .problems import (
     BASELINE_LABELS,
@@ -200,8 +203,11 @@ class ExplorerSession(param.Parameterized):
     errors = param.Dict(default={})
     version = param.Integer(default=0, doc="Bumped whenever the trainer is rebuilt")
 
-    def __init__(self, lazy: bool = False, **params) -> None:
+    def __init__(
+        self, lazy: bool = False, chain_build: Callable[[], str | None] | None = None, **params
+    ) -> None:
         self._quiet = 0  # > 0: setting changes get no reaction (see quiet())
+        self._chain_build = chain_build or (lambda: "parallel")  # (first start: "numpy")
         self._loader: Callable[[str], None] | None = None  # view hook: asynchronous (re)load
         super().__init__(**params)
         self.bundle: ProblemBundle | None = None
@@ -571,7 +577,10 @@ class ExplorerSession(param.Parameterized):
             eval_every=self._eval_every(),
         ).validate()
         enc = self.bundle.encoded
-        trainer = PCDTrainer(self.data, settings, enc.X_test, enc.y_test)
+        # (nothing ready yet: the build the first slice can run soonest)
+        build = self._usable_build() or ("numpy" if numpy_samples(self.data.layout) else "parallel")
+        chains = functools.partial(make_chain, build=build)
+        trainer = PCDTrainer(self.data, settings, enc.X_test, enc.y_test, chain_factory=chains)
         self._record_privacy_run()
         self.trainer = trainer
         self._run_info = {
@@ -710,10 +719,27 @@ class ExplorerSession(param.Parameterized):
         with self._train_lock:
             try:
                 if trainer is not None and max_iters >= 1 and not (paused and paused()):
+                    self._faster_chain(trainer)
                     trainer.step(max_iters, callbacks=[box])
             except DivergenceError as exc:
                 error = exc
         return TrainingSlice(trainer, box.stats, error)
+
+    def _usable_build(self) -> str | None:
+        """The fastest chain build ready now that samples this data; None: wait."""
+        build = self._chain_build()
+        ok = build != "numpy" or self.bundle is None or numpy_samples(self.bundle.layout)
+        return build if ok else None
+
+    def can_train(self) -> bool:
+        """A chain build for this data is ready (always, but on a first start)."""
+        return self._usable_build() is not None
+
+    def _faster_chain(self, trainer) -> None:
+        """Move the trainer's samples to the chain build ready now (numpy → compiled: the
+        same samples go on), so that no slice waits for a compiler."""
+        if build := self._usable_build():
+            trainer.chain = with_build(trainer.chain, trainer.layout, build)
 
     def finish_slice(self, done: TrainingSlice) -> list:
         """Apply a slice's outcome to the session: the live settings changed meanwhile, a
@@ -779,15 +805,14 @@ class ExplorerSession(param.Parameterized):
             return
         nl = self.trainer.last_nllh
         nl_s = "–" if nl is None or not math.isfinite(nl) else f"{nl:.4f}"
-        # (after a Pause, the slice under way ends its current iteration: "pausing" until
-        # it is back, so the iteration shown beside "paused" is the last one)
-        state = (
-            "training" if self.running else "pausing" if self._train_lock.locked() else "paused"
-        )
+        # ("pausing" while a Pause's slice ends its iteration: "paused" beside the last one)
+        state = "training" if self.running else "pausing" if self._train_lock.locked() else "paused"
         name = DATASET_NAMES.get(self.bundle.key[0], self.bundle.key[0]) if self.bundle else ""
+        rate = f"{self.iterations_per_second():.1f} it/s"
+        if getattr(self.trainer.chain, "build", "") == "numpy":
+            rate += " (numpy sampler until the compiled one is ready)"
         self.status = (
-            f"{state} · iteration {self.trainer.iteration:,} · "
-            f"{self.iterations_per_second():.1f} it/s · test NLLH {nl_s} · {name}"
+            f"{state} · iteration {self.trainer.iteration:,} · {rate} · test NLLH {nl_s} · {name}"
         )
 
     # ------------------------------------------------------------------ views of the state

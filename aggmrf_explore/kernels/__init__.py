@@ -11,21 +11,37 @@ see numba types.  One module per job:
 - :mod:`.mh`     Metropolis-within-Gibbs site updates (alias proposals), for large M_f;
 - :mod:`.mh_chain` :class:`MHGibbsChain` (per-feature MH or full conditional, shardable);
 - :mod:`.noise`  samplers of the MRF-N noise posterior;
+- :mod:`.quick`  the builds of the dense chain's kernels ("parallel", "serial"), chosen
+  per chain by an argument;
+- :mod:`.reference` ``NumpyGibbsChain``, the dense chain in plain numpy (the "numpy"
+  build: no compiler, for a first start while numba compiles);
 - :mod:`.chain`  the :class:`Chain` protocol, ``GibbsChain``, ``HashedGibbsChain`` and
-  ``make_chain``, which picks one from ``layout.has_hashed_tables`` and its ``sampler``
-  ("auto": ``MHGibbsChain`` for an exact layout with some M_f > 1000).
+  ``make_chain``, which picks one from ``layout.has_hashed_tables``, its ``sampler``
+  ("auto": ``MHGibbsChain`` for an exact layout with some M_f > 1000) and its ``build``.
 """
 
 from __future__ import annotations
 
-from .chain import SAMPLERS, Chain, GibbsChain, HashedGibbsChain, MHGibbsChain, make_chain, warm_up
+from .chain import (
+    BUILDS,
+    SAMPLERS,
+    Chain,
+    GibbsChain,
+    HashedGibbsChain,
+    MHGibbsChain,
+    NumpyGibbsChain,
+    make_chain,
+    warm_up,
+)
 from .rows import sample_logits, table_rows
 
 __all__ = [
+    "BUILDS",
     "Chain",
     "GibbsChain",
     "HashedGibbsChain",
     "MHGibbsChain",
+    "NumpyGibbsChain",
     "SAMPLERS",
     "make_chain",
     "sample_logits",

@@ -10,7 +10,6 @@ their state in numpy arrays and pass the kernels named tuples of arrays
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Protocol, runtime_checkable
 
 import numba
@@ -24,15 +23,14 @@ from .gibbs import (
     Accumulators,
     SweepParams,
     SweepStructure,
-    build_params,
     draw_labels,
-    gibbs_sweep,
     init_samples,
     reduce_statistics,
-    sample_statistics,
 )
 from .hashed import HashedStructure, hashed_logits, hashed_sweep, init_samples_hashed
 from .mh_chain import MHGibbsChain
+from .quick import BUILDS, dense_kernels
+from .reference import NumpyGibbsChain
 from .rng import stream_key
 from .rows import sample_logits, table_arrays, table_rows
 
@@ -41,20 +39,16 @@ __all__ = [
     "GibbsChain",
     "HashedGibbsChain",
     "MHGibbsChain",
+    "NumpyGibbsChain",
+    "BUILDS",
     "SAMPLERS",
     "make_chain",
+    "numpy_samples",
+    "with_build",
     "resolve_sampler",
     "marginal_cdfs",
     "warm_up",
 ]
-
-
-# The dense chain's parallel kernels, looked up here at each call: a first start of the
-# explorer runs serial builds of the same functions (``kernels.quick``: bit-identical
-# results, a third of the compile time) until the parallel builds are compiled.
-DENSE = SimpleNamespace(
-    build_params=build_params, sample_statistics=sample_statistics, gibbs_sweep=gibbs_sweep
-)
 
 
 @runtime_checkable
@@ -114,19 +108,66 @@ def resolve_sampler(layout, sampler: str = "auto") -> str:
     return sampler
 
 
-def make_chain(layout, n_samples: int, marginals: list, seed: int, sampler: str = "auto") -> Chain:
+def make_chain(
+    layout,
+    n_samples: int,
+    marginals: list,
+    seed: int,
+    sampler: str = "auto",
+    build: str = "parallel",
+    codes: np.ndarray | None = None,
+) -> Chain:
     """The chain for a layout.
 
     ``sampler``: "gibbs" = full conditionals everywhere (GibbsChain, or HashedGibbsChain
     when a table is hashed); "mh" = :class:`~.mh_chain.MHGibbsChain` (Metropolis-within-Gibbs
     for the features where it is cheaper, chosen per feature by cost); "auto" (default) =
     "mh" for an exact layout with some M_f > MH_AUTO_MODALITIES, else "gibbs".
+
+    ``build`` (one of :data:`BUILDS`): the dense chain's kernels, "parallel" (default),
+    "serial" (bit-identical, a third of the compile time: :mod:`.quick`) or "numpy" (no
+    compiler: :class:`~.reference.NumpyGibbsChain`, exact layouts and "gibbs" only); the
+    hashed and MH chains have one build.  ``codes``: int (n', D) initial samples instead of
+    draws from ``marginals`` (a chain moving to another build), dense chains only.
     """
+    if build not in BUILDS:
+        raise ValueError(f"build must be one of {BUILDS}; got {build!r}.")
     sampler = resolve_sampler(layout, sampler)
+    dense = sampler == "gibbs" and not layout.has_hashed_tables
+    if not dense and (build == "numpy" or codes is not None):
+        raise ValueError(
+            "the numpy build and initial codes are for the dense full-conditional chain "
+            "(sampler 'gibbs', every table exact)."
+        )
+    if build == "numpy":
+        return NumpyGibbsChain(layout, n_samples, marginals, seed, codes=codes)
     if sampler == "mh":
         return MHGibbsChain(layout, n_samples, marginals, seed)
-    cls = HashedGibbsChain if layout.has_hashed_tables else GibbsChain
-    return cls(layout, n_samples, marginals, seed)
+    if layout.has_hashed_tables:
+        return HashedGibbsChain(layout, n_samples, marginals, seed)
+    return GibbsChain(layout, n_samples, marginals, seed, build=build, codes=codes)
+
+
+def numpy_samples(layout, sampler: str = "auto") -> bool:
+    """True when the numpy build samples ``layout`` (every table exact, full conditionals)."""
+    return not layout.has_hashed_tables and resolve_sampler(layout, sampler) == "gibbs"
+
+
+def with_build(chain: Chain, layout, build: str) -> Chain:
+    """``chain`` running ``build``: itself if it does; the same chain switched between the
+    serial and parallel builds (same state, same results); else a new chain of ``build``
+    that continues from the same samples (its labels are redrawn at its first sweep)."""
+    have = getattr(chain, "build", "parallel")
+    if build == have:
+        return chain
+    if isinstance(chain, GibbsChain) and build != "numpy":
+        chain.use_build(build)
+        return chain
+    m = layout.n_modalities
+    marginals = [np.ones(int(k)) for k in m]  # (unused: the codes are given)
+    return make_chain(
+        layout, chain.n_samples, marginals, chain.seed, build=build, codes=chain.codes
+    )
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -299,7 +340,20 @@ class GibbsChain:
     whatever the number of threads.
     """
 
-    def __init__(self, layout, n_samples: int, marginals: list[np.ndarray], seed: int) -> None:
+    def __init__(
+        self,
+        layout,
+        n_samples: int,
+        marginals: list[np.ndarray],
+        seed: int,
+        build: str = "parallel",
+        codes: np.ndarray | None = None,
+    ) -> None:
+        self._kernels = dense_kernels(build)
+        self.build = build
+        if codes is not None:
+            codes = layout.check_codes(codes)
+            n_samples = codes.shape[0]
         n_samples = _check_n_samples(n_samples)
         if layout.K >= 2**31:
             raise ValueError("more than 2^31 table rows; use feature hashing to reduce K")
@@ -324,7 +378,8 @@ class GibbsChain:
         self.structure, half = _sweep_structure(layout.tables, strides, m, offsets)
         # the rows of the samples: codes x.T (n', D + 1), padding column D ≡ 0
         self._row_tables = table_arrays(layout.tables, strides, offsets, pad=D)
-        codes = init_samples(*_cdf_arrays(cdfs), n_samples, self.seed)
+        if codes is None:
+            codes = init_samples(*_cdf_arrays(cdfs), n_samples, self.seed)
         dtype = np.uint8 if m.max() <= 256 else np.uint16 if m.max() <= 65536 else np.int32
         self._x = np.zeros((D + 1, n_samples), dtype=dtype)  # transposed state; row D ≡ 0
         self._x[:D] = codes.T
@@ -387,6 +442,12 @@ class GibbsChain:
         arrays = (self._x, self._y, self._z, p.W, p.E, self._work.acc, p.mu_f)
         return int(sum(a.nbytes for a in arrays)) + p.theta_f.nbytes
 
+    def use_build(self, build: str) -> None:
+        """Run the kernels of ``build`` ("parallel" or "serial") from the next call on:
+        the state stays, and the results are the same bit for bit (:mod:`.quick`)."""
+        self._kernels = dense_kernels(build)
+        self.build = build
+
     # ------------------------------------------------------------------ kernels
     def sweep(self, mu: np.ndarray, theta: np.ndarray, statistics: bool = True) -> None:
         """One Gibbs sweep of every sample under (μ, θ), both float64 (K,).
@@ -397,7 +458,7 @@ class GibbsChain:
         mu = _check_params(mu, self.K, "mu")
         theta = _check_params(theta, self.K, "theta")
         s, p, work = self.structure, self._params, self._work
-        dense = DENSE
+        dense = self._kernels
         dense.build_params(mu, theta, s, p, work)
         if not self._y_drawn:  # first sweep: ỹ ~ σ(φ(x̃)·θ) before the features
             dense.sample_statistics(self._x, p.theta_f, self._z, s, work, False)
@@ -428,7 +489,7 @@ class GibbsChain:
             theta_f = theta.copy()
             np.add.at(theta_f, s.fold_parent, theta[s.fold_sub])
             z = np.empty(self.n_samples)
-            DENSE.sample_statistics(self._x, theta_f, z, s, self._work, True)
+            self._kernels.sample_statistics(self._x, theta_f, z, s, self._work, True)
             self._stats = None
             self._stats_theta = theta.copy()
         if self._stats is None:
@@ -552,13 +613,14 @@ class HashedGibbsChain:
         return self._stats[0].copy(), self._stats[1].copy()
 
 
-def warm_up(hashed: bool = False) -> None:
-    """Compile (or load from numba's cache) the dense chain's kernels and the row kernel
-    on a tiny problem; with ``hashed``, the hashed chain's kernels too."""
+def warm_up(hashed: bool = False, build: str = "parallel") -> None:
+    """Compile (or load from numba's cache) the dense chain's kernels in ``build``
+    ("parallel" or "serial") and the row kernel on a tiny problem; with ``hashed``, the
+    hashed chain's kernels too."""
     from ..tables import TableLayout
 
     lay = TableLayout.all_pairs([2, 3])
-    chain = GibbsChain(lay, 8, [np.ones(2), np.ones(3)], seed=0)
+    chain = GibbsChain(lay, 8, [np.ones(2), np.ones(3)], seed=0, build=build)
     chain.sweep(np.zeros(lay.K), np.zeros(lay.K))
     chain.statistics(np.zeros(lay.K))
     chain.statistics(np.ones(lay.K))

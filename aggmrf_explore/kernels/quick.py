@@ -1,38 +1,54 @@
-"""Serial builds of the dense chain's parallel kernels, for a first start on an empty cache.
+"""The builds of the dense chain's kernels, chosen per chain by an argument.
 
-On an empty numba cache the parallel builds (``parallel=True``) of :func:`.gibbs.gibbs_sweep`,
-:func:`.gibbs.build_params` and :func:`.gibbs.sample_statistics` take about 25 s of CPU
-to compile (numba's parfor passes and the outlined parallel body), serial builds of the
-same Python functions about 9 s.  Their results are bit-identical: the kernels hand out
-their work with counters (a serial build runs the workers one after the other, the
-first takes every block), the randomness is counter based and the statistics are
-integer sums, so nothing depends on how many workers run or which runs which block.
+The dense chain (:class:`.chain.GibbsChain`) calls three kernels of :mod:`.gibbs` whose
+parallel builds (``parallel=True``) take about 25 s of CPU to compile on an empty numba
+cache (numba's parfor passes and the outlined parallel body); serial builds of the same
+Python functions take about 9 s.  Their results are bit-identical: the kernels hand out
+their work with counters (a serial build runs the workers one after the other, the first
+takes every block), the randomness is counter based and the statistics are integer sums,
+so nothing depends on how many workers run or which runs which block.
 
-:func:`use_serial` makes :class:`.chain.GibbsChain` call the serial builds (compiled
-in-process on first use, not cached on disk: numba's cache is keyed by function and
-signature, not by the parallel flag, so a cached serial build would shadow the parallel
-one); :func:`use_parallel` loads (or compiles) the parallel builds for every signature
-the serial ones were called with, then switches back, between two calls.
+:func:`dense_kernels` gives the namespace of one build, ``"parallel"`` (numba's on-disk
+cache) or ``"serial"`` (compiled in-process on first use, never cached on disk: numba's
+cache is keyed by function and signature, not by the parallel flag, so a cached serial
+build would shadow the parallel one).  A chain switches between them with
+``GibbsChain.use_build`` (same state, same results); :func:`load_parallel` first loads
+(or compiles) the parallel builds for every signature the serial ones were called with.
+A third build, ``"numpy"``, needs no compiler at all: :class:`.reference.NumpyGibbsChain`.
 """
 
 from __future__ import annotations
 
 import os
+from functools import cache
+from types import SimpleNamespace
 
 from numba import njit
 
-from . import chain, gibbs
+from . import gibbs
 
-__all__ = ["KERNELS", "parallel_cached", "serial_in_use", "use_parallel", "use_serial"]
+__all__ = ["BUILDS", "KERNELS", "dense_kernels", "load_parallel", "parallel_cached"]
 
+BUILDS = ("parallel", "serial", "numpy")  # fastest first; "numpy" compiles nothing
 KERNELS = ("build_params", "sample_statistics", "gibbs_sweep")
-_SERIAL: dict = {}
+PARALLEL = SimpleNamespace(**{name: getattr(gibbs, name) for name in KERNELS})
 
 
-def _serial(name: str):
-    if name not in _SERIAL:
-        _SERIAL[name] = njit(nogil=True)(getattr(gibbs, name).py_func)  # (no cache: module doc)
-    return _SERIAL[name]
+@cache
+def _serial_builds() -> SimpleNamespace:
+    # (no cache=True: the module doc)
+    return SimpleNamespace(
+        **{name: njit(nogil=True)(getattr(gibbs, name).py_func) for name in KERNELS}
+    )
+
+
+def dense_kernels(build: str) -> SimpleNamespace:
+    """The dense chain's three kernels in ``build`` ("parallel" or "serial")."""
+    if build == "parallel":
+        return PARALLEL
+    if build == "serial":
+        return _serial_builds()
+    raise ValueError(f"the dense kernels are built 'parallel' or 'serial'; got {build!r}.")
 
 
 def parallel_cached() -> bool:
@@ -45,33 +61,20 @@ def parallel_cached() -> bool:
     return all(os.path.exists(p) for p in paths)
 
 
-def use_serial() -> None:
-    """The dense chain calls the serial builds from now on (each compiles on first call)."""
-    for name in KERNELS:
-        setattr(chain.DENSE, name, _serial(name))
-
-
-def serial_in_use() -> bool:
-    """True while the dense chain calls the serial builds."""
-    return any(getattr(chain.DENSE, n) is _SERIAL.get(n) for n in KERNELS)
-
-
-def use_parallel() -> list[str]:
-    """Load the parallel builds for the signatures in use (numba's cache, else compile
-    them: seconds of CPU, in the calling thread), then switch the chain back to them.
-
-    Returns the kernels whose parallel build had to be compiled here (not in the cache).
-    """
+def load_parallel() -> list[str]:
+    """Load the parallel builds for every signature the serial builds were called with
+    (numba's cache, else compile them: seconds of CPU, in the calling thread), so that a
+    chain's switch to them compiles nothing.  Returns the kernels compiled here."""
     compiled = []
+    if _serial_builds.cache_info().currsize == 0:
+        return compiled
+    serial = _serial_builds()
     for name in KERNELS:
         par = getattr(gibbs, name)
-        ser = _SERIAL.get(name)
-        for sig in ser.signatures if ser is not None else ():
+        for sig in getattr(serial, name).signatures:
             if sig not in par.overloads:
                 before = par.stats.cache_misses.copy()
                 par.compile(sig)
                 if par.stats.cache_misses != before:
                     compiled.append(name)
-    for name in KERNELS:
-        setattr(chain.DENSE, name, getattr(gibbs, name))
     return compiled
