@@ -14,12 +14,19 @@ import numpy as np
 from .callbacks import Progress
 from .errors import AggMRFError
 from .metrics import nllh
-from .mrf import IterationStats, PCDTrainer, TrainerSettings, default_iterations, default_settings
+from .mrf import (
+    MIN_ITERATIONS,
+    IterationStats,
+    PCDTrainer,
+    TrainerSettings,
+    default_iterations,
+    default_settings,
+)
 from .tables import AggregatedData, TableLayout, aggregate
 
 __all__ = ["Problem", "prepare", "DEFAULT_ITERATIONS", "MRFRun", "train_mrf"]
 
-DEFAULT_ITERATIONS = 600  # the minimum of the rule mrf.default_iterations: max(600, ⌈6/α_θ⌉)
+DEFAULT_ITERATIONS = MIN_ITERATIONS  # the minimum of the rule mrf.default_iterations
 
 
 @dataclass
@@ -96,7 +103,7 @@ def train_mrf(
     ``progress(done, total)`` is called every few iterations.  ``eval_every``: held-out
     NLLH every this many iterations (default: the settings' eval_every).  ``chain_factory``:
     see :class:`~aggmrf_explore.mrf.PCDTrainer`.  ``iterations``: None is the rule
-    :func:`~aggmrf_explore.mrf.default_iterations` (max(600, ⌈6/α_θ⌉)).
+    :func:`~aggmrf_explore.mrf.default_iterations` (max(3000, ⌈6/α_θ⌉)).
     """
     data = data if data is not None else problem.aggregated
     enc = problem.encoded

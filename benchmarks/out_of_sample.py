@@ -42,7 +42,35 @@ SCHEDULES = {  # name: (settings overrides, iterations or None for the default c
     "momentum 2000": ({"momentum": 0.9, "average_start": 1000}, 2000),
     "momentum 0.8": ({"momentum": 0.8, "average_start": 1000}, 2000),
     "momentum 0.5": ({"momentum": 0.5, "average_start": 1000}, 2000),
+    "momentum 0.8 rule": ({"momentum": 0.8}, 2000),
+    "momentum 0.8×3000": ({"momentum": 0.8, "average_start": 1500}, 3000),
+    "momentum 0.8×4000": ({"momentum": 0.8, "average_start": 2000}, 4000),
+    "PR decay": ({}, 2000),  # see polyak_ruppert
 }
+
+
+def polyak_ruppert(trainer: PCDTrainer, iterations: int, power: float = 0.6):
+    """Polyak–Ruppert: α_θ,k = α_θ·min(1, (k₀/k)^power) from k₀ = iterations/4 and the
+    uniform average of the iterates of the second half; returns that average as a model.
+
+    The step is set on ``trainer.settings`` directly (``update`` would restart the trainer's
+    own average, which this schedule does not use)."""
+    from aggmrf_explore.mrf import MRFModel
+
+    base, k0, half = trainer.settings, iterations // 4, iterations // 2
+    total = [np.zeros_like(trainer.mu), np.zeros_like(trainer.theta), 0]
+
+    def hook(tr, stats):
+        k = stats.iteration
+        if k >= k0:
+            tr.settings = replace(base, step_theta=base.step_theta * (k0 / (k + 1)) ** power)
+        if k > half:
+            total[0] += tr.mu
+            total[1] += tr.theta
+            total[2] += 1
+
+    trainer.fit(iterations, [hook])
+    return MRFModel(trainer.layout, total[0] / total[2], total[1] / total[2])
 
 
 def draw_problem(seed: int, n: int = 1000):
@@ -68,8 +96,12 @@ def gaps(seed: int, schedules=SCHEDULES) -> tuple[str, dict[str, tuple[float, fl
     for name, (overrides, iterations) in schedules.items():
         t0 = time.perf_counter()
         st = replace(base, **overrides).validate()
-        tr = PCDTrainer(agg, st).fit(iterations or default_iterations(st))
-        avg = np.abs(tr.model.predict_proba(states[keep])[:, 1] - p_exact[keep]).max()
+        tr = PCDTrainer(agg, st)
+        if name == "PR decay":
+            model = polyak_ruppert(tr, iterations)
+        else:
+            model = tr.fit(iterations or default_iterations(st)).model
+        avg = np.abs(model.predict_proba(states[keep])[:, 1] - p_exact[keep]).max()
         last = np.abs(tr.live_model.predict_proba(states[keep])[:, 1] - p_exact[keep]).max()
         out[name] = (float(avg), float(last), time.perf_counter() - t0)
     return desc, out

@@ -9,11 +9,10 @@ from aggmrf_explore.exact import all_states, expected_statistics, fit_exact, sta
 from aggmrf_explore.experiment import prepare
 from aggmrf_explore.mrf import PCDTrainer, default_iterations, default_settings
 
-# benchmarks/out_of_sample.py (docs/out_of_sample.md), 20 fresh problems per run: worst
-# averaged gap 1.4e-2 for the default run (bound 3.5× above it) and 1.9e-3 with momentum
-# 0.9 over 2 000 iterations (bound 5× above it), so CI does not flake.
-GAP_BOUND = 0.05
-MOMENTUM_GAP_BOUND = 1e-2
+# benchmarks/out_of_sample.py (docs/out_of_sample.md), 20 fresh problems per run: the
+# default run's worst averaged gap was WORST over RUNS runs; the bound is MARGIN× above it,
+# so CI does not flake.
+GAP_BOUND = 1e-2
 
 
 def small_problem(seed: int):
@@ -39,29 +38,17 @@ def gap_over_likely_states(model, layout, exact, n: int) -> float:
 
 
 def test_default_run_lands_near_the_exact_optimum_on_fresh_problems():
-    """Two problems drawn from fresh entropy (the seed is in the failure message)."""
+    """The default rule (momentum 0.8 on θ, default_iterations, the second half averaged) on
+    two problems drawn from fresh entropy (the seed is in the failure message)."""
     for seed in np.random.SeedSequence().generate_state(2):
         pb = small_problem(int(seed))
         lay, agg = pb.layout, pb.aggregated
         st = default_settings(lay, agg.n, lambda_mu=1.0, seed=int(seed) % 2**31)
         exact = fit_exact(agg, st.lambda_mu, st.lambda_theta)
         tr = PCDTrainer(agg, st).fit(default_iterations(st))
+        assert tr.average_from == default_iterations(st) // 2
         gap = gap_over_likely_states(tr.model, lay, exact, agg.n)
         assert gap <= GAP_BOUND, f"seed {int(seed)}: max |ΔP| = {gap:.2e}"
-
-
-def test_momentum_schedule_lands_near_the_exact_optimum_on_fresh_problems():
-    """Heavy ball on θ (β = 0.9), 2 000 iterations averaged over the second half."""
-    for seed in np.random.SeedSequence().generate_state(2):
-        pb = small_problem(int(seed))
-        lay, agg = pb.layout, pb.aggregated
-        st = default_settings(
-            lay, agg.n, lambda_mu=1.0, seed=int(seed) % 2**31, momentum=0.9, average_start=1000
-        )
-        exact = fit_exact(agg, st.lambda_mu, st.lambda_theta)
-        tr = PCDTrainer(agg, st).fit(2000)
-        gap = gap_over_likely_states(tr.model, lay, exact, agg.n)
-        assert gap <= MOMENTUM_GAP_BOUND, f"seed {int(seed)}: max |ΔP| = {gap:.2e}"
 
 
 class ExactStatistics:

@@ -167,7 +167,7 @@ def check_label_column(label: str, df: pd.DataFrame, path: str) -> None:
 
 def iterations(args: argparse.Namespace, settings: TrainerSettings | None = None) -> int:
     """``--iterations``, ≥ 1; by default the rule ``mrf.default_iterations(settings)``
-    (max(600, ⌈6/α_θ⌉)), or experiment.DEFAULT_ITERATIONS (600) without settings."""
+    (max(3000, ⌈6/α_θ⌉)), or experiment.DEFAULT_ITERATIONS (3000) without settings."""
     from ..experiment import DEFAULT_ITERATIONS
     from ..mrf import default_iterations
 

@@ -85,7 +85,7 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "training (each default follows a documented rule: mrf.default_settings)"
     )
-    _setting_flag(g, "iterations", "Default max(600, ⌈6/α_θ⌉): 630 on Adult, 1 260 on Bank.",
+    _setting_flag(g, "iterations", "Default max(3000, ⌈6/α_θ⌉): 3 000 on Adult and Bank.",
                   default=None)  # fmt: skip
     _setting_flag(g, "n_gibbs", "Default min(n, 10 000).", default=None)
     _setting_flag(g, "lambda_mu", default=None)
