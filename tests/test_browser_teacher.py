@@ -149,3 +149,38 @@ def test_both_epsilon_sliders_end_showing_the_runs_epsilon(server, browser):  # 
         assert not p.errors, p.errors
     finally:
         p.close()
+
+
+def test_hidden_run_controls_turn_their_keys_off_and_an_empty_sidebar_folds(server, browser):  # noqa: F811
+    p = AppPage(browser, server.url + "?dataset=xor&hide=play,step,reset", ready="XOR")
+    try:
+        assert not p.visible("button:has-text('Play')")
+        p.page.locator("body").click(position={"x": 700, "y": 100})
+        p.page.keyboard.press("Space")
+        p.page.keyboard.press("ArrowRight")
+        p.page.wait_for_timeout(2500)
+        assert p.status().startswith("paused") and p.iteration() == 0, p.status()
+        # the hide picker shows the three controls, and no "none hidden"
+        p.open_card("Save & share")
+        picker = p.page.locator(".choices").filter(has_text="play").first
+        chips = picker.locator(".choices__list--multiple .choices__item").all_inner_texts()
+        assert sorted(c.replace("Remove item", "").strip() for c in chips) == [
+            "play",
+            "reset",
+            "step",
+        ]
+        assert "none" not in (picker.locator("input").first.get_attribute("placeholder") or "")
+        assert not p.errors, p.errors
+    finally:
+        p.close()
+    hide = "play,step,reset,presets,data,privacy,training,share"
+    q = AppPage(browser, server.url + f"?dataset=xor&hide={hide}", ready="XOR")
+    try:
+        q.page.wait_for_timeout(1000)
+        sidebar = q.page.locator("#sidebar").first
+        box = sidebar.bounding_box()
+        assert box is None or box["width"] < 5 or box["x"] + box["width"] <= 0, box
+        plots = q.page.locator(".aggmrf-plots").first.bounding_box()
+        assert plots["x"] < 60, plots  # the plots take the page's width
+    finally:
+        q.close()

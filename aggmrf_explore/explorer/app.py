@@ -38,7 +38,7 @@ from . import plots, runtime, suppression_view, url
 from .caches import UPLOAD_MAX_BYTES, format_bytes
 from .checkbox import LabeledCheckbox
 from .escape import escape_html, escape_markdown
-from .lesson import lesson_link, parse_lesson
+from .lesson import hidden_groups, lesson_link, parse_lesson
 from .liveplots import LivePlot, XorPlot, static_figure
 from .problems import (
     CHEAP_BASELINES,
@@ -156,10 +156,10 @@ def refresh_intervals(training: int, cores: int) -> tuple[float, float]:
 def prefetch_first_screen() -> None:
     """The first screen's data, quick baselines and trainer (a first start: before the
     compiler, which compiles one function at a time, holds the kernels they need)."""
-    s = ExplorerSession(lazy=True)
+    s = ExplorerSession(lazy=True, chain_build=runtime.chain_build)
     bundle = get_problem(**s.data_key())
     get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
-    s.load(bundle)  # (the chain's initial draw is a kernel too)
+    s.load(bundle)  # (the rows and logits of the test records are kernels too)
     s.close()
     runtime.log("first screen's data prefetched")
 
@@ -170,6 +170,22 @@ def prefetch_default_data() -> None:
     get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
     get_baselines(bundle, SLOW_BASELINES)
     runtime.log("default data prefetched")
+    runtime.SLOW_EXECUTOR.submit(prefetch_bundled_baselines)
+
+
+def prefetch_bundled_baselines() -> None:
+    """Compute (once: they are cached on disk) the baselines of the bundled real datasets
+    at their default settings, at low priority, so that a class switching to Adult or
+    Bank sees the logistic skyline at once."""
+    runtime.lower_priority()
+    for dataset in ("adult", "bank"):
+        try:
+            bundle = get_problem(**ExplorerSession(lazy=True, dataset=dataset).data_key())
+            get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
+            get_baselines(bundle, SLOW_BASELINES)
+        except Exception as exc:  # noqa: BLE001 - a session computes (and reports) them itself
+            runtime.log(f"{dataset} baselines not prefetched: {exc}")
+    runtime.log("bundled datasets' baselines prefetched")
 
 
 def _slow_baselines(bundle):
@@ -354,8 +370,9 @@ class Explorer(pn.viewable.Viewer):
         )
         # space = play / pause, → = step (not while typing in an input)
         self.shortcuts = Shortcuts(width=1, height=1, margin=0, sizing_mode="fixed")
-        self.shortcuts.param.watch(lambda e: self._guard(self._toggle), "play")
-        self.shortcuts.param.watch(lambda e: self._guard(self._step), "step")
+        # (a lesson link that hides a run control also turns its key off)
+        self.shortcuts.param.watch(lambda e: self._shortcut("play", self._toggle), "play")
+        self.shortcuts.param.watch(lambda e: self._shortcut("step", self._step), "step")
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, **sw)
         self.preset = pn.widgets.Select(label="Preset", options=list(PRESETS), **sw)
         self.preset.param.watch(lambda e: self._guard(lambda: self._apply_preset(e.new)), "value")
@@ -378,7 +395,7 @@ class Explorer(pn.viewable.Viewer):
         )
         self.w_label = pn.widgets.Select(label="Label column", options=[""], **sw)
         self.w_features = pn.widgets.MultiChoice(
-            label="Features (empty = all)", options=[], placeholder="all features", **sw
+            label="Features (empty = all)", options=[], placeholder="choose features…", **sw
         )
         self.w_singles = LabeledCheckbox(label="single-feature tables", **box)
         self.w_pairs = LabeledCheckbox(label="pair tables", **box)
@@ -431,7 +448,7 @@ class Explorer(pn.viewable.Viewer):
             name="Lesson text (shown at the top)", height=70, max_length=1000, **sw
         )
         self.w_lesson_hide = pn.widgets.MultiChoice(
-            name="Controls to hide", options=[], placeholder="none hidden", **sw
+            name="Controls to hide", options=[], placeholder="choose controls…", **sw
         )
         self.lesson_url = pn.widgets.TextInput(
             name="Lesson link", disabled=False, css_classes=["aggmrf-lesson-link"], **sw
@@ -767,6 +784,9 @@ class Explorer(pn.viewable.Viewer):
             sidebar=[self.sidebar],
             main=[self.main],
             sidebar_width=330,
+            # a lesson link that hides every control: no empty sidebar beside the plots
+            collapsed_sidebar={"presets", "data", "privacy", "training", "share"}
+            <= self._hidden_groups(),
             raw_css=[CSS],
             header_background="#1f4e79",
             # no process-wide busy indicator: Panel would push every change of its busy
@@ -982,10 +1002,30 @@ class Explorer(pn.viewable.Viewer):
 
     def _apply_hide(self) -> None:
         boxes = self._hideable()
-        for name in getattr(self, "_hidden", []):
+        for name in [*getattr(self, "_hidden", []), *self._hidden_groups()]:
             box = boxes.get(name)
             if box is not None:
                 box.visible = False
+
+    def _hidden_groups(self) -> set[str]:
+        """The cards (and the preset menu) that the lesson link hides, wholly or control
+        by control."""
+        cards = dict(
+            data=self.data_card,
+            privacy=self.privacy_card,
+            training=self.train_card,
+            share=self.dl_card,
+        )
+        members = {
+            g: [n for n, box in self._control_boxes.items() if box in card.objects]
+            for g, card in cards.items()
+        }
+        return hidden_groups(getattr(self, "_hidden", []), members)
+
+    def _shortcut(self, control: str, action) -> None:
+        """A key press (space: play, →: step): off when the lesson link hides its button."""
+        if control not in getattr(self, "_hidden", []):
+            self._guard(action)
 
     def _refresh_lesson_link(self) -> None:
         """The lesson link of the current settings, hidden controls and text."""

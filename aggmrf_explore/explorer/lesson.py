@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, urlencode
 
-__all__ = ["GROUPS", "MAX_LESSON_CHARS", "Lesson", "parse_lesson", "lesson_link"]
+__all__ = [
+    "GROUPS",
+    "MAX_LESSON_CHARS",
+    "Lesson",
+    "parse_lesson",
+    "lesson_link",
+    "hidden_groups",
+]
 
 MAX_LESSON_CHARS = 1000
 # names that hide a whole group of controls (besides every setting's own name)
@@ -55,6 +62,19 @@ def parse_lesson(search: str, hideable: Iterable[str]) -> Lesson:
         elif key == "lesson":
             text = value.strip()[:MAX_LESSON_CHARS]
     return Lesson(hide, text, unknown)
+
+
+def hidden_groups(hide: Iterable[str], members: Mapping[str, Iterable[str]]) -> set[str]:
+    """The groups of :data:`GROUPS` that ``hide`` hides: named in it, or every control of
+    which (``members[group]``, the names of its controls) is in it.  When all of them are
+    hidden the page has no control left beside the plots (its sidebar folds away)."""
+    hide = set(hide)
+    out = {g for g in GROUPS if g in hide}
+    for group, names in members.items():
+        names = list(names)
+        if names and all(n in hide for n in names):
+            out.add(group)
+    return out
 
 
 def lesson_link(
