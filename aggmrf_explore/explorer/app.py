@@ -170,22 +170,6 @@ def prefetch_default_data() -> None:
     get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
     get_baselines(bundle, SLOW_BASELINES)
     runtime.log("default data prefetched")
-    runtime.SLOW_EXECUTOR.submit(prefetch_bundled_baselines)
-
-
-def prefetch_bundled_baselines() -> None:
-    """Compute (once: they are cached on disk) the baselines of the bundled real datasets
-    at their default settings, at low priority, so that a class switching to Adult or
-    Bank sees the logistic skyline at once."""
-    runtime.lower_priority()
-    for dataset in ("adult", "bank"):
-        try:
-            bundle = get_problem(**ExplorerSession(lazy=True, dataset=dataset).data_key())
-            get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
-            get_baselines(bundle, SLOW_BASELINES)
-        except Exception as exc:  # noqa: BLE001 - a session computes (and reports) them itself
-            runtime.log(f"{dataset} baselines not prefetched: {exc}")
-    runtime.log("bundled datasets' baselines prefetched")
 
 
 def _slow_baselines(bundle):
