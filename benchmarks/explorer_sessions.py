@@ -3,6 +3,7 @@
     python benchmarks/explorer_sessions.py [--seconds 60] [--adult-seconds 20] [--rounds 3]
     python benchmarks/explorer_sessions.py --skip-adult --rounds 0   # start-up and first Play only
     python benchmarks/explorer_sessions.py --starts-only   # first start (empty caches) + warm start
+    python benchmarks/explorer_sessions.py --starts-only --busy 4   # the same at load ≈ 5
 
 ``--starts`` (implied by ``--starts-only``) first measures two server starts: a *first start*
 with ``NUMBA_CACHE_DIR`` and ``AGGMRF_CACHE_DIR`` pointing at empty temporary directories
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -129,14 +131,15 @@ def measure_start(browser, label: str, cache: str, timeout: float = 900.0) -> No
         done = ""
         if "compiling the sampler" in server_log(proc):  # first start: wait for the rest
             while time.perf_counter() < deadline:
-                if "parallel sampler ready" in server_log(proc) or proc.poll() is not None:
+                if "compiled sampler ready" in server_log(proc) or proc.poll() is not None:
                     break
                 time.sleep(0.5)
             done = f"; every kernel compiled after {time.perf_counter() - t0:.1f} s"
         print(
             f"{label}: HTTP 200 after {http_s:.1f} s; page visible after {visible:.1f} s "
             f"(status {first_text!r}); usable after {usable or trainable:.1f} s; training "
-            f"possible after {trainable:.1f} s; first Play → training {play:.2f} s{done}; "
+            f"possible after {trainable:.1f} s; first Play → training {play:.2f} s (Play trains "
+            f"{trainable + play - visible:.1f} s after the page shows){done}; "
             f"load average {load0:.1f} → {load1:.1f} on {os.cpu_count()} cores",
             flush=True,
         )
@@ -170,7 +173,19 @@ def main() -> None:
     )
     ap.add_argument("--starts", action="store_true", help="first start + warm start first")
     ap.add_argument("--starts-only", action="store_true", help="only the two starts")
+    ap.add_argument("--busy", type=int, default=0, help="busy-loop processes meanwhile (load)")
     args = ap.parse_args()
+    busy = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)
+    ]
+    try:
+        run(args)
+    finally:
+        for b in busy:
+            b.kill()
+
+
+def run(args) -> None:
     from playwright.sync_api import sync_playwright
 
     if args.starts or args.starts_only:
