@@ -175,9 +175,7 @@ def main() -> None:
     ap.add_argument("--starts-only", action="store_true", help="only the two starts")
     ap.add_argument("--busy", type=int, default=0, help="busy-loop processes meanwhile (load)")
     args = ap.parse_args()
-    busy = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)
-    ]
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     try:
         run(args)
     finally:
