@@ -16,7 +16,7 @@ import pytest
 from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chi2
 
-from aggmrf_explore import privacy
+from aggmrf_explore import AggMRFError, privacy
 from aggmrf_explore.privacy import sampling
 
 N = 200_000
@@ -142,3 +142,18 @@ def test_composition_adds_up_zcdp():
     assert 1.0 < two < 2.0  # better than adding ε, worse than one release
     lap = privacy.make_mechanism("discrete_laplace", 1.0, None, 105)
     assert privacy.composed_epsilon([lap, lap, lap], 1e-7) <= 3.0
+
+
+def test_discrete_gaussian_sigma_is_remembered_and_still_checks_its_arguments(monkeypatch):
+    from aggmrf_explore.privacy import calibration
+
+    l2 = math.sqrt(2 * 37)  # a (ε, δ, Δ2) no other test asks for
+    first = calibration.discrete_gaussian_sigma(0.73, 1e-7, l2)
+    calls = []
+    monkeypatch.setattr(calibration, "zcdp_epsilon", lambda *a: calls.append(a) or 0.0)
+    assert calibration.discrete_gaussian_sigma(0.73, 1e-7, l2) == first  # no OpenDP call
+    assert calibration.discrete_gaussian_sigma(np.float64(0.73), 1e-7, l2) == first
+    assert calls == []
+    for bad in ([1.0], "1", float("nan"), -1.0):
+        with pytest.raises(AggMRFError):
+            calibration.discrete_gaussian_sigma(bad, 1e-7, l2)
