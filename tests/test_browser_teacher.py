@@ -184,3 +184,35 @@ def test_hidden_run_controls_turn_their_keys_off_and_an_empty_sidebar_folds(serv
         assert plots["x"] < 60, plots  # the plots take the page's width
     finally:
         q.close()
+
+
+# the computed font size (px) of the text of an element (its shadow DOM's paragraph)
+FONT_JS = """e => {
+  const p = (e.shadowRoot && e.shadowRoot.querySelector('p')) || e.querySelector('p') || e;
+  return parseFloat(getComputedStyle(p).fontSize);
+}"""
+
+
+def test_projector_three_pins_keep_every_plot_on_screen_and_text_readable(server, browser):  # noqa: F811
+    query = "?dataset=xor&n_gibbs=2000&lesson=" + "Pin three runs, then compare them"
+    p = AppPage(browser, server.url + query, ready="XOR")
+    try:
+        p.play()
+        for k in range(3):
+            p.wait_status(lambda t, k=k: p.iteration() > 30 * (k + 1), timeout=30)
+            p.button("Pin this run").click()
+            p.page.wait_for_timeout(300)
+        p.page.wait_for_timeout(1500)
+        assert p.visible(".aggmrf-pins"), "three pins and no caption"
+        vp = p.page.viewport_size
+        figures = p.page.locator(".aggmrf-plots .bk-Figure, .aggmrf-plots .bk-Canvas")
+        assert figures.count() >= 4
+        for i in range(figures.count()):
+            box = figures.nth(i).bounding_box()
+            assert box and box["y"] + box["height"] <= vp["height"] + 1, (i, box)
+        for css in (".aggmrf-status", ".aggmrf-lesson"):
+            size = p.page.locator(css).first.evaluate(FONT_JS)
+            assert size >= 16, (css, size)
+        assert not p.errors, p.errors
+    finally:
+        p.close()

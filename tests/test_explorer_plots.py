@@ -193,7 +193,11 @@ def test_off_scale_nllh_gets_a_marker_and_its_value():
     assert d.ylim[0] <= my[0] <= d.ylim[1]  # on the plot, at its bottom edge
     assert "−16" in d.layers["off-scale value"]["text"][0]
     fig = _render(plots.nllh_plot(h))
-    assert any(type(r.glyph).__name__ == "Text" for r in fig.renderers)
+    text = [r.glyph for r in fig.renderers if type(r.glyph).__name__ == "Text"]
+    # the text is centred in the plot: never cut at its left or right edge
+    assert text and text[0].text_align == "center"
+    tx = d.layers["off-scale value"]["x"][0]
+    assert abs(tx - sum(d.xlim) / 2) < 0.05 * (d.xlim[1] - d.xlim[0])
     # a value on the scale: no marker
     assert len(plots.nllh_data(_history()).layers[plots.OFF_SCALE][0]) == 0
 
@@ -348,6 +352,20 @@ def test_privacy_curve_draws_one_line_per_mechanism_and_keeps_points_below_the_a
     fig = _render(plots.privacy_curve_plot(runs, None, 0.4, "toy"))
     legend = {item.label.value for lg in fig.legend for item in lg.items}
     assert {"Laplace · MRF", "Gaussian · MRF", "Laplace · MRF-N"} <= legend
+
+
+def test_y_axis_labels_fit_a_projector_plot():
+    """A 236-pixel plot shows about 27 characters of a 12 pt axis label."""
+    frame = pd.DataFrame({"d": [1.0, 5.0], "d_hat": [1.2, 4.0], "kind": ["single", "pair"]})
+    figs = [
+        _render(plots.nllh_plot(_history())),
+        _render(plots.convergence_plot(_history())),
+        _render(plots.dhat_scatter(frame)),
+        _render(plots.privacy_curve_plot(None)),
+    ]
+    for fig in figs:
+        label = fig.yaxis[0].axis_label
+        assert len(label) <= 27, label
 
 
 def test_dhat_scatter_coloured_by_table_kind():

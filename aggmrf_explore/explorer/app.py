@@ -69,6 +69,7 @@ SMALL_DATASETS = ("toy", "xor", "synthetic")  # all baselines fitted with the da
 BASELINE_GROUPS = (CHEAP_BASELINES, SLOW_BASELINES)
 WARM_WAIT = 0.0  # seconds the server's first page waits for the kernels and default data
 COMPACT_ALERT = ":host { padding: 4px 12px !important; margin-bottom: 4px; } p { margin: 0; }"
+READABLE = ":host, p { font-size: 16px; } p { margin: 2px 0; }"  # status line and lesson: read on a projector
 PLOT_HEIGHT = 236  # pixels per training plot (two rows fit 1280×720 with the header)
 
 
@@ -324,6 +325,7 @@ class Explorer(pn.viewable.Viewer):
         self.status = pn.pane.Markdown(
             runtime.warm_up_message() or "loading…",  # first start: "compiling the sampler…"
             css_classes=["aggmrf-status"],
+            stylesheets=[READABLE],
             sizing_mode="stretch_width",
             margin=(5, 10),
         )
@@ -348,7 +350,7 @@ class Explorer(pn.viewable.Viewer):
             alert_type="primary",
             visible=False,
             css_classes=["aggmrf-lesson"],
-            stylesheets=[COMPACT_ALERT],
+            stylesheets=[COMPACT_ALERT, READABLE],
             margin=(0, 10),
             **sw,
         )
@@ -654,7 +656,8 @@ class Explorer(pn.viewable.Viewer):
         # the pin buttons sit beside the scoreboard; the served page moves them to the header
         self.pin_row = pn.Row(self.pin_button, self.unpin_button, css_classes=["aggmrf-pins-row"])
         self.score_row = pn.Row(self.scoreboard, self.pin_row, sizing_mode="stretch_width")
-        grid = pn.Column(self.score_row, self.pins_md, grid, explain, sizing_mode="stretch_width")
+        # (the pins' caption under the plots: at 720 px, pins never push a plot off screen)
+        grid = pn.Column(self.score_row, grid, self.pins_md, explain, sizing_mode="stretch_width")
         self.privacy_runs_md = pn.pane.Markdown(
             "", sizing_mode="stretch_width", margin=(0, 10), css_classes=["aggmrf-privacy-runs"]
         )

@@ -67,7 +67,7 @@ FONTS = {"title": "13pt", "labels": "12pt", "xticks": "10pt", "yticks": "10pt", 
 _LEGEND_STYLE = {"spacing": 2, "padding": 2, "margin": 0, "label_height": 14, "glyph_height": 14}
 _COMMON = dict(
     responsive=True,
-    min_height=250,
+    min_height=220,  # (a live plot is PLOT_HEIGHT = 236 px: two rows fit 1280×720)
     framewise=True,
     fontsize=FONTS,
     toolbar=None,  # a toolbar sits in the title row and hides titles on a narrow plot
@@ -350,8 +350,8 @@ def nllh_data(
         mark_y = ylim[0] + 0.03 * (ylim[1] - ylim[0])
         layers[OFF_SCALE] = _xy([mrf.x[-1]], [mark_y])
         text = f"now {now:.3g} ▼ (below the axis)".replace("-", "−")
-        layers["off-scale value"] = {
-            "x": _xy([mrf.x[-1]], [0])[0],
+        layers["off-scale value"] = {  # (centred: whole at any x, near either edge)
+            "x": _xy([x_max * 0.51], [0])[0],
             "y": _xy([0], [ylim[0] + 0.1 * (ylim[1] - ylim[0])])[1],
             "text": np.array([text], dtype=object),
         }
@@ -411,7 +411,7 @@ def nllh_plot(
     off = d.layers["off-scale value"]
     layers.append(
         hv.Labels((off["x"], off["y"], off["text"]), [xdim, ydim], "text").opts(
-            text_color="#d62728", text_align="right", text_font_size="12pt", text_baseline="bottom"
+            text_color="#d62728", text_align="center", text_font_size="12pt", text_baseline="bottom"
         )
     )
     return hv.Overlay(layers).opts(
@@ -576,7 +576,7 @@ def dhat_scatter(frame: pd.DataFrame | None, iteration: int = 0, max_points: int
     """
     d = dhat_data(frame, iteration, max_points)
     xdim = hv.Dimension("d", label="released count d (records, log)")
-    ydim = hv.Dimension("d_hat", label="model estimate d̂ (records, log)")
+    ydim = hv.Dimension("d_hat", label="model d̂ (records, log)")
     layers = [
         hv.Scatter(
             d.layers[f"{kind}-feature tables"], xdim, ydim, label=f"{kind}-feature tables"
@@ -676,7 +676,7 @@ def predictions_plot(frame: pd.DataFrame | None, mode: str | None = None, max_po
     img = hv.Image(
         np.flipud(d.extra["image"]),  # HoloViews: first row at the top
         kdims=[xdim, ydim],
-        vdims=[hv.Dimension("share", label="share of Y = 1 in the bin", range=(0, 1))],
+        vdims=[hv.Dimension("share", label="share of Y = 1", range=(0, 1))],
         bounds=(0, 0, 1, 1),
     ).opts(
         cmap="coolwarm",
