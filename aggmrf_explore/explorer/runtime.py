@@ -45,7 +45,6 @@ import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
 __all__ = [
     "TrainingPool",
@@ -207,23 +206,6 @@ def say(msg: str) -> None:
     log(msg)
 
 
-def _marker() -> Path:
-    """A file beside numba's cache of the kernels, written once they are compiled: its
-    absence means this start compiles (a fresh virtual environment or cache)."""
-    from importlib.metadata import version
-
-    from .. import __version__
-
-    root = os.environ.get("NUMBA_CACHE_DIR")
-    if root:
-        base = Path(root)
-    else:
-        from .. import kernels
-
-        base = Path(kernels.__file__).resolve().parent / "__pycache__"
-    return base / f"aggmrf-explorer-warm-{__version__}-numba-{version('numba')}.txt"
-
-
 # what a compiling subprocess runs: numba fills its on-disk cache there, with a GIL of its
 # own, so the server's event loop (page building, clicks) never waits for the compiler
 DENSE_KERNELS = (
@@ -273,31 +255,14 @@ def compile_in_subprocess(code: str, nice: bool = False) -> bool:
     return done.returncode == 0
 
 
-def _marked() -> str:
-    try:
-        return _marker().read_text()
-    except OSError:
-        return ""
-
-
-def _mark(what: str) -> None:
-    """Record which kernels are in numba's cache now ("dense", "dense extras")."""
-    try:
-        if what not in _marked():
-            _marker().parent.mkdir(parents=True, exist_ok=True)
-            _marker().write_text(what)
-    except OSError:
-        pass
-
-
 def first_start() -> bool:
     """True when the kernels are not in numba's on-disk cache yet (they will compile)."""
     global _first_start
     if _first_start is None:
-        from ..kernels.quick import parallel_cached
+        from ..kernels.quick import cache_marker
 
         try:
-            _first_start = not (_marker().exists() or parallel_cached())
+            _first_start = not cache_marker().exists()
         except Exception:  # noqa: BLE001 - an unreadable cache: say "compiling"
             _first_start = True
     return _first_start
@@ -386,7 +351,6 @@ def warm_up_once(quick_start: bool = False) -> None:
         train_first_screen()  # the rest of Play's kernels (update, logits) on the real path
         _WARM.set()
         _PARALLEL.set()
-        _mark("dense")
         dt = time.perf_counter() - t0
         how = "compiled" if first_start() else "loaded"
         say(f"sampler {how} in {dt:.1f} s: training is ready")
@@ -431,7 +395,6 @@ def finish_parallel() -> None:
     warm_up()
     train_first_screen()
     _PARALLEL.set()
-    _mark("dense")
     say(f"compiled sampler ready after {time.perf_counter() - t0:.1f} s: training moves to it")
 
 
@@ -441,7 +404,9 @@ def warm_up_extras() -> None:
     if _EXTRAS.is_set():
         return
     t0 = time.perf_counter()
-    if "extras" not in _marked() and not _IN_SUBPROCESS:
+    from ..kernels.quick import compiled_marks, mark_compiled
+
+    if "extras" not in compiled_marks() and not _IN_SUBPROCESS:
         compile_in_subprocess(EXTRA_KERNELS, nice=True)
     from .. import datasets, experiment, mrf, privacy
 
@@ -451,7 +416,7 @@ def warm_up_extras() -> None:
     trainer = mrf.PCDTrainer(noisy, mrf.TrainerSettings(n_gibbs=20, noise_aware=True))
     trainer.step(1)
     _EXTRAS.set()
-    _mark("dense extras")
+    mark_compiled("dense extras")
     log(f"MRF-N kernels ready in {time.perf_counter() - t0:.2f} s")
 
 

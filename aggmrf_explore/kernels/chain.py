@@ -29,7 +29,7 @@ from .gibbs import (
 )
 from .hashed import HashedStructure, hashed_logits, hashed_sweep, init_samples_hashed
 from .mh_chain import MHGibbsChain
-from .quick import BUILDS, dense_kernels
+from .quick import BUILDS, dense_kernels, mark_compiled
 from .reference import NumpyGibbsChain
 from .rng import stream_key
 from .rows import sample_logits, table_arrays, table_rows
@@ -626,6 +626,8 @@ def warm_up(hashed: bool = False, build: str = "parallel") -> None:
     chain.statistics(np.ones(lay.K))
     chain.logits(np.zeros(lay.K))
     lay.rows(chain.codes)
+    if build == "parallel":
+        mark_compiled("dense")
     if hashed:
         lay = TableLayout.all_pairs([2, 3], hash_sizes={(0, 1): 4})
         chain = HashedGibbsChain(lay, 8, [np.ones(2), np.ones(3)], seed=0)

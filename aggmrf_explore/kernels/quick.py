@@ -21,13 +21,22 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from pathlib import Path
 from types import SimpleNamespace
 
 from numba import njit
 
 from . import gibbs
 
-__all__ = ["BUILDS", "KERNELS", "dense_kernels", "load_parallel", "parallel_cached"]
+__all__ = [
+    "BUILDS",
+    "KERNELS",
+    "cache_marker",
+    "compiled_marks",
+    "dense_kernels",
+    "load_parallel",
+    "mark_compiled",
+]
 
 BUILDS = ("parallel", "serial", "numpy")  # fastest first; "numpy" compiles nothing
 KERNELS = ("build_params", "sample_statistics", "gibbs_sweep")
@@ -51,14 +60,36 @@ def dense_kernels(build: str) -> SimpleNamespace:
     raise ValueError(f"the dense kernels are built 'parallel' or 'serial'; got {build!r}.")
 
 
-def parallel_cached() -> bool:
-    """True if numba's on-disk cache has an index for each parallel build (they were
-    compiled once: this start loads them instead); False if unknown."""
+def cache_marker() -> Path:
+    """A file beside numba's on-disk cache of the kernels, written once their parallel
+    builds are compiled (:func:`mark_compiled`): its absence means that a start compiles
+    (a fresh virtual environment or cache).  Named after this package's and numba's
+    versions, whose change empties numba's cache."""
+    from importlib.metadata import version
+
+    from .. import __version__
+
+    root = os.environ.get("NUMBA_CACHE_DIR")
+    base = Path(root) if root else Path(__file__).resolve().parent / "__pycache__"
+    return base / f"aggmrf-explorer-warm-{__version__}-numba-{version('numba')}.txt"
+
+
+def compiled_marks() -> str:
+    """What :func:`mark_compiled` recorded ("" if nothing), e.g. "dense extras"."""
     try:
-        paths = [getattr(gibbs, n)._cache._cache_file._index_path for n in KERNELS]
-    except AttributeError:  # another numba version's internals, or no cache
-        return False
-    return all(os.path.exists(p) for p in paths)
+        return cache_marker().read_text()
+    except OSError:
+        return ""
+
+
+def mark_compiled(what: str) -> None:
+    """Record that the kernels of ``what`` ("dense", "dense extras") are in numba's cache."""
+    try:
+        if what not in compiled_marks():
+            cache_marker().parent.mkdir(parents=True, exist_ok=True)
+            cache_marker().write_text(what)
+    except OSError:
+        pass  # (a read-only cache: the next start compiles again, nothing worse)
 
 
 def load_parallel() -> list[str]:
