@@ -38,6 +38,7 @@ from . import plots, runtime, suppression_view, url
 from .caches import UPLOAD_MAX_BYTES, format_bytes
 from .checkbox import LabeledCheckbox
 from .escape import escape_html, escape_markdown
+from .help import help_for, tab_note, with_help
 from .lesson import hidden_groups, lesson_link, parse_lesson
 from .liveplots import LivePlot, XorPlot, static_figure
 from .problems import (
@@ -273,12 +274,13 @@ class Explorer(pn.viewable.Viewer):
             setattr(widget, prop, to_w(getattr(self.session, name)))
         finally:
             self._syncing = False
+        shown = with_help(widget, help_for(name))
         err = pn.pane.Markdown("", css_classes=["aggmrf-error"], visible=False, margin=(0, 10))
         # a setting may have two controls (ε: sidebar and Privacy tab): "name@k" keys
         key = name if name not in self._error_panes else f"{name}@{len(self._error_panes)}"
         self._error_panes[key] = err
         box = pn.Column(
-            widget,
+            shown,
             err,
             margin=0,
             sizing_mode="stretch_width",
@@ -298,12 +300,14 @@ class Explorer(pn.viewable.Viewer):
                 w.options = opts2
             return v
 
+        self._slider_of[css or name] = w
         return self._bind(name, w, to_w=to_w, css=css)
 
     def _build_widgets(self) -> None:
         s = self.session
         self._error_panes: dict[str, pn.pane.Markdown] = {}
         self._control_boxes: dict[str, pn.Column] = {}  # setting → its (first) control
+        self._slider_of: dict[str, pn.widgets.DiscreteSlider] = {}  # log sliders by box
         sw = dict(sizing_mode="stretch_width")
         box = dict(margin=(4, 10), **sw)  # a checkbox: its text is its clickable label
         # run controls
@@ -496,8 +500,10 @@ class Explorer(pn.viewable.Viewer):
             _log_grid(-2, 2),
             css="aggmrf-privacy-epsilon",
         )
-        self.c_eps_tab[0].param.watch(lambda e: self._guard(self._after_tab_epsilon), "value")
-        self.settle_eps = Settle(s, "epsilon", [self.c_eps[0], self.c_eps_tab[0]], self._hushed)
+        eps_tab = self._slider_of["aggmrf-privacy-epsilon"]
+        eps_tab.param.watch(lambda e: self._guard(self._after_tab_epsilon), "value")
+        eps_sliders = [self._slider_of["epsilon"], eps_tab]
+        self.settle_eps = Settle(s, "epsilon", eps_sliders, self._hushed)
         s.param.watch(self._on_warning, "warning")
         s.param.watch(lambda *e: self._refresh_lesson_link(), list(URL_KEYS))
         s.param.watch(self._show_errors, "errors")
@@ -648,8 +654,9 @@ class Explorer(pn.viewable.Viewer):
             css_classes=["aggmrf-plots"],
         )
         explain = pn.Card(
+            tab_note("Training"),
             *(self._explain(k) for k in ("nllh", "predictions", "convergence", "dhat")),
-            title="What do these plots show?",
+            title="What to look for, and what these plots show",
             collapsed=True,
             sizing_mode="stretch_width",
         )
@@ -688,11 +695,17 @@ class Explorer(pn.viewable.Viewer):
             ("Training", grid),
             (
                 "Tables",
-                pn.Column(self._explain("tables"), self.tables, sizing_mode="stretch_width"),
+                pn.Column(
+                    tab_note("Tables"),
+                    self._explain("tables"),
+                    self.tables,
+                    sizing_mode="stretch_width",
+                ),
             ),
             (
                 "Privacy",
                 pn.Column(
+                    tab_note("Privacy"),
                     self._explain("privacy"),
                     self.c_eps_tab,
                     self.privacy_curve_box,
@@ -705,6 +718,7 @@ class Explorer(pn.viewable.Viewer):
             (
                 "XOR",
                 pn.Column(
+                    tab_note("XOR"),
                     self.triples_row,
                     self.xor_note,
                     self.p_xor.pane,
@@ -1602,7 +1616,13 @@ class Explorer(pn.viewable.Viewer):
             suppression_view.EXPLAIN, css_classes=["aggmrf-explain"], margin=(0, 10),
             sizing_mode="stretch_width",
         )  # fmt: skip
-        return pn.Column(self.sup_fig.pane, self.sup_md, explain, sizing_mode="stretch_width")
+        return pn.Column(
+            tab_note("Suppression"),
+            self.sup_fig.pane,
+            self.sup_md,
+            explain,
+            sizing_mode="stretch_width",
+        )
 
     def _refresh_suppression(self) -> None:
         """Suppressed rows and the trainer's current d̂ on them (suppression.py computes)."""

@@ -81,8 +81,9 @@ EXPLAIN = {
         "from the tables only. Dashed lines: the same metric for models fitted elsewhere — the "
         "*skyline* is a logistic regression on the full disaggregated records (pair features), "
         "*naive Bayes* uses the single-feature tables only, *best pair* the one most "
-        "informative pair table. **pin 1, pin 2, …**: runs you pinned (faint), listed above "
-        "the plots. A value below the axis gets a red ▼ marker with the value."
+        "informative pair table. **pin 1, pin 2, …**: runs you pinned (faint), listed under "
+        "the plots. A value below the axis gets a red ▼ marker with the value. On XOR the "
+        "curve falls while the MRF fits the pair tables: that drop is the lesson."
     ),
     "predictions": (
         "**What am I seeing?** Each test record's P(Y=1|x) under the live MRF (vertical) "
@@ -92,8 +93,9 @@ EXPLAIN = {
     ),
     "convergence": (
         "**What am I seeing?** How far the model's expected tables d̂ (counts) and ĉ (label "
-        "sums) are from the released ones, as relative L1 error on a log axis. It cannot go "
-        "below the Monte-Carlo floor of n' Gibbs samples (grey): add samples to go lower."
+        "sums) are from the released ones, as relative L1 error on a log axis. It settles "
+        "around the Monte-Carlo floor of n' Gibbs samples (dashed): single iterations dip "
+        "below it by chance, the level they settle at does not; add samples to lower it."
     ),
     "dhat": (
         "**What am I seeing?** Every released table row: its target count d (horizontal) and "

@@ -1,0 +1,84 @@
+"""Help for every control of the explorer, and a "what to look for" note per tab.
+
+A control of a declared setting (n', λ, α, ε, δ, the gradient, accounting, calibration,
+seeds, MRF-N, preconditioning) shows the help of its one declaration,
+``aggmrf_explore.settings.SETTINGS``; the explorer's own controls (dataset, tables,
+default rule, …) take theirs from :data:`CONTROL_HELP`.  :func:`with_help` attaches the
+text as the widget's tooltip (Panel's ``description``), or as a "?" icon beside a widget
+that has none (sliders).
+
+Each tab's note says what to look for in words that stay true whatever the data, the
+run or the noise: it describes what a change means, never what the plot shows now.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+
+from .params import declaration
+
+__all__ = ["CONTROL_HELP", "TAB_NOTES", "help_for", "with_help", "tab_note"]
+
+CONTROL_HELP = {
+    "dataset": "The data the released tables are computed from: small teaching sets "
+    "(Toy, XOR, Synthetic), real census and bank data, or your own CSV.",
+    "n_samples": "Records per split of a generated dataset: more records, smaller "
+    "sampling noise in the tables.",
+    "label_column": "The column of your CSV that the model predicts (two values).",
+    "features": "Train on these features only (empty: all of them); every released table "
+    "is built from the chosen ones.",
+    "singles": "Release one table per feature: its count and label sum per value.",
+    "pairs": "Release one table per pair of features: what the MRF learns interactions from.",
+    "triples": "Also release the (X1, X2, X3) table of the XOR example: the one table "
+    "that lets max-ent represent the truth.",
+    "mechanism": "How the released tables are protected: no noise, Laplace or Gaussian "
+    "noise on every count, or local randomized response on every record.",
+    "auto_defaults": "Set λ and the steps α from the number T of released tables "
+    "(α = 1/T, λ_θ = min(T/2, 50)); changing one by hand turns the rule off.",
+    "iters_per_tick": "The most iterations trained between two page updates: lower it "
+    "to watch the first iterations one by one.",
+    "keep_settings": "On a dataset switch, keep the λ, α, n' and seeds set by hand "
+    "(else they go back to the defaults of the new data).",
+    "table": "The released table shown below, beside the model's current estimates.",
+}
+
+TAB_NOTES = {
+    "Training": "**What to look for:** the MRF's test NLLH approaching the skyline. "
+    "A curve that falls instead means the released tables cannot describe the labels "
+    "(on XOR that fall is the lesson: see the XOR tab).",
+    "Tables": "**What to look for:** the model's d̂ and ĉ next to the released d and c; "
+    "training moves them together, up to the Monte-Carlo noise of n' samples.",
+    "Privacy": "**What to look for:** how far each finished run lies below the skyline "
+    "as ε shrinks: that gap is the price of privacy for this mechanism and learner.",
+    "XOR": "**What to look for:** the live MRF's bars against the truth (0.75 / 0.25): "
+    "with pair tables only they move away from it, with the triplet table towards it.",
+    "Suppression": "**What to look for:** the model's d̂ of each cell the release left out "
+    "staying in the green band 0 ≤ d̂ ≤ k: an absent cell is not a zero.",
+}
+
+
+def help_for(name: str) -> str:
+    """The help of the control of store setting ``name`` (its declaration's, if any)."""
+    decl = declaration(name)
+    return decl.help if decl is not None else CONTROL_HELP.get(name, "")
+
+
+def with_help(widget, text: str):
+    """``widget`` with ``text`` as its tooltip: its ``description`` when it has one, else
+    a row of the widget and a "?" icon."""
+    if not text:
+        return widget
+    if "description" in widget.param:
+        widget.description = text
+        return widget
+    icon = pn.widgets.TooltipIcon(value=text, width=20, margin=(22, 4, 0, 0))
+    return pn.Row(widget, icon, sizing_mode="stretch_width", margin=0)
+
+
+def tab_note(tab: str) -> pn.pane.Markdown:
+    return pn.pane.Markdown(
+        TAB_NOTES[tab],
+        css_classes=["aggmrf-look-for"],
+        sizing_mode="stretch_width",
+        margin=(0, 10),
+    )

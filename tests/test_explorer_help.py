@@ -1,0 +1,58 @@
+"""Every control of the explorer explains itself: a declared setting's control shows the
+help of its one declaration (``settings.SETTINGS``), the explorer's own controls theirs;
+each tab has a "what to look for" note."""
+
+from __future__ import annotations
+
+import panel as pn
+
+from aggmrf_explore.explorer.app import Explorer
+from aggmrf_explore.explorer.checkbox import LabeledCheckbox
+from aggmrf_explore.explorer.help import TAB_NOTES, help_for
+from aggmrf_explore.explorer.params import declaration
+from aggmrf_explore.settings import SETTINGS
+
+
+def _helps(box) -> list[str]:
+    """The help texts a control's box carries (tooltips, "?" icons, checkbox help)."""
+    out = []
+    for obj in box.select(lambda o: isinstance(o, pn.widgets.Widget | LabeledCheckbox)):
+        if isinstance(obj, pn.widgets.TooltipIcon):
+            out.append(str(obj.value))
+        elif "description" in obj.param and obj.description:
+            out.append(str(obj.description))
+    return out
+
+
+def test_every_control_shows_its_help():
+    ex = Explorer(sync_url=False)
+    try:
+        assert len(ex._control_boxes) >= 20
+        for name, box in ex._control_boxes.items():
+            text = help_for(name)
+            assert text, f"no help for {name}"
+            assert text in _helps(box), (name, _helps(box))
+            decl = declaration(name)
+            if decl is not None:  # in the words of its one declaration
+                assert text == SETTINGS[decl.name].help
+        for name in ("n_gibbs", "lambda_mu", "lambda_theta", "step_mu", "step_theta"):
+            assert name in ex._control_boxes
+        for name in ("gradient", "accounting", "calibration", "iters_per_tick", "epsilon"):
+            assert name in ex._control_boxes
+    finally:
+        ex.session.close()
+
+
+def test_each_tab_has_a_note_that_stays_true():
+    ex = Explorer(sync_url=False)
+    try:
+        titles = list(ex.tabs._names)
+        assert set(titles) == set(TAB_NOTES)
+        # the XOR fall is the lesson, not a failure; the floor note and the band agree
+        assert "XOR" in TAB_NOTES["Training"] and "lesson" in TAB_NOTES["Training"]
+        from aggmrf_explore.explorer.plots import EXPLAIN
+
+        assert "cannot go below" not in EXPLAIN["convergence"]
+        assert "dip below" in EXPLAIN["convergence"]
+    finally:
+        ex.session.close()
