@@ -9,9 +9,10 @@ from aggmrf_explore.exact import all_states, expected_statistics, fit_exact, sta
 from aggmrf_explore.experiment import prepare
 from aggmrf_explore.mrf import PCDTrainer, default_iterations, default_settings
 
-# benchmarks/out_of_sample.py (docs/out_of_sample.md), 20 fresh problems per run: the
-# default run's worst averaged gap was WORST over RUNS runs; the bound is MARGIN× above it,
-# so CI does not flake.
+# benchmarks/out_of_sample.py (docs/out_of_sample.md): the default run's worst averaged gap
+# was 1.4e-3 over 20 fresh problems (and 1.5e-3 over 16 more with the same schedule); the
+# bound is ≈ 7× above it, so CI does not flake.  (The former default, plain step and 600
+# iterations, reached 1.4e-2 on the worst of 20.)
 GAP_BOUND = 1e-2
 
 
@@ -39,8 +40,8 @@ def gap_over_likely_states(model, layout, exact, n: int) -> float:
 
 def test_default_run_lands_near_the_exact_optimum_on_fresh_problems():
     """The default rule (momentum 0.8 on θ, default_iterations, the second half averaged) on
-    two problems drawn from fresh entropy (the seed is in the failure message)."""
-    for seed in np.random.SeedSequence().generate_state(2):
+    three problems drawn from fresh entropy (the seed is in the failure message)."""
+    for seed in np.random.SeedSequence().generate_state(3):
         pb = small_problem(int(seed))
         lay, agg = pb.layout, pb.aggregated
         st = default_settings(lay, agg.n, lambda_mu=1.0, seed=int(seed) % 2**31)

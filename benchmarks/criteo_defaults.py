@@ -1,0 +1,175 @@
+"""The README's default commands on a Criteo-shaped challenge release, with and without each default.
+
+    nice -n 10 python benchmarks/criteo_defaults.py                  # 3·10⁵ records, 8 features
+    nice -n 10 python benchmarks/criteo_defaults.py --n 200000 --seed 3 --largest 32
+
+1. generate (``datasets.criteo.write_criteo_release``): a known model over ``--features``
+   features (cardinalities ``criteo_cardinalities(D, largest)`` in a seeded order, Zipf-like:
+   max(10, round(largest · r^-1.6)) at popularity rank r; 2 000 by default), n records
+   aggregated into the challenge's two files (pair cells with a true count ≤ 10 dropped,
+   Gaussian noise σ = 17 on c, click and sale), and a labelled test set;
+2. ``aggmrf-explore import-criteo … --max-modalities 32`` (the README's command);
+3. per label (click, sale): the README's command ``run --tables release/ --label L
+   --test-csv test.csv`` with no other option (its own process), then the same training
+   from the Python API with each default turned off:
+
+   - noise-aware: MRF-N when the release declares its noise (off: ``--no-noise-aware``);
+   - the convergence rule: heavy-ball momentum 0.8 on θ, max(3 000, ⌈6/α_θ⌉) iterations,
+     the average over the second half (off: the former rule, plain step, max(600, ⌈6/α_θ⌉)
+     iterations, the average from iteration ⌈2/α_θ⌉);
+
+4. the skyline: an L2 logistic on the MRF's features (one-hot singles and pair crosses of
+   the imported modalities), λ on a validation split, trained on all n records of the
+   aggregated stream.
+
+Test NLLH = 1 − logloss / entropy on the test set.  The API's all-defaults row must equal
+the command's number (same seed): the benchmark checks it.  A run that diverges is
+reported as such (its iteration) instead of a number.  Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aggmrf_explore import DivergenceError
+from aggmrf_explore.baselines import fit_logistic
+from aggmrf_explore.datasets.criteo import (
+    CriteoTruth,
+    criteo_cardinalities,
+    feature_columns,
+    iter_records,
+    write_criteo_release,
+)
+from aggmrf_explore.io import read_release, read_schema
+from aggmrf_explore.metrics import nllh
+from aggmrf_explore.mrf import PCDTrainer, default_iterations, default_settings
+
+LABELS = ("click", "sale")
+# (noise-aware, new convergence rule) → row title
+VARIANTS = {
+    (True, True): "defaults: MRF-N, momentum 0.8, 3 000 iterations",
+    (False, True): "without noise-aware (`--no-noise-aware`)",
+    (True, False): "without the convergence rule (plain step, 600 iterations)",
+    (False, False): "without both (the former defaults)",
+}
+
+
+def cli(*args: str, fail: bool = True) -> dict | str:
+    """``aggmrf-explore ARGS --json`` in its own process: its JSON report, or (``fail=False``)
+    its error line when it fails."""
+    cmd = [sys.executable, "-m", "aggmrf_explore.cli", *args, "--json"]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        if not fail:
+            return res.stderr.strip().splitlines()[-1][:100]
+        sys.exit(f"failed: {' '.join(cmd)}\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout)
+
+
+def train(release: Path, label: str, noise_aware: bool, new_rule: bool, test) -> float | str:
+    """Test NLLH of the MRF trained on ``label`` of ``release`` as ``run --tables`` does
+    (or "diverged at k" when the trainer rejects iteration k)."""
+    data = read_release(release, label=label).data
+    st = default_settings(data.layout, data.n, noise_aware=noise_aware and data.noise is not None)
+    if new_rule:
+        iterations = default_iterations(st)
+    else:
+        st = replace(st, momentum=0.0, average_start=int(np.ceil(2.0 / st.step_theta - 1e-9)))
+        iterations = max(600, int(np.ceil(6.0 / st.step_theta - 1e-9)))
+    trainer = PCDTrainer(data, st)
+    try:
+        trainer.fit(iterations)
+    except DivergenceError:
+        return f"diverged at {trainer.iteration + 1}"
+    model = trainer.model
+    return nllh(test[1], model.predict_proba(test[0])[:, 1])
+
+
+def fmt(v: float | str) -> str:
+    return f"{v:.4f}" if isinstance(v, float) else v
+
+
+def gap(row: dict, key) -> str:
+    return f"{row['logistic'] - row[key]:+.4f}" if isinstance(row[key], float) else ""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--n", type=int, default=300_000, help="records aggregated")
+    ap.add_argument("--features", type=int, default=8)
+    ap.add_argument("--largest", type=int, default=2000, help="the most popular feature's values")
+    ap.add_argument("--seed", type=int, default=0, help="the generator's seed")
+    ap.add_argument("--n-test", type=int, default=100_000)
+    ap.add_argument("--dir", default="/tmp/criteo_defaults", help="work directory (reused)")
+    args = ap.parse_args()
+    print(f"load average {os.getloadavg()}", flush=True)
+    src = Path(args.dir) / f"n{args.n}_d{args.features}_m{args.largest}_s{args.seed}"
+    if not (src / "truth.json").exists():
+        card = criteo_cardinalities(args.features, largest=args.largest)
+        card = np.random.default_rng(args.seed).permutation(card)
+        write_criteo_release(
+            src, n=args.n, seed=args.seed, n_sample=1000, n_test=args.n_test, cardinalities=card
+        )
+    rel = src / "release"
+    if not (rel / "release.json").exists():
+        cli("import-criteo", str(src / "aggregated_pairs.csv"), str(src / "aggregated_singles.csv"),
+            "--out", str(rel), "--max-modalities", "32")  # fmt: skip
+    K = read_release(rel).data.layout.K
+    print(f"imported: K = {K} rows", flush=True)
+    schema = read_schema(rel)
+    test = pd.read_csv(src / "test.csv")
+    truth = CriteoTruth.from_dict(json.loads((src / "truth.json").read_text())["truth"])
+    D = truth.n_features
+    records = [np.concatenate(a) for a in zip(*iter_records(truth, args.n, args.seed), strict=True)]
+    train_df = pd.DataFrame(records[0], columns=feature_columns(D))
+    train_df["click"], train_df["sale"] = records[1], records[2]
+    layout = schema.layout([(f,) for f in range(D)]
+                           + [(f, g) for f in range(D) for g in range(f + 1, D)])  # fmt: skip
+    results: dict = {}
+    for label in LABELS:
+        row = {}
+        t0 = time.perf_counter()
+        out = cli("run", "--tables", str(rel), "--label", label, "--test-csv", str(src / "test.csv"),
+                  fail=False)  # fmt: skip
+        row["command"] = out["models"]["mrf"]["nllh_test"] if isinstance(out, dict) else out
+        print(
+            f"{label}: command {fmt(row['command'])} ({time.perf_counter() - t0:.0f}s)", flush=True
+        )
+        Xt, yt = schema.transform(test), test[label].to_numpy().astype(np.int64)
+        for key in VARIANTS:
+            t0 = time.perf_counter()
+            row[key] = train(rel, label, *key, (Xt, yt))
+            print(f"{label}: {VARIANTS[key]} {fmt(row[key])} ({time.perf_counter() - t0:.0f}s)")
+        if isinstance(row["command"], float):
+            assert abs(row[(True, True)] - row["command"]) < 1e-12, "the API and the command differ"
+        t0 = time.perf_counter()
+        X, y = schema.transform(train_df), train_df[label].to_numpy().astype(np.int64)
+        model, lam, _ = fit_logistic(X, y, layout, max_iter=100)
+        row["logistic"] = nllh(yt, model.predict_proba(model.layout_.phi(Xt))[:, 1])
+        print(f"{label}: logistic {row['logistic']:.4f} (λ = {lam:g}, "
+              f"{time.perf_counter() - t0:.0f}s)", flush=True)  # fmt: skip
+        results[label] = row
+    print(f"\nload average {os.getloadavg()}")
+    print(f"\n{args.n:,} records, {D} features, seed {args.seed}, K = {K:,} rows; "
+          f"test NLLH on {len(test):,} records (gap: logistic − MRF)\n")  # fmt: skip
+    print("| model | click | gap | sale | gap |")
+    print("|---|---|---|---|---|")
+    c, s = results["click"], results["sale"]
+    for key, title in VARIANTS.items():
+        print(f"| {title} | {fmt(c[key])} | {gap(c, key)} | {fmt(s[key])} | {gap(s, key)} |")
+    print(f"| logistic on all {args.n:,} records | {c['logistic']:.4f} | "
+          f"| {s['logistic']:.4f} | |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
