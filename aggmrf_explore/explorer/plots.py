@@ -222,6 +222,30 @@ def _log_x_hook(plot, element) -> None:
     _fixed_log_ticks(plot.state, "x")
 
 
+def iteration_range(iterations) -> tuple[float, float]:
+    """The x range of the training plots: a log axis of iterations from 1 to a little
+    past the last one (at least 10), so that the first iterations, where most of the
+    learning happens, get as much room as the last thousands."""
+    last = max([10.0, *(float(np.max(x)) for x in iterations if len(x))])
+    return (1.0, last * 1.15)
+
+
+def _x_ticks(xlim: tuple[float, float]) -> dict:
+    majors, minors = log_ticks(*xlim)
+    return {"xticks": majors, "xminor": minors}
+
+
+def _log_x_opts(d, hooks=()) -> dict:
+    """HoloViews options of a log iteration axis with 1-2-5 ticks (``d``: PlotData)."""
+    return dict(
+        logx=True,
+        xlim=d.xlim,
+        xticks=d.extra["xticks"] or None,
+        xformatter="%g",
+        hooks=[*hooks, _log_x_hook],
+    )
+
+
 def _fixed_log_ticks(fig, axis: str) -> None:
     from bokeh.models import FixedTicker
 
@@ -236,8 +260,8 @@ def _fixed_log_ticks(fig, axis: str) -> None:
 # ---------------------------------------------------------------------- pinned runs
 MAX_PINS = 3
 PIN_COLORS = ("#7f7f7f", "#bcbd22", "#e377c2")
-NLLH_MAX_POINTS = 800  # a training plot is ~500–800 px wide
-ERROR_MAX_POINTS = 400  # the noisy errors: fewer buckets, each with its min–max band
+NLLH_PER_DECADE = 200  # points per decade of iterations (log axis; ~500–800 px wide)
+ERROR_PER_DECADE = 100  # the noisy errors: fewer buckets, each with its min–max band
 
 
 @dataclass(frozen=True)
@@ -258,8 +282,10 @@ def pin_run(history: pd.DataFrame | None, label: str) -> PinnedRun:
     h = _history(history)
     return PinnedRun(
         str(label),
-        downsample(h["iteration"], h["nllh_eval"], NLLH_MAX_POINTS, "last"),
-        downsample(h["iteration"], _positive(h["d_error"]), ERROR_MAX_POINTS, "mean"),
+        downsample(h["iteration"], h["nllh_eval"], how="last", per_decade=NLLH_PER_DECADE),
+        downsample(
+            h["iteration"], _positive(h["d_error"]), how="mean", per_decade=ERROR_PER_DECADE
+        ),
     )
 
 
@@ -323,11 +349,10 @@ def nllh_data(
     gets a marker at the bottom edge and a text with its value.
     """
     h = _history(history)
-    mrf = downsample(h["iteration"], h["nllh_eval"], NLLH_MAX_POINTS, "last")
+    mrf = downsample(h["iteration"], h["nllh_eval"], how="last", per_decade=NLLH_PER_DECADE)
     pins = list(pinned)[-MAX_PINS:]
     references = references or {}
-    x_max = max([10.0, float(h["iteration"].max()) if len(h) else 0.0])
-    x_max = max([x_max, *(float(p.nllh.x.max()) for p in pins if len(p.nllh))])
+    xlim = iteration_range([h["iteration"], *(p.nllh.x for p in pins)])
     # layer order = drawing order: ghosts under the live curve, references over it
     layers: dict = {}
     values = [mrf.y]
@@ -339,7 +364,7 @@ def nllh_data(
         v = _finite(references.get(name))
         if math.isfinite(v):
             values.append(np.array([v]))
-            layers[_REF_SHORT[name]] = _xy([0.0, x_max], [v, v])
+            layers[_REF_SHORT[name]] = _xy(list(xlim), [v, v])
         else:
             layers[_REF_SHORT[name]] = _xy([], [])
     vals = np.concatenate(values)
@@ -353,7 +378,7 @@ def nllh_data(
         layers[OFF_SCALE] = _xy([mrf.x[-1]], [mark_y])
         text = f"now {now:.3g} ▼ (below the axis)".replace("-", "−")
         layers["off-scale value"] = {  # (centred: whole at any x, near either edge)
-            "x": _xy([x_max * 0.51], [0])[0],
+            "x": _xy([math.sqrt(xlim[0] * xlim[1])], [0])[0],
             "y": _xy([0], [ylim[0] + 0.1 * (ylim[1] - ylim[0])])[1],
             "text": np.array([text], dtype=object),
         }
@@ -364,7 +389,7 @@ def nllh_data(
             "y": np.zeros(0),
             "text": np.zeros(0, dtype=object),
         }
-    return PlotData(layers, (0.0, x_max * 1.02), ylim, "Test NLLH (higher is better)")
+    return PlotData(layers, xlim, ylim, "Test NLLH (higher is better)", _x_ticks(xlim))
 
 
 def _legend_opts(n_items: int) -> dict:
@@ -385,7 +410,7 @@ def nllh_plot(
     runs only (their ghosts are drawn under the live curve).
     """
     d = nllh_data(history, references, pinned)
-    xdim = hv.Dimension("iteration", label="iteration (PCD steps)")
+    xdim = hv.Dimension("iteration", label="iteration (PCD steps, log scale)")
     ydim = hv.Dimension("nllh", label="test NLLH (unitless)")
     pins = _pin_names(list(pinned)[-MAX_PINS:])
     layers = [
@@ -417,7 +442,7 @@ def nllh_plot(
         )
     )
     return hv.Overlay(layers).opts(
-        hv.opts.Overlay(title=d.title, ylim=d.ylim, xlim=d.xlim, **_legend_opts(4), **_COMMON),
+        hv.opts.Overlay(title=d.title, ylim=d.ylim, **_log_x_opts(d), **_legend_opts(4), **_COMMON),
     )
 
 
@@ -446,10 +471,13 @@ def convergence_data(
     """
     h = _history(history)
     pins = list(pinned)[-MAX_PINS:]
-    ds = downsample(h["iteration"], _positive(h["d_error"]), ERROR_MAX_POINTS, "mean")
-    cs = downsample(h["iteration"], _positive(h["c_error"]), ERROR_MAX_POINTS, "mean")
-    x_max = max([10.0, float(h["iteration"].max()) if len(h) else 0.0])
-    x_max = max([x_max, *(float(p.d_error.x.max()) for p in pins if len(p.d_error))])
+    ds = downsample(
+        h["iteration"], _positive(h["d_error"]), how="mean", per_decade=ERROR_PER_DECADE
+    )
+    cs = downsample(
+        h["iteration"], _positive(h["c_error"]), how="mean", per_decade=ERROR_PER_DECADE
+    )
+    xlim = iteration_range([h["iteration"], *(p.d_error.x for p in pins)])
     f = _finite(floor)
     has_floor = math.isfinite(f) and f > 0
     layers: dict = {_BAND_NAMES[0]: ds.band(), _BAND_NAMES[1]: cs.band()}
@@ -459,7 +487,7 @@ def convergence_data(
         values.append(p.d_error.y)
     layers[CONVERGENCE_NAMES[0]] = _xy(ds.x, ds.y)
     layers[CONVERGENCE_NAMES[1]] = _xy(cs.x, cs.y)
-    layers[CONVERGENCE_NAMES[2]] = _xy([0.0, x_max], [f, f]) if has_floor else _xy([], [])
+    layers[CONVERGENCE_NAMES[2]] = _xy(list(xlim), [f, f]) if has_floor else _xy([], [])
     if has_floor:
         values.append(np.array([f]))
     vals = np.concatenate(values)
@@ -470,10 +498,10 @@ def convergence_data(
     majors, minors = log_ticks(*ylim)
     return PlotData(
         layers,
-        (0.0, x_max * 1.02),
+        xlim,
         ylim,
         "Convergence of d̂ → d and ĉ → c",
-        {"yticks": majors, "yminor": minors},
+        {"yticks": majors, "yminor": minors, **_x_ticks(xlim)},
     )
 
 
@@ -483,7 +511,7 @@ def convergence_plot(
     """Relative L1 error of d̂ and ĉ vs iteration (log axis, 1-2-5 ticks), with their
     min–max bands, pinned runs' d̂ error as ghosts and the Monte-Carlo floor drawn on top."""
     d = convergence_data(history, floor, pinned)
-    xdim = hv.Dimension("iteration", label="iteration (PCD steps)")
+    xdim = hv.Dimension("iteration", label="iteration (PCD steps, log scale)")
     ydim = hv.Dimension("error", label="relative L1 error (log)")
     layers = []
     for name, color in zip(_BAND_NAMES, (MRF_COLOR, "#ff7f0e"), strict=True):
@@ -510,10 +538,9 @@ def convergence_plot(
             title=d.title,
             logy=True,
             ylim=d.ylim,
-            xlim=d.xlim,
             yticks=d.extra["yticks"] or None,
             yformatter="%g",
-            hooks=[_log_axis_hook],
+            **_log_x_opts(d, hooks=[_log_axis_hook]),
             **_legend_opts(3),
             **_COMMON,
         ),

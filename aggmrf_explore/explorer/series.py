@@ -50,8 +50,14 @@ class Series:
         return Series(z, z, z, z)
 
 
-def downsample(x, y, max_points: int = 600, how: str = "last") -> Series:
+def downsample(
+    x, y, max_points: int = 600, how: str = "last", per_decade: int | None = None
+) -> Series:
     """At most ~``max_points`` + 1 points of the finite (x, y) pairs, in buckets of k consecutive ones.
+
+    With ``per_decade`` (for a log x axis; x ≥ 1) the buckets are instead fixed intervals
+    of log10(x), ``per_decade`` of them per decade: every early iteration keeps a point of
+    its own and a long run still draws a few hundred, evenly spread on the axis.
 
     x, y: array-likes of shape (n,) (NaN / ±inf / None in y mark "not measured" and are
     dropped first).  k = ⌈n / max_points⌉; buckets start at the first measured point, so
@@ -74,11 +80,17 @@ def downsample(x, y, max_points: int = 600, how: str = "last") -> Series:
     n = xs.size
     if n == 0:
         return Series.empty()
-    if n <= max_points:
+    if per_decade is not None:
+        # (fixed edges: a bucket's content does not change as points are appended)
+        bucket = np.floor(np.log10(np.maximum(xs, 1.0)) * per_decade)
+        starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+        if starts.size == n:
+            return Series(xs, ys, ys.copy(), ys.copy())
+    elif n <= max_points:
         return Series(xs, ys, ys.copy(), ys.copy())
-    k = math.ceil(n / max_points)
-    starts = np.arange(0, n, k)
-    ends = np.minimum(starts + k, n)
+    else:
+        starts = np.arange(0, n, math.ceil(n / max_points))
+    ends = np.r_[starts[1:], n]
     lo = np.minimum.reduceat(ys, starts)
     hi = np.maximum.reduceat(ys, starts)
     if how == "last":
