@@ -227,7 +227,8 @@ def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
 
 @dataclass(frozen=True, eq=False)
 class RandomizedResponse:
-    """ε-locally-private randomized response on coded records (one report per person).
+    """ε-locally-private randomized response on coded records (one report per person): the
+    ``local`` mechanism of ``privacy.make_mechanism``, a ``privacy.Mechanism``.
 
     epsilon : a person's total ε > 0;  n_modalities : M_f of each feature (D,);
     split : "equal", "log-k" or weights (see the module docstring);
@@ -249,6 +250,9 @@ class RandomizedResponse:
     gaps: np.ndarray = field(init=False, repr=False)
     label_keep: float = field(init=False)
     name: ClassVar[str] = "randomized-response"
+    privacy: ClassVar[str] = "local"
+    discrete: ClassVar[bool] = False
+    delta: ClassVar[float] = 0.0
 
     def __post_init__(self) -> None:
         m = tuple(int(v) for v in np.asarray(self.n_modalities, dtype=np.int64).ravel())
@@ -350,6 +354,20 @@ class RandomizedResponse:
             "label_epsilon": self.label_epsilon,
             "label_keep": self.label_keep,
         }
+
+    def to_dict(self) -> dict:
+        """The JSON-able form: :meth:`describe`."""
+        return self.describe()
+
+    def release(self, exact: AggregatedData, records=None, seed=None) -> AggregatedData:
+        """:func:`local_release` (seeded: a simulation) of ``records`` = (X (n, D) int codes,
+        y (n,) labels in {0, 1}) into the layout of ``exact``, their exact aggregates."""
+        if records is None or not isinstance(exact, AggregatedData) or exact.n != len(records[1]):
+            raise AggMRFError(
+                "local privacy randomizes each record before aggregation: give the records "
+                "(X, y) with their exact aggregates."
+            )
+        return local_release(*records, exact.layout, self, seed)
 
     def fields(self, feature_names: Sequence[str] | None = None):
         """Per-field table (pandas DataFrame): field, values k, ε share, keep probability p,

@@ -375,3 +375,42 @@ def test_boundary_validation(small):
         cell_covariance(np.ones((100, 100)), [(0.5, 0.5 / 99)] * 2)
     with pytest.raises(AggMRFError, match="invertible"):
         invert_channel(np.ones(3), [(1 / 3, 1 / 3)])
+
+
+# ---------------------------------------------------------------- one protocol, one release
+def test_local_is_a_mechanism_that_make_mechanism_knows(small):
+    from aggmrf_explore import privacy
+
+    lay, X, y, true = small
+    local = privacy.make_mechanism("local", 2.0, layout=lay)
+    assert local.describe() == make_local_mechanism(2.0, lay).describe()
+    assert isinstance(local, privacy.Mechanism) and not isinstance(local, privacy.NoiseMechanism)
+    assert (local.privacy, local.delta, local.discrete) == ("local", 0.0, False)
+    assert local.to_dict() == local.describe()
+    central = privacy.make_mechanism("laplace", 2.0, None, lay)
+    assert isinstance(central, privacy.Mechanism) and isinstance(central, privacy.NoiseMechanism)
+    assert central.privacy == "central"
+    with pytest.raises(AggMRFError, match="TableLayout"):
+        privacy.make_mechanism("local", 2.0, layout=3)
+    with pytest.raises(AggMRFError, match="epsilon"):
+        privacy.make_mechanism("local", None, layout=lay)
+
+
+def test_one_release_call_for_local_and_central(small):
+    from aggmrf_explore import privacy
+
+    lay, X, y, true = small
+    local = privacy.make_mechanism("local", 2.0, layout=lay)
+    a = privacy.release(true, local, 5, records=(X, y))
+    b = local_release(X, y, lay, local, seed=5)
+    np.testing.assert_array_equal(a.d, b.d)
+    np.testing.assert_array_equal(a.c, b.c)
+    np.testing.assert_array_equal(a.noise.sigma_d, b.noise.sigma_d)
+    with pytest.raises(AggMRFError, match="give the records"):
+        privacy.release(true, local, 5)
+    with pytest.raises(AggMRFError, match="exact aggregates"):
+        privacy.release(true, local, 5, records=(X[:10], y[:10]))
+    central = privacy.make_mechanism("gaussian", 2.0, 1e-6, lay)
+    c = privacy.release(true, central, 5, records=(X, y))  # central noise ignores the records
+    np.testing.assert_array_equal(c.d, privacy.release(true, central, 5).d)
+    assert privacy.release(true, None, 5, records=(X, y)).is_noisy is False

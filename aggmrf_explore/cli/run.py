@@ -96,11 +96,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     problem = cli_args.prepare_problem(args)
     mech = cli_args.make_mechanism(args, problem.layout, args.epsilon)
     cli_args.warn_useless_noise(mech, problem.layout, problem.aggregated.n)
-    data = (
-        release(problem.aggregated, mech, seed=args.seed)
-        if mech is not None
-        else problem.aggregated
-    )
+    enc = problem.encoded
+    data = release(problem.aggregated, mech, seed=args.seed, records=(enc.X_train, enc.y_train))
     cli_args.check_noise_aware(args, mech)
     settings = cli_args.trainer_settings(args, problem.layout, data.n)
     if args.noise_aware:
@@ -142,7 +139,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ..encoding import Schema
         from ..io import save_model
 
-        enc = problem.encoded
         schema = Schema.from_encoder(enc.encoder, problem.dataset.label, enc.positive_label)
         save_model(args.export_model, run.trainer.model, schema, out["settings"])
         out["model_file"] = str(args.export_model)

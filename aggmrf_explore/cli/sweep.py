@@ -135,8 +135,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..errors import DivergenceError
     from ..experiment import train_mrf
     from ..io.formula import neutralise_frame
-    from ..local_privacy import local_release, make_local_mechanism, records_needed_theory
-    from ..privacy import release
+    from ..local_privacy import records_needed_theory
+    from ..privacy import make_mechanism, release
     from ..sample_size import nested_subsample, records_table, resolve_sizes
     from ..tables import aggregate
 
@@ -163,11 +163,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if iterations is None:
         iterations = cli_args.iterations(args, base)
     enc = problem.encoded
-    local_mechs = (
-        [make_local_mechanism(eps, problem.layout) for eps in epsilons]
-        if "local" in privacies
-        else [None] * len(epsilons)
-    )
+    local_mechs = [
+        make_mechanism("local", eps, layout=problem.layout) if "local" in privacies else None
+        for eps in epsilons
+    ]
     total = 2 + len(models) * n_seeds * len(epsilons) * len(sizes)
     bar = ProgressBar("sweep")
     done = 0
@@ -189,12 +188,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 idx = nested_subsample(full.n, size, noise_seed)
                 X = enc.X_train if idx is None else enc.X_train[idx]
                 y = enc.y_train if idx is None else enc.y_train[idx]
-                releases = {}
-                if "central" in privacies:
-                    exact = full if idx is None else aggregate(X, y, problem.layout)
-                    releases["central"] = release(exact, mech, seed=noise_seed)
-                if lmech is not None:
-                    releases["local"] = local_release(X, y, problem.layout, lmech, seed=noise_seed)
+                exact = full if idx is None else aggregate(X, y, problem.layout)
+                releases = {
+                    priv: release(exact, m, seed=noise_seed, records=(X, y))
+                    for priv, m in (("central", mech), ("local", lmech))
+                    if priv in privacies
+                }
                 for model, (priv, overrides) in models.items():
                     data = releases[priv]
                     st = replace(bases[size], **overrides)

@@ -1,10 +1,12 @@
 """Differential privacy for released tables: mechanisms, calibration, releases, MRF-N.
 
-* :mod:`.mechanisms` — the :class:`Mechanism` protocol, the continuous (simulation) and
-  discrete (release) mechanisms, sensitivity and ``make_mechanism``;
+* :mod:`.mechanisms` — the :class:`Mechanism` protocol (central and local), the continuous
+  (simulation) and discrete (release) mechanisms, sensitivity and ``make_mechanism``;
+* :mod:`.additive` — central noise added to exact tables (simulations and releases);
 * :mod:`.calibration` — σ for (ε, δ): analytic Gaussian, zCDP of the discrete Gaussian;
 * :mod:`.sampling` — exact integer samplers: secure (OpenDP) and seeded (simulations);
-* :mod:`.release` — ``release`` (a seeded simulation) and ``publish`` (a release for others);
+* :mod:`.release` — ``release`` (a seeded simulation, any mechanism) and ``publish`` (a
+  release for others);
 * :mod:`.posterior` — MRF-N's posterior means of the exact counts.
 """
 
@@ -22,6 +24,7 @@ from .calibration import (
 from .mechanisms import (
     ACCOUNTINGS,
     DISCRETE,
+    LOCAL,
     MECHANISMS,
     NEIGHBOURS,
     DiscreteGaussianMechanism,
@@ -29,6 +32,8 @@ from .mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
     Mechanism,
+    NoiseMechanism,
+    Records,
     check_mechanism,
     make_mechanism,
     mechanism_from_dict,
@@ -48,6 +53,7 @@ __all__ = [
     "CALIBRATIONS",
     "DISCRETE",
     "INSECURE_SEED",
+    "LOCAL",
     "MECHANISMS",
     "NEIGHBOURS",
     "PRIORS",
@@ -59,6 +65,8 @@ __all__ = [
     "GaussianMechanism",
     "LaplaceMechanism",
     "Mechanism",
+    "NoiseMechanism",
+    "Records",
     "achieved_delta",
     "adkdd21_gaussian_sigma",
     "analytic_gaussian_sigma",

@@ -1,9 +1,12 @@
 """Privacy mechanisms: what noise a release gets, and how much it protects.
 
-Every mechanism follows the :class:`Mechanism` protocol: ``name``, ε, δ, ``scale`` (the
-parameter of its density, counts), ``std``, ``discrete``, ``density`` ("gauss" or
-"laplace": the shape exp(−x²/2s²) or exp(−|x|/s) the MRF-N posterior uses), ``sample``,
-``describe`` / ``to_dict`` / ``from_dict`` and ``scaled``.
+Every mechanism follows the :class:`Mechanism` protocol: ``name``, ``privacy`` ("central":
+noise on the tables, or "local": on each record), ``discrete``, ε, δ, ``describe`` /
+``to_dict`` and ``release`` (the tables training sees: a seeded simulation).  Each central
+one is a :class:`NoiseMechanism` too: ``scale`` (the parameter of its density,
+counts), ``std``, ``density`` ("gauss" or "laplace": the shape exp(−x²/2s²) or exp(−|x|/s)
+the MRF-N posterior uses), ``sample``, ``from_dict`` and ``scaled``.
+:func:`make_mechanism` makes any of them by name.
 
 ========================  ==========  ============================  ===================
 mechanism                 values      guarantee                     use
@@ -12,7 +15,12 @@ mechanism                 values      guarantee                     use
 ``gaussian``              floats      (ε, δ)-DP, analytic σ         simulations
 ``discrete_laplace``      integers    ε-DP, t = Δ1/ε                releases (secure)
 ``discrete_gaussian``     integers    ρ-zCDP → (ε, δ), σ            releases (secure)
+``local``                 floats      ε-local DP per person         simulations
 ========================  ==========  ============================  ===================
+
+``local`` is randomized response on every record before aggregation
+(:class:`~aggmrf_explore.local_privacy.RandomizedResponse`); its tables are unbiased
+estimates, and their noise model is per cell (``local_privacy.CellGaussianNoise``).
 
 Floating-point noise added to counts leaks through its low bits (Mironov 2012), so
 releases handed to others use the discrete mechanisms (:func:`.release.publish`).
@@ -41,9 +49,11 @@ from typing import ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import AggMRFError
+from ..local_privacy import make_local_mechanism
 from ..settings import setting
-from ..tables import TableLayout
+from ..tables import AggregatedData, TableLayout
 from . import sampling
+from .additive import add_noise, check_exact
 from .calibration import (
     CALIBRATIONS,
     ClassicGaussianWarning,
@@ -60,11 +70,14 @@ from .checks import positive_finite as _positive_finite
 
 __all__ = [
     "Mechanism",
+    "NoiseMechanism",
+    "Records",
     "LaplaceMechanism",
     "GaussianMechanism",
     "DiscreteLaplaceMechanism",
     "DiscreteGaussianMechanism",
     "MECHANISMS",
+    "LOCAL",
     "DISCRETE",
     "ACCOUNTINGS",
     "NEIGHBOURS",
@@ -74,7 +87,8 @@ __all__ = [
     "check_mechanism",
 ]
 
-MECHANISMS = ("none", "laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
+MECHANISMS = ("none", "laplace", "gaussian", "discrete_laplace", "discrete_gaussian")  # central
+LOCAL = "local"  # make_mechanism's name of randomized response on each record
 DISCRETE = {"laplace": "discrete_laplace", "gaussian": "discrete_gaussian"}  # continuous → discrete
 ACCOUNTINGS = ("both", "queries", "replace")
 NEIGHBOURS = {
@@ -85,15 +99,35 @@ NEIGHBOURS = {
 }
 
 
+Records = tuple[np.ndarray, np.ndarray]
+"""Records as the mechanisms take them: (X (n, D) int codes, y (n,) labels in {0, 1})."""
+
+
 @runtime_checkable
 class Mechanism(Protocol):
-    """What the release, the trainer and the readers need of a noise mechanism."""
+    """What every privacy mechanism offers, central or local: what the pipeline needs."""
 
     name: ClassVar[str]
-    discrete: ClassVar[bool]
-    density: ClassVar[str]  # "gauss" or "laplace": the noise density's shape
+    privacy: ClassVar[str]  # "central": noise on the tables; "local": on each record
+    discrete: ClassVar[bool]  # integer tables
     epsilon: float
     delta: float
+
+    def describe(self) -> dict: ...  # JSON-able: "mechanism", "epsilon", "delta", …
+
+    def to_dict(self) -> dict: ...
+
+    def release(
+        self, exact: AggregatedData, records: Records | None = None, seed: int | None = None
+    ) -> AggregatedData: ...  # the tables training sees (a seeded simulation)
+
+
+@runtime_checkable
+class NoiseMechanism(Mechanism, Protocol):
+    """A central mechanism: i.i.d. noise on every released count and label sum.  What MRF-N's
+    posterior, the release files and the thinned halves of a release need of it."""
+
+    density: ClassVar[str]  # "gauss" or "laplace": the noise density's shape
 
     @property
     def scale(self) -> float: ...  # the density's scale parameter (counts)
@@ -105,11 +139,7 @@ class Mechanism(Protocol):
         self, size: int | tuple[int, ...], rng: np.random.Generator | int | None = None
     ) -> np.ndarray: ...
 
-    def describe(self) -> dict: ...
-
-    def to_dict(self) -> dict: ...
-
-    def scaled(self, factor: float) -> Mechanism: ...
+    def scaled(self, factor: float) -> NoiseMechanism: ...
 
 
 # ---------------------------------------------------------------------- what the mechanisms share
@@ -123,6 +153,7 @@ class _Shared:
     :meth:`_from_level` (a description that gives only the noise level).
     """
 
+    privacy: ClassVar[str] = "central"
     discrete: ClassVar[bool] = False
     budget_known = True  # the continuous mechanisms make it a field: False when only σ is known
     _sensitivity: ClassVar[str]
@@ -141,6 +172,15 @@ class _Shared:
 
     def _details(self) -> dict:
         return {}
+
+    def release(
+        self, exact: AggregatedData, records: Records | None = None, seed: int | None = None
+    ) -> AggregatedData:
+        """``exact`` (the exact aggregates) with this mechanism's noise, drawn from
+        ``np.random.default_rng(seed)``, on every released count and label sum
+        (:func:`.additive.add_noise`): a simulation.  ``records`` is not used: central noise
+        goes on the tables."""
+        return add_noise(check_exact(exact), self, seed, secure=False)
 
     def to_dict(self) -> dict:
         """The JSON-able form (release.json's ``noise``): :meth:`describe` with ``sigma``
@@ -488,12 +528,15 @@ def make_mechanism(
     accounting: Literal["both", "queries", "replace"] = "both",
     calibration: Literal["analytic", "classic", "adkdd21"] = "analytic",
 ) -> Mechanism | None:
-    """Mechanism for a layout: "none" → None, or one of ``MECHANISMS`` (δ ignored by the
-    Laplace mechanisms, ``calibration`` used by the continuous Gaussian only).
-
-    The sensitivity comes from ``sensitivity(layout, accounting)``.
+    """The mechanism ``name`` at budget ``epsilon`` for ``layout``'s tables: "none" → None,
+    one of ``MECHANISMS`` (central: δ ignored by the Laplace mechanisms, ``calibration``
+    used by the continuous Gaussian only, the sensitivity from ``sensitivity(layout,
+    accounting)``), or :data:`LOCAL` (randomized response on each record at ε per person,
+    split equally over the fields, the label protected: ``layout`` must be a TableLayout,
+    δ, accounting and calibration do not apply; ``local_privacy.make_local_mechanism``
+    gives the other splits).
     """
-    kind = _choice("mechanism", name, MECHANISMS)
+    kind = _choice("mechanism", name, (*MECHANISMS, LOCAL))
     if kind == "none":
         return None
     if layout is None:
@@ -501,6 +544,8 @@ def make_mechanism(
     if epsilon is None:
         raise AggMRFError(f"mechanism {kind!r} needs epsilon > 0.")
     epsilon = setting("epsilon").check(epsilon)
+    if kind == LOCAL:
+        return make_local_mechanism(epsilon, layout)
     calibration = setting("calibration").check(calibration)
     l1, l2 = sensitivity(layout, setting("accounting").check(accounting))
     if kind in ("laplace", "discrete_laplace"):
@@ -513,8 +558,8 @@ def make_mechanism(
     return GaussianMechanism(epsilon, delta, l2, calibration)
 
 
-def check_mechanism(mechanism: object) -> Mechanism:
-    """``mechanism`` if it is one of this module's mechanisms, else an error."""
+def check_mechanism(mechanism: object) -> NoiseMechanism:
+    """``mechanism`` if it is one of this module's central mechanisms, else an error."""
     if not isinstance(mechanism, tuple(_CLASSES.values())):
         raise AggMRFError(f"expected a privacy mechanism (see make_mechanism); got {mechanism!r}.")
     return mechanism

@@ -33,7 +33,7 @@ from ..errors import AggMRFError
 from ..tables import AggregatedData
 from .checks import choice as _choice
 from .checks import positive_finite as _positive_finite
-from .mechanisms import Mechanism, check_mechanism
+from .mechanisms import NoiseMechanism, check_mechanism
 
 __all__ = [
     "PRIORS",
@@ -60,7 +60,7 @@ def posterior_mean_counts(
     b: np.ndarray,
     prior_mean: np.ndarray,
     n: int | np.ndarray,
-    mechanism: Mechanism | np.ndarray | None,
+    mechanism: NoiseMechanism | np.ndarray | None,
     prior: Literal["binomial", "poisson"] = "binomial",
 ) -> np.ndarray:
     """E[A_j | A_j + L_j = b_j] for every coordinate j independently, shape of ``b``.
@@ -114,7 +114,7 @@ def posterior_mean_counts(
     bb = np.ascontiguousarray(b_b, dtype=np.float64).ravel()
     nn = np.ascontiguousarray(n_b, dtype=np.float64).ravel()
     mm = np.clip(np.ascontiguousarray(mu_b, dtype=np.float64).ravel(), 0.0, nn)
-    if isinstance(mechanism, Mechanism):
+    if isinstance(mechanism, NoiseMechanism):
         scale = np.full(bb.size, float(check_mechanism(mechanism).scale))
         noise = NOISE_GAUSS if mechanism.density == "gauss" else NOISE_LAPLACE
     elif isinstance(mechanism, np.ndarray):
@@ -149,7 +149,7 @@ def expected_noise(
     b: np.ndarray,
     prior_mean: np.ndarray,
     n: int | np.ndarray,
-    mechanism: Mechanism | None,
+    mechanism: NoiseMechanism | None,
     prior: Literal["binomial", "poisson"] = "binomial",
 ) -> np.ndarray:
     """E[L_j | A_j + L_j = b_j] = b_j − E[A_j | ·] (the paper's MRF-N gradient term), shape of b."""
@@ -210,7 +210,7 @@ def noise_aware_targets(
     return d_t, np.minimum(c_t, d_t)
 
 
-def scaled_noise(mechanism: Mechanism, factor: float) -> Mechanism:
+def scaled_noise(mechanism: NoiseMechanism, factor: float) -> NoiseMechanism:
     """The same mechanism with its noise multiplied by ``factor`` > 0 (ε, δ and calibration
     kept, sensitivity × factor; every calibration's σ, and Laplace's b, is linear in it).
 
