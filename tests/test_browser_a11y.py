@@ -50,7 +50,7 @@ def _check(p: AppPage, where: str) -> None:
     seen: dict[str, dict] = {}
     for title in TABS:
         p.tab(title)
-        p.page.wait_for_timeout(1200)
+        p.page.wait_for_timeout(2500)  # (drawn, faded in, named by the page's script)
         for v in axe_violations(p.page):
             seen.setdefault(v["id"], v)
     found = list(seen.values())

@@ -216,3 +216,27 @@ def test_projector_three_pins_keep_every_plot_on_screen_and_text_readable(server
         assert not p.errors, p.errors
     finally:
         p.close()
+
+
+def test_a_quiet_console_and_server_log_when_tabs_open_and_close(server, browser):  # noqa: F811
+    p = AppPage(browser, server.url + "?dataset=xor&n_gibbs=2000", ready="XOR")
+    try:
+        warnings: list[str] = []
+        p.page.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)
+        p.page.reload()
+        p.wait_status(lambda t: "XOR" in t and "iteration 0" in t, timeout=90)
+        p.open_card("Save & share")  # (the hide picker: a second Choices.js)
+        p.page.wait_for_timeout(1500)
+        assert not [w for w in warnings if "allowHTML" in w], warnings
+        p.play()
+        p.tab("Tables")
+        p.page.wait_for_timeout(1000)
+    finally:
+        p.close()  # (while training: the page's last writes meet a closed socket)
+    for query in ("?dataset=toy", "?dataset=synthetic&n_gibbs=2000"):
+        q = AppPage(browser, server.url + query)
+        q.play()
+        q.close()
+    time.sleep(5)
+    log = server.log()
+    assert "WebSocketClosedError" not in log and "Traceback" not in log, log[-3000:]

@@ -41,6 +41,7 @@ from .escape import escape_html, escape_markdown
 from .help import help_for, tab_note, with_help
 from .lesson import hidden_groups, lesson_link, parse_lesson
 from .liveplots import LivePlot, XorPlot, static_figure
+from .page_fixes import page_script
 from .problems import (
     CHEAP_BASELINES,
     SLOW_BASELINES,
@@ -70,6 +71,7 @@ SMALL_DATASETS = ("toy", "xor", "synthetic")  # all baselines fitted with the da
 BASELINE_GROUPS = (CHEAP_BASELINES, SLOW_BASELINES)
 WARM_WAIT = 0.0  # seconds the server's first page waits for the kernels and default data
 COMPACT_ALERT = ":host { padding: 4px 12px !important; margin-bottom: 4px; } p { margin: 0; }"
+DARK_INFO = "p, div { color: #055160; }"  # an info alert's text at 8:1 contrast, not 4.3:1
 READABLE = ":host, p { font-size: 16px; } p { margin: 2px 0; }"  # status line and lesson: read on a projector
 PLOT_HEIGHT = 236  # pixels per training plot (two rows fit 1280×720 with the header)
 
@@ -344,7 +346,13 @@ class Explorer(pn.viewable.Viewer):
         )
         compact = dict(stylesheets=[COMPACT_ALERT], margin=(0, 10))
         self.notice = pn.pane.Alert(
-            "", alert_type="info", visible=False, css_classes=["aggmrf-notice"], **compact, **sw
+            "",
+            alert_type="info",
+            visible=False,
+            css_classes=["aggmrf-notice"],
+            stylesheets=[COMPACT_ALERT, DARK_INFO],
+            margin=(0, 10),
+            **sw,
         )
         self.warning = pn.pane.Alert(
             "", alert_type="warning", visible=False, css_classes=["aggmrf-warning"], **compact, **sw
@@ -673,12 +681,14 @@ class Explorer(pn.viewable.Viewer):
         s.param.watch(lambda e: self._guard(self._refresh_privacy_runs), "privacy_runs")
         self.xor_note = pn.pane.Alert(
             "Choose the **XOR counterexample** dataset (or the XOR preset) to see this comparison.",
-            alert_type="secondary",
+            alert_type="info",
+            stylesheets=[DARK_INFO],
             sizing_mode="stretch_width",
         )
         self.noise_note = pn.pane.Alert(
             "No noise: choose the Laplace or Gaussian mechanism in the Privacy controls.",
-            alert_type="secondary",
+            alert_type="info",
+            stylesheets=[DARK_INFO],
             sizing_mode="stretch_width",
         )
         self.triples_row = pn.Column(
@@ -795,6 +805,8 @@ class Explorer(pn.viewable.Viewer):
             # page has its own spinner
             busy_indicator=None,
         )
+        # (the Bootstrap template leaves its own js_files out: the page's resources)
+        pn.config.js_files = {**pn.config.js_files, "aggmrf_page_fixes": page_script()}
         return tmpl
 
     def _fill_page(self) -> None:

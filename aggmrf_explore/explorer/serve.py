@@ -21,6 +21,7 @@ import panel as pn
 from tornado.web import RedirectHandler
 
 from . import runtime
+from .closed_tabs import quiet_closed_sockets
 
 __all__ = [
     "build_app",
@@ -105,6 +106,7 @@ def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
     ``AGGMRF_MAX_SESSIONS``, else 40) the page says the class is full instead.
     """
     t0 = time.perf_counter()
+    quiet_closed_sockets()  # (a tab closed mid-write: one log line, not a traceback)
     runtime.limit_malloc_arenas()  # (the first page: before any worker thread starts)
     serve_resources_locally()
     limit = runtime.max_sessions() if max_sessions is None else max(1, int(max_sessions))

@@ -81,8 +81,7 @@ class TableBrowser(pn.viewable.Viewer):
             None,
             disabled=True,
             show_index=False,
-            pagination="local",
-            page_size=15,
+            pagination=None,  # (a grid of rows that scrolls: no page buttons inside it)
             sizing_mode="stretch_width",
             height=HEIGHT,
             layout="fit_columns",
