@@ -1,6 +1,10 @@
 """One place for the whole data flow, used by the CLI, the explorer and the notebooks.
 
 records (Dataset) → encode → TableLayout → aggregate → [privacy release] → PCDTrainer → metrics
+
+The release step is ``privacy.release(problem.aggregated, mechanism, seed, records=(X, y))``
+for every mechanism ``privacy.make_mechanism`` makes, central (noise on the tables) or
+local (randomized response on each record).
 """
 
 from __future__ import annotations

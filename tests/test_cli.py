@@ -40,6 +40,22 @@ def test_run_json_shape(capsys):
     assert res["noise"] == {"mechanism": "none"}
 
 
+def test_run_on_a_local_release(capsys):
+    """``run --mechanism local``: randomized response on every training record, the same
+    release call as the central mechanisms; MRF-N models its per-cell noise."""
+    code, out, _ = run_cli(
+        capsys,
+        ["run", "--dataset", "toy", *FAST, "--no-baselines", "--json", "--mechanism", "local",
+         "--epsilon", "8", "--noise-aware"],
+    )  # fmt: skip
+    assert code == 0
+    res = json.loads(out)
+    noise = res["noise"]
+    assert noise["mechanism"] == "randomized-response" and noise["accounting"] == "local"
+    assert noise["epsilon"] == 8 and noise["delta"] == 0 and noise["sigma"] > 0
+    assert np.isfinite(res["models"]["mrf"]["nllh_test"]) and res["settings"]["noise_aware"]
+
+
 def test_run_table_output(capsys):
     code, out, _ = run_cli(
         capsys, ["run", "--dataset", "xor", "--n", "2000", *FAST, "--no-baselines"]
@@ -140,6 +156,7 @@ def test_run_own_csv(capsys, csv_dir):
         (["run", "--dataset", "toy", "--iterations", "0"], "iterations"),
         (["run", "--dataset", "toy", "--mechanism", "gaussian"], "needs --epsilon"),
         (["run", "--dataset", "toy", "--noise-aware"], "needs noise"),
+        ("run --dataset toy --mechanism local --epsilon 1 --delta 1e-6".split(), "no δ"),
         (["run"], "choose the data"),
     ],
 )

@@ -345,6 +345,11 @@ def check_numbers(args: argparse.Namespace) -> None:
             "--delta goes with the Gaussian mechanism; the Laplace mechanism is pure ε-DP "
             "(no δ) — drop --delta or use --mechanism gaussian."
         )
+    if mechanism == "local" and delta is not None:
+        raise AggMRFError(
+            "--delta goes with the Gaussian mechanisms; local randomized response is pure "
+            "ε-DP per person (no δ) — drop --delta."
+        )
     if mechanism not in ("none",) and epsilon is None and hasattr(args, "epsilon"):
         raise AggMRFError(f"--mechanism {mechanism} needs --epsilon (e.g. --epsilon 1).")
 

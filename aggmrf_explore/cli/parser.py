@@ -104,10 +104,11 @@ def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     simulated = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
     g.add_argument(
         "--mechanism",
-        choices=simulated if sweep else ("none", *simulated),
+        choices=simulated if sweep else ("none", *simulated, "local"),
         default="gaussian" if sweep else "none",
         help="laplace, gaussian: float noise; discrete_*: integer noise, as a release for "
-        "others gets (see `aggregate`)",
+        "others gets (see `aggregate`)"
+        + ("" if sweep else "; local: randomized response on every record (ε per person, no δ)"),
     )
     _add_budget_options(g, sweep)
     if not sweep:

@@ -95,9 +95,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     problem = cli_args.prepare_problem(args)
     mech = cli_args.make_mechanism(args, problem.layout, args.epsilon)
-    cli_args.warn_useless_noise(mech, problem.layout, problem.aggregated.n)
     enc = problem.encoded
     data = release(problem.aggregated, mech, seed=args.seed, records=(enc.X_train, enc.y_train))
+    cli_args.warn_useless_noise(data.noise, problem.layout, problem.aggregated.n)
     cli_args.check_noise_aware(args, mech)
     settings = cli_args.trainer_settings(args, problem.layout, data.n)
     if args.noise_aware:
@@ -133,6 +133,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         "noise": noise_summary(mech, args.accounting),
         "seconds": {"prepare": prep_seconds, "total": time.perf_counter() - t0},
     }
+    if mech is not None and mech.privacy == "local":  # σ per cell: their root mean square
+        out["noise"].update(sigma=float(data.noise.std), accounting="local")
     if auto is not None:
         out["lambda_theta_auto"] = auto.to_dict()
     if args.export_model:
