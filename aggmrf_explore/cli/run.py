@@ -118,7 +118,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         bar(0, 5)
         for i, (name, res) in enumerate(fit_baselines(problem, seed=args.seed).items()):
             models[name] = {"nllh_test": res.nllh_test, "seconds": res.seconds}
-            extra = {k: v for k, v in res.info.items() if k in ("lambda", "temperature", "pair")}
+            kept = ("lambda", "temperature", "pair", "precomputed")
+            extra = {k: v for k, v in res.info.items() if k in kept}
             models[name].update(extra)
             bar(i + 1, 5)
     out = {
