@@ -50,7 +50,7 @@ def test_each_tab_has_a_note_that_stays_true():
         assert set(titles) == set(TAB_NOTES)
         # the XOR fall is the lesson, not a failure; the floor note and the band agree
         assert "XOR" in TAB_NOTES["Training"] and "lesson" in TAB_NOTES["Training"]
-        from aggmrf_explore.explorer.plots import EXPLAIN
+        from aggmrf_explore.explorer.help import EXPLAIN
 
         assert "cannot go below" not in EXPLAIN["convergence"]
         assert "dip below" in EXPLAIN["convergence"]

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from aggmrf_explore.explorer import plots
+from aggmrf_explore.explorer.help import EXPLAIN
 from aggmrf_explore.explorer.series import downsample
 from aggmrf_explore.explorer.table_view import table_display
 
@@ -366,6 +367,10 @@ def test_privacy_curve_draws_one_line_per_mechanism_and_keeps_points_below_the_a
     for layer in d.layers.values():
         arrays = layer.values() if isinstance(layer, dict) else layer
         assert all(np.isfinite(a).all() for a in arrays if a.dtype != object)
+    # two values below the axis at one ε: their labels never overlap
+    both = [*runs, {"dataset": "toy", "mechanism": "laplace", "epsilon": 0.1, "nllh": -9.0}]
+    ys = plots.privacy_curve_data(both, None, 0.4, "toy").layers["off-scale value"]["y"]
+    assert len(ys) == 2 and abs(ys[0] - ys[1]) > 0.05 * (hi - lo)
     # one finished run, below the axis: the plot still shows it
     one = plots.privacy_curve_data(runs[3:4], None, None, "toy")
     assert "1 finished run" in one.title and len(one.layers[plots.OFF_SCALE][0]) == 1
@@ -481,4 +486,4 @@ def test_xor_title_is_computed_from_the_exact_solution():
 
 def test_explanations_exist_for_every_plot():
     for key in ("nllh", "predictions", "convergence", "dhat", "tables", "privacy", "xor"):
-        assert plots.EXPLAIN[key].startswith("**What am I seeing?**")
+        assert EXPLAIN[key].startswith("**What am I seeing?**")

@@ -38,7 +38,7 @@ from . import plots, runtime, suppression_view, url
 from .caches import UPLOAD_MAX_BYTES, format_bytes
 from .checkbox import LabeledCheckbox
 from .escape import escape_html, escape_markdown
-from .help import help_for, tab_note, with_help
+from .help import EXPLAIN, help_for, tab_note, with_help
 from .lesson import hidden_groups, lesson_link, parse_lesson
 from .liveplots import LivePlot, XorPlot, static_figure
 from .page_fixes import page_script
@@ -570,7 +570,7 @@ class Explorer(pn.viewable.Viewer):
 
     def _explain(self, key: str):
         return pn.pane.Markdown(
-            plots.EXPLAIN[key],
+            EXPLAIN[key],
             css_classes=["aggmrf-explain"],
             sizing_mode="stretch_width",
             margin=(0, 10),

@@ -7,7 +7,7 @@ default rule, …) take theirs from :data:`CONTROL_HELP`.  :func:`with_help` att
 text as the widget's tooltip (Panel's ``description``), or as a "?" icon beside a widget
 that has none (sliders).
 
-Each tab's note says what to look for in words that stay true whatever the data, the
+:data:`EXPLAIN` says what each view shows ("What am I seeing?").  Each tab's note says what to look for in words that stay true whatever the data, the
 run or the noise: it describes what a change means, never what the plot shows now.
 """
 
@@ -17,7 +17,7 @@ import panel as pn
 
 from .params import declaration
 
-__all__ = ["CONTROL_HELP", "TAB_NOTES", "help_for", "with_help", "tab_note"]
+__all__ = ["CONTROL_HELP", "TAB_NOTES", "EXPLAIN", "help_for", "with_help", "tab_note"]
 
 CONTROL_HELP = {
     "dataset": "The data the released tables are computed from: small teaching sets "
@@ -54,6 +54,58 @@ TAB_NOTES = {
     "with pair tables only they move away from it, with the triplet table towards it.",
     "Suppression": "**What to look for:** the model's d̂ of each cell the release left out "
     "staying in the green band 0 ≤ d̂ ≤ k: an absent cell is not a zero.",
+}
+
+
+# "What am I seeing?": each view's explanation, under it
+EXPLAIN = {
+    "nllh": (
+        "**What am I seeing?** The MRF's normalised log-likelihood on held-out records "
+        "(1 − logloss / entropy of the label: 0 = base rate, higher is better) as it trains "
+        "from the tables only. Dashed lines: the same metric for models fitted elsewhere — the "
+        "*skyline* is a logistic regression on the full disaggregated records (pair features), "
+        "*naive Bayes* uses the single-feature tables only, *best pair* the one most "
+        "informative pair table. **pin 1, pin 2, …**: runs you pinned (faint), listed under "
+        "the plots. A value below the axis gets a red ▼ marker with the value. On XOR the "
+        "curve falls while the MRF fits the pair tables: that drop is the lesson."
+    ),
+    "predictions": (
+        "**What am I seeing?** Each test record's P(Y=1|x) under the live MRF (vertical) "
+        "against the logistic fitted on full data (horizontal). On the diagonal the tables "
+        "told the MRF as much as the records told the logistic. With many records the points "
+        "are binned into squares coloured by the share of positive labels."
+    ),
+    "convergence": (
+        "**What am I seeing?** How far the model's expected tables d̂ (counts) and ĉ (label "
+        "sums) are from the released ones, as relative L1 error on a log axis. It settles "
+        "around the Monte-Carlo floor of n' Gibbs samples (dashed): single iterations dip "
+        "below it by chance, the level they settle at does not; add samples to lower it."
+    ),
+    "dhat": (
+        "**What am I seeing?** Every released table row: its target count d (horizontal) and "
+        "the model's current estimate d̂ (vertical), log–log. Training pulls the points onto "
+        "the diagonal; colour tells single-feature from pair tables."
+    ),
+    "tables": (
+        "**What am I seeing?** One released table: a row per combination of modalities with its "
+        "count and label sum (noisy if a mechanism is on, exact values beside them), and the "
+        "model's current d̂ and ĉ for the same rows."
+    ),
+    "privacy": (
+        "**What am I seeing?** Left: the noise added to every released count (histogram) and "
+        "the mechanism's density (line). Right: released vs true counts — the vertical "
+        "spread around the diagonal is the price of privacy; small counts suffer most."
+    ),
+    "xor": (
+        "**What am I seeing?** P(Y=1|x) for the four states that occur in the XOR example "
+        "(X3 = X1 xor X2, P(Y=1|x) = 0.25 + 0.5·x3). **Why max-ent fails:** every pair table "
+        "looks like independent, uniform features, so the maximum-entropy model spreads the "
+        "records over all eight states, half of which never occur. The pairwise parameters "
+        "that reproduce the label sums over those eight states give about 0.9 / 0.1 on the "
+        "four real ones with many records (the title shows the exact values for this sample) "
+        "instead of 0.75 / 0.25 — the live MRF converges to that max-ent answer, while the "
+        "logistic, fitted on the full records, recovers the truth."
+    ),
 }
 
 
