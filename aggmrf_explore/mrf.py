@@ -212,10 +212,10 @@ def default_settings(layout: TableLayout, n: int, **overrides) -> TrainerSetting
     - n' = min(n, 10 000) Gibbs samples (the paper used 10 000 on Adult and Bank);
     - heavy-ball momentum β = 0.8 on θ (``DEFAULT_MOMENTUM``).  The plain preconditioned
       step relaxes slowly along the directions that the tables barely constrain and the
-      penalty alone holds; with it, 3 000 iterations (the second half averaged) land within 2·10⁻³
-      max |ΔP(Y=1|x)| of the exact regularised optimum on fresh small problems where the
-      plain step misses on most (docs/out_of_sample.md).  β = 0.9 is faster but ruins
-      Bank; β = 0.5 is too slow.
+      penalty alone holds; with it, 3 000 iterations (the second half averaged) land
+      within 2·10⁻³ max |ΔP(Y=1|x)| of the exact regularised optimum on fresh small
+      problems where the plain step misses on most (docs/out_of_sample.md).  β = 0.9 is
+      faster but ruins Bank; β = 0.5 is too slow.
 
     The iteration count is :func:`default_iterations` (max(3000, ⌈6/α_θ⌉)); ``fit`` over
     it averages the second half of the run (:class:`PCDTrainer`, "Iterate averaging").

@@ -438,6 +438,25 @@ def test_iterate_average_rule(xor_problem):
     np.testing.assert_array_equal(tr.model.theta, tr.theta)
 
 
+def test_fit_plans_the_average_over_the_second_half(xor_problem):
+    """The first fit(n) since the start or a restart moves the average's start to n/2 when
+    that is later than ⌈2/α_θ⌉; later fits, step() and an explicit average_start do not."""
+    st = default_settings(xor_problem.layout, 1000, n_gibbs=500)
+    rule = int(np.ceil(2 / st.step_theta))
+    tr = PCDTrainer(xor_problem.aggregated, st).fit(100)
+    assert tr.average_from == 50 > rule and tr.n_averaged == 50
+    tr.fit(100)
+    assert tr.average_from == 50 and tr.n_averaged == 150
+    tr.update(lambda_theta=5.0)  # restart: the next fit plans again
+    tr.fit(10)
+    assert tr.average_from == 200 + rule  # 10 // 2 < ⌈2/α_θ⌉
+    tr = PCDTrainer(xor_problem.aggregated, st)
+    tr.step(100)
+    assert tr.average_from == rule
+    tr = PCDTrainer(xor_problem.aggregated, replace(st, average_start=7)).fit(100)
+    assert tr.average_from == 7
+
+
 def test_train_mrf_scores_and_reports_the_average(xor_problem):
     st = default_settings(xor_problem.layout, 1000, n_gibbs=500, average=True)
     run = train_mrf(xor_problem, st, 30)
