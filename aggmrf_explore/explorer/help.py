@@ -50,8 +50,9 @@ TAB_NOTES = {
     "training moves them together, up to the Monte-Carlo noise of n' samples.",
     "Privacy": "**What to look for:** how far each finished run lies below the skyline "
     "as ε shrinks: that gap is the price of privacy for this mechanism and learner.",
-    "XOR": "**What to look for:** the live MRF's bars against the truth (0.75 / 0.25): "
-    "with pair tables only they move away from it, with the triplet table towards it.",
+    "XOR": "**What to look for:** where the live MRF's bars (blue) end: with pair tables "
+    "only, at the max-ent bars (red), not the truth (grey); with the triplet table, at the "
+    "truth.",
     "Suppression": "**What to look for:** the model's d̂ of each cell the release left out "
     "staying in the green band 0 ≤ d̂ ≤ k: an absent cell is not a zero.",
 }
