@@ -188,7 +188,7 @@ class _Shared:
         return {**self.describe(), "sigma": self.std}
 
     @classmethod
-    def from_dict(cls, d: dict, layout: TableLayout | int | None = None) -> Mechanism:
+    def from_dict(cls, d: dict, layout: TableLayout | int | None = None) -> NoiseMechanism:
         """Inverse of :meth:`to_dict`; also reads the shorter forms people write by hand.
 
         ``{"epsilon", <sensitivity>, …}`` (what :meth:`to_dict` writes; δ defaults to 1e-7):
@@ -213,10 +213,10 @@ class _Shared:
         return {}
 
     @classmethod
-    def _from_level(cls, d: dict) -> Mechanism:
+    def _from_level(cls, d: dict) -> NoiseMechanism:
         raise AggMRFError(f"a {cls.name} 'noise' needs epsilon and {cls._sensitivity}.")
 
-    def scaled(self, factor: float) -> Mechanism:
+    def scaled(self, factor: float) -> NoiseMechanism:
         """The noise × ``factor`` > 0: everything kept but the sensitivity, × ``factor``
         (every calibration's σ, and the Laplace scale, is linear in it)."""
         f = _positive_finite("factor", factor)
@@ -266,11 +266,11 @@ class _LaplaceFamily(_Shared):
         return self.l1_sensitivity / self.epsilon
 
     @classmethod
-    def _from_budget(cls, epsilon, delta, l1_sensitivity) -> Mechanism:
+    def _from_budget(cls, epsilon, delta, l1_sensitivity) -> NoiseMechanism:
         return cls(epsilon, l1_sensitivity)
 
     @classmethod
-    def _from_level(cls, d: dict) -> Mechanism:
+    def _from_level(cls, d: dict) -> NoiseMechanism:
         if d.get("scale") is None:
             raise AggMRFError(f"a {cls.name} 'noise' needs epsilon (+ l1_sensitivity) or scale.")
         return cls(1.0, float(d["scale"]))
@@ -312,7 +312,7 @@ class _GaussFamily(_Shared):
         return self.sigma
 
     @classmethod
-    def _from_budget(cls, epsilon, delta, l2_sensitivity, **options) -> Mechanism:
+    def _from_budget(cls, epsilon, delta, l2_sensitivity, **options) -> NoiseMechanism:
         return cls(epsilon, delta, l2_sensitivity, **options)
 
 
@@ -565,7 +565,7 @@ def check_mechanism(mechanism: object) -> NoiseMechanism:
     return mechanism
 
 
-def mechanism_from_dict(d: dict, layout: TableLayout | int | None = None) -> Mechanism | None:
+def mechanism_from_dict(d: dict, layout: TableLayout | int | None = None) -> NoiseMechanism | None:
     """The mechanism a ``noise`` object describes (``{"mechanism": "none"}`` → None)."""
     kind = _choice("mechanism", str(d.get("mechanism", "none")), MECHANISMS)
     return None if kind == "none" else _CLASSES[kind].from_dict(d, layout)

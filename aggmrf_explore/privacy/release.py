@@ -18,7 +18,13 @@ from ..tables import AggregatedData
 from .additive import INSECURE_SEED, SECURE, SIMULATION, add_noise, check_exact
 from .calibration import zcdp_epsilon
 from .checks import delta_value
-from .mechanisms import DiscreteGaussianMechanism, Mechanism, Records, check_mechanism
+from .mechanisms import (
+    DiscreteGaussianMechanism,
+    Mechanism,
+    NoiseMechanism,
+    Records,
+    check_mechanism,
+)
 
 __all__ = ["release", "publish", "composed_epsilon", "SIMULATION", "SECURE", "INSECURE_SEED"]
 
@@ -51,7 +57,7 @@ def release(
 
 
 def publish(
-    agg: AggregatedData, mechanism: Mechanism, *, insecure_seed: int | None = None
+    agg: AggregatedData, mechanism: NoiseMechanism, *, insecure_seed: int | None = None
 ) -> AggregatedData:
     """A release for someone else: integer noise from a discrete mechanism.
 
@@ -74,7 +80,7 @@ def publish(
     return out
 
 
-def composed_epsilon(mechanisms: list[Mechanism], delta: float) -> float:
+def composed_epsilon(mechanisms: list[NoiseMechanism], delta: float) -> float:
     """The total ε of releasing the same records once per mechanism, at total δ.
 
     Pure ε-DP mechanisms are ε²/2-zCDP; Gaussian ones ρ = Δ2²/(2σ²)-zCDP; ρ adds up over
