@@ -20,13 +20,9 @@ the base rate p₀ = Σc/Σd of the same tables::
 (the binomial coefficients cancel).  Noisy held-out tables are projected first
 (d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺)).
 
-This metric ranks *over*-regularised models correctly but is blind to *under*-regularisation:
-on Adult and Bank (``benchmarks/lambda_auto.py``, docs/lambda_auto.md) it keeps rising, or
-stays flat within 0.0003, while λθ falls 4–16× below the record-level optimum and the test
-NLLH drops by 0.01–0.02.  A small λθ makes record-level logits noisy and overconfident, and
-that noise averages out within the cells of pair tables (held-out triple tables behave the
-same).  It is not Monte-Carlo noise of r_k: 40 extra sweeps instead of 4 move the score by
-≤ 0.0004 and do not change its ranking.
+This metric ranks *over*-regularised models correctly but is blind to
+*under*-regularisation: the noise of overconfident record-level logits averages out
+within the cells of the tables (docs/lambda_auto.md shows it on Adult and Bank).
 
 **Record-level, cross-fit (cross-fit NLLH)** — ``cross_fit_nllh``.  Fit a *reference* model on
 independent tables (the other half of a thinned release, or a second release) with the least
@@ -69,13 +65,9 @@ Each table also reports the cell-level score (``cell_score``) of the same fits. 
 it (``se``: paired over samples or tables taken as independent; on Adult and Bank it is so
 small that both rules agree).
 
-Cost (measured in ``benchmarks/lambda_auto.py``): two paths of iterations/2 + 7·iterations/10
-= 1.2 runs each, on half-size releases with the same n' = 10 000 samples, so 2.4 training runs
-by PCD iterations and 2.6 (Adult) to 2.7 (Bank) runs by CPU time (scoring and the samples'
-extra sweeps included); then the final run on the whole release with the chosen λθ (identical to
-``run --lambda-theta <value>``).  Results (600 iterations, seed 0): Adult chooses λθ = 52.5
-(m = 1), the best of the grid on test, Bank λθ = 26.25 (m = 1/4), also the best; see
-docs/lambda_auto.md for the tables.
+Cost: two paths of iterations/2 + 7·iterations/10 PCD iterations on half-size releases
+(about 2.5 training runs), then the final run on the whole release; measured, with the
+choices on Adult and Bank, in docs/lambda_auto.md (``benchmarks/lambda_auto.py``).
 """
 
 from __future__ import annotations
