@@ -639,7 +639,7 @@ class PCDTrainer:
         return self._noise_targets
 
     def _box_targets(self, d_hat: np.ndarray, c_hat: np.ndarray, tg: Targets) -> Targets:
-        """Suppressed rows (issue 17) as 0 ≤ d ≤ k: ``suppression.box_targets``; else ``tg``."""
+        """Suppressed rows as 0 ≤ d ≤ k: ``suppression.box_targets``; else ``tg``."""
         box = self.data.suppression
         if box is None:
             return tg

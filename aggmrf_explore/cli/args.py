@@ -325,7 +325,7 @@ def make_mechanism(args: argparse.Namespace, layout: TableLayout, epsilon: float
     return build(kind, epsilon, delta, layout, args.accounting, args.calibration)
 
 
-# ---------------------------------------------------------------------- before any work (issue 13)
+# ---------------------------------------------------------------------- before any work
 def check_numbers(args: argparse.Namespace) -> None:
     """How the number flags fit together, checked before any work (each flag's own range is
     checked while parsing, :mod:`.numbers`): ε/δ with the mechanism, ``--n`` of xor."""

@@ -137,7 +137,7 @@ def print_tables_run(out: dict) -> None:
     printable["models"] = {"mrf": {"nllh_test": m.get("nllh_test"), "seconds": m["seconds"]}}
     print_run(printable)
     sup = out.get("suppression")
-    if sup:  # issue 17: rows absent from tables with a threshold, trained as 0 ≤ d ≤ k
+    if sup:  # rows absent from tables with a threshold, trained as 0 ≤ d ≤ k
         print(f"suppressed rows: {sup['suppressed_rows']} of {sup['rows']} in "
               f"{sup['tables_with_threshold']} table(s) with a threshold "
               "(absent ⇔ true count ≤ k; trained as 0 ≤ d ≤ k)")  # fmt: skip

@@ -9,7 +9,7 @@ independent releases; on each, three models trained on the noisy tables:
 
 against the noiseless MRF and the logistic skyline on records.
 
-``--privacy central,local`` (issue 18): at each ε and seed a central release (as above) and/or
+``--privacy central,local``: at each ε and seed a central release (as above) and/or
 a local one (``local_privacy.local_release``: randomized response on every training record
 at a person's ε, split equally over the fields, channel inverted), and on each the plain MRF
 (projected) and MRF-N (per-cell Gaussian σ for the local tables): models "central MRF",
@@ -20,7 +20,7 @@ per ε, model and noise seed) and PREFIX.png (test NLLH against ε: mean over th
 error bars ± 1 standard deviation).  ``--quick``: ε 1 and 10, 2 seeds, 150 iterations (each
 overridable by its own flag).
 
-``--sizes`` (issue 18): every model is also trained on nested random subsamples of the
+``--sizes``: every model is also trained on nested random subsamples of the
 training records (fractions of them, or record counts; default 0.25,0.5,1 with
 ``central,local``, else all records only).  Seed k's subsamples are the first m records of
 one permutation seeded by k (the full size keeps every record in order, so its rows equal a

@@ -736,7 +736,7 @@ class Explorer(pn.viewable.Viewer):
                     sizing_mode="stretch_width",
                 ),
             ),
-            ("Suppression", self._build_suppression()),  # issue 17: cells a release left out
+            ("Suppression", self._build_suppression()),  # the cells a release left out
             dynamic=True,
             sizing_mode="stretch_width",
         )

@@ -58,7 +58,7 @@ DATASET_NAMES = {
 }
 GENERATED = ("xor", "synthetic", "criteo")  # sample size n and seed apply
 # releases that leave out small cells: {dataset: k}, pair cells with true count ≤ k absent
-# (issue 17; the AdKDD'21 rule); the trainer treats them as 0 ≤ d ≤ k
+# (the AdKDD'21 rule); the trainer treats them as 0 ≤ d ≤ k
 SUPPRESSED = {"criteo": 10.0}
 SUBSAMPLED = ("adult", "bank")  # n (optional subsample of the train split) and seed apply
 CHEAP_BASELINES = ("naive_bayes", "best_pair")

@@ -1,4 +1,4 @@
-"""The explorer's suppression view (issue 17): the model's d̂ on the cells a release left out.
+"""The explorer's suppression view: the model's d̂ on the cells a release left out.
 
 A release that drops every pair cell with true count ≤ k says of each absent cell only
 0 ≤ d ≤ k; the trainer keeps the model's d̂ inside that box (``aggmrf_explore.suppression``).

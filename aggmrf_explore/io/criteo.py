@@ -1,4 +1,4 @@
-"""The Criteo AdKDD'21 challenge format, read and written (issue 17).
+"""The Criteo AdKDD'21 challenge format, read and written.
 
 The challenge files (written by pandas, an unnamed index column first)::
 

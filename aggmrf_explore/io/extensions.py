@@ -1,4 +1,4 @@
-"""The release.json extensions of issue 17: several labels, and suppressed tables.
+"""The release.json extensions: several labels, and suppressed tables.
 
 Several labels (backward compatible: a one-label release is unchanged)
 ---------------------------------------------------------------------

@@ -8,7 +8,7 @@ The release reader (:mod:`aggmrf_explore.io.release`) calls, in order:
    ``version`` (the integer 1), ``n`` (an integer in 1 .. ``MAX_N``), the schema
    (:func:`.fields.check_schema_dict`), ``tables`` (name, 1–3 declared features, a file
    name), ``intercept`` (finite; without noise 0 ≤ label_sum ≤ count), ``noise`` (an object
-   whose numbers are finite), ``labels`` / ``suppression`` (issue 17);
+   whose numbers are finite), ``labels`` / ``suppression``;
 3. :func:`check_release_size` — the size budget (:mod:`aggmrf_explore.budget`) from the
    declared modality counts and tables, before any table file is read;
 4. :func:`table_file` — a table's ``file`` entry is a plain file name inside the release
