@@ -1,4 +1,4 @@
-"""Must-show 2 of issue 17: the AdKDD'21 setting on Criteo-shaped synthetic data.
+"""The AdKDD'21 setting on Criteo-shaped synthetic data.
 
     python benchmarks/criteo_real.py                     # 10^7 records (about 20 min on 2 cores)
     python benchmarks/criteo_real.py --n 1000000 --quick # a first look (a few minutes)

@@ -1,5 +1,5 @@
 """Which numba kernels does the explorer's first screen (XOR, Play) need, and what does each
-cost to compile on an empty cache?  (Issue 14: "compilation cut to what the first screen needs".)
+cost to compile on an empty cache?
 
     python benchmarks/explorer_kernels.py                 # parallel builds (a warm start loads them)
     python benchmarks/explorer_kernels.py --build numpy   # a first start: the numpy chain

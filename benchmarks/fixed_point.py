@@ -1,4 +1,4 @@
-"""Where does PCD converge?  Averaged PCD against the exact regularised optimum (issue 16).
+"""Where does PCD converge?  Averaged PCD against the exact regularised optimum.
 
 On three small generated problems (``datasets.synthetic``: 4–5 features, all singles and
 pairs, n = 1 000 training records) the exact regularised max-ent model (``exact.fit_exact``

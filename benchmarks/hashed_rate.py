@@ -1,4 +1,4 @@
-"""Issue 17, "high cardinality end to end": the hashed Gibbs kernel's site-update rate on the
+"""The hashed Gibbs kernel's site-update rate on the
 Criteo shape, next to the dense kernel's on Adult, measured in the same run.
 
     python benchmarks/hashed_rate.py            # n' = 10 000

@@ -1,4 +1,4 @@
-"""Must-show (2) and (3) of issue 7: choosing λθ without records, on Adult and Bank.
+"""Choosing λθ without records, on Adult and Bank.
 
 For each dataset and each λθ of the grid (multipliers m of the default rule λθ = m·T/2):
 

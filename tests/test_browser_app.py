@@ -1,4 +1,4 @@
-"""Browser tests of the explorer's controls and teaching aids (issue 14): lesson links,
+"""Browser tests of the explorer's controls and teaching aids: lesson links,
 a feature subset built by clicking, a dataset switch mid-training, the XOR triplet table,
 the ε slider of the Privacy tab, and the projector layout (1280×720, sidebar open and
 closed, keyboard shortcuts).

@@ -1,4 +1,4 @@
-"""Browser tests of the explorer's hardening (issue 13): hostile column names open no dialog
+"""Browser tests of the explorer's hardening: hostile column names open no dialog
 and add no element, a too-large upload is refused in the browser while the page keeps
 working, the two-ID-column CSV is refused without blowing up the server's memory, a link
 is read key by key, and a closed connection shows a banner.

@@ -1,4 +1,4 @@
-"""Browser test of local privacy in the explorer (issue 18): choose "Local" (randomized
+"""Browser test of local privacy in the explorer: choose "Local" (randomized
 response) in the Privacy group, see each field's ε share and keep probability, press Play
 and watch the test NLLH move.  Uses the server and browser fixtures of ``test_browser.py``."""
 

@@ -1,4 +1,4 @@
-"""Browser tests of the explorer's plots (issue 14): the data the page's figures really hold.
+"""Browser tests of the explorer's plots: the data the page's figures really hold.
 
 They serve ``apps/explorer.py`` and drive Debian's chromium like tests/test_browser.py (whose
 server and browser fixtures they reuse) and read the Bokeh data sources of the page with
@@ -91,7 +91,7 @@ def train_until(p: Page, iterations: int, timeout: float) -> int:
 
 
 def test_adult_nllh_plot_past_4500_iterations_holds_every_point(server, browser):
-    """Bug 1 of issue 14: past iteration 4 500 (⌈it / 1500⌉ = 3) the NLLH plot was empty or a
+    """A past bug: past iteration 4 500 (⌈it / 1500⌉ = 3) the NLLH plot was empty or a
     straight line.  Adult with a small n' (fast) and big ticks; NLLH every 3rd iteration."""
     p = Page(
         browser,

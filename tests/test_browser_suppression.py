@@ -1,4 +1,4 @@
-"""Browser test of the explorer's suppression view (issue 17): load the Criteo-shaped release
+"""Browser test of the explorer's suppression view: load the Criteo-shaped release
 whose pair cells with count ≤ 10 are left out, train, open the Suppression tab and read the
 plot's data from the page (``Bokeh.documents``): one finite point per suppressed row of the
 release, split into inside / outside the box 0 ≤ d ≤ k as the title counts them.  Uses the

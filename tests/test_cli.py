@@ -215,7 +215,7 @@ def test_python_dash_m_runs_the_command_line():
     assert res.stderr.startswith("error: argument --n: must be an integer from 100 "), res.stderr
 
 
-# ---------------------------------------------------------------------- one error channel (issue 13)
+# ---------------------------------------------------------------------- one error channel
 @pytest.mark.parametrize(
     "exc, says",
     [

@@ -1,4 +1,4 @@
-"""The AdKDD'21 challenge format (issue 17): import, export, round trip, malformed files, CLI."""
+"""The AdKDD'21 challenge format: import, export, round trip, malformed files, CLI."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def _every_third(n: int) -> pd.DataFrame:
 
 @pytest.mark.parametrize("n", [4296, 3907, 7600, 9000])
 def test_nllh_curve_of_a_long_run_follows_every_measured_point(n):
-    """Bug 1 of issue 14: ⌈n / 1500⌉ a multiple of 3 left no NLLH point (3 907) or a straight
+    """A past bug: ⌈n / 1500⌉ a multiple of 3 left no NLLH point (3 907) or a straight
     line between two (4 296): each series is now downsampled on its own measured rows."""
     h = _every_third(n)
     x, y = plots.nllh_data(h).layers[plots.MRF_NAME]
@@ -469,7 +469,7 @@ def test_xor_plot():
 
 
 def test_xor_title_is_computed_from_the_exact_solution():
-    """Bug 5 of issue 14: at n = 100 the exact bars are ≈ 1.0 / 0.0 / 0.8 / 0.2, not 0.9 / 0.1."""
+    """A past bug: at n = 100 the exact bars are ≈ 1.0 / 0.0 / 0.8 / 0.2, not 0.9 / 0.1."""
     frame = pd.DataFrame(
         {
             "state": ["x = (0, 0, 0)", "x = (0, 1, 1)", "x = (1, 0, 1)", "x = (1, 1, 0)"],

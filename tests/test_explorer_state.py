@@ -339,7 +339,7 @@ def test_upload_registry_columns_and_eviction():
         reg.columns(h)
 
 
-# ---------------------------------------------------------------- issue 14 (bugs 3, 4; teaching aids)
+# ---------------------------------------------------------------- teaching aids
 def test_one_feature_subset_trains_without_best_pair():
     """Building a subset by clicking starts with one feature: it must load (no "best_pair
     needs at least two features" revert), the best pair joins at two features."""

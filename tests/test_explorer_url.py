@@ -1,5 +1,5 @@
 """Explorer hardening without a browser: links read key by key, escaping of user strings,
-upload limits and the upload size budget (issue 13, explorer part; issue 14 bug 2)."""
+upload limits and the upload size budget."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def test_no_error_path_echoes_a_foreign_file(fixtures: Path, capsys):
 
 
 def test_two_id_columns_refused_fast_and_small(fixtures: Path):
-    """Issue 13, must-show 3: a clear error in < 5 s without exceeding 500 MB peak RSS.
+    """A clear error in < 5 s without exceeding 500 MB peak RSS.
 
     "5 s" is the command's CPU time (user + system, from ``getrusage``): the machine that
     runs the suite is shared, so wall time is only bounded loosely (a command that

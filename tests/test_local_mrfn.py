@@ -1,4 +1,4 @@
-"""MRF-N on a local (randomized-response) release: per-cell σ in the posterior (issue 18)."""
+"""MRF-N on a local (randomized-response) release: per-cell σ in the posterior."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Tests for aggmrf_explore.local_privacy: randomized response on records and the unbiased
-tables obtained by inverting its channel (issue 18, "what it must show" 1)."""
+tables obtained by inverting its channel."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Criteo-scale fast paths (issue 19): the one-pass PCD update is bit for bit the numpy
+"""The Criteo-scale fast paths: the one-pass PCD update is bit for bit the numpy
 expressions it replaces, the divergence reduction finds what numpy finds, and the blocked
 MH sweep (cached rows and energies, proposals gathered before the accept pass) keeps the
 chain's draws independent of how samples are split, of reusing last sweep's rows, and of

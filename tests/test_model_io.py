@@ -75,7 +75,7 @@ def test_bad_model_file(tmp_path):
         load_model(p)
 
 
-# ---------------------------------------------------------------------- hostile models (issue 13)
+# ---------------------------------------------------------------------- hostile models
 @pytest.mark.parametrize(
     "edit, pattern",
     [

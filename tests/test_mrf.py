@@ -101,7 +101,7 @@ def _exact_expectation_run(pb, settings, iterations):
 
 
 def test_fixed_point_with_exact_expectations():
-    """Issue 16: with exact expectations the unbiased ratio's fixed point is the exact
+    """With exact expectations the unbiased ratio's fixed point is the exact
     regularised optimum; the paper's ratio stops ≈ 1e-3 away (XOR, n = 500, λ_μ = 1)."""
     pb = prepare("xor", n=500, seed=0)
     states, support = xor_states(), xor_distribution()["p_x"].to_numpy() > 0
@@ -262,7 +262,7 @@ def test_update_applies_at_next_iteration(xor_problem):
 
 
 def test_divergence_keeps_the_last_good_state_and_training_continues(xor_problem):
-    """Issue 13 item 10: the step that trips the guard is rejected (nothing is stored), the
+    """The step that trips the guard is rejected (nothing is stored), the
     error names the likely cause, and training continues once α_θ is reduced."""
     enc = xor_problem.encoded
     good = default_settings(xor_problem.layout, 1000, n_gibbs=500, average=True, average_start=0)

@@ -1,4 +1,4 @@
-"""Releases with several labels (issue 17): the format, and each label's fit equals a
+"""Releases with several labels: the format, and each label's fit equals a
 single-label fit with the same seed."""
 
 from __future__ import annotations

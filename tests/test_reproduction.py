@@ -34,7 +34,7 @@ def test_full_reproduction(capsys, dataset, floor):
     res = json.loads(capsys.readouterr().out)
     m = res["models"]
     assert m["mrf"]["nllh_test"] >= floor
-    # issue 16, must-show 3 (docs/bank_gap.md): seed 0 gives 0.0015 (Adult), 0.0034 (Bank)
+    # (docs/bank_gap.md): seed 0 gives 0.0015 (Adult), 0.0034 (Bank)
     assert abs(m["mrf"]["nllh_test"] - m["logistic_pairs"]["nllh_test"]) <= 0.004
     assert m["naive_bayes"]["nllh_test"] < m["mrf"]["nllh_test"]
     assert m["best_pair"]["nllh_test"] < m["mrf"]["nllh_test"]

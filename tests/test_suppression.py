@@ -1,4 +1,4 @@
-"""Suppressed cells (issue 17): absent rows as 0 ≤ d ≤ k, in the PCD targets and exactly."""
+"""Suppressed cells: absent rows as 0 ≤ d ≤ k, in the PCD targets and exactly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Suppression (issue 17), the parts around the trainer: the model's d̂ on suppressed rows
+"""Suppression, the parts around the trainer: the model's d̂ on suppressed rows
 (per cell, per table, by sampling), splits and sub-releases of a suppressed release (what
 ``--lambda-theta auto`` fits), and the explorer view's data."""
 

@@ -21,7 +21,7 @@ MODELS = ["MRF (raw)", "MRF (projected)", "MRF-N"]
 
 def test_sweep_writes_csv_and_png(tmp_path, capsys):
     out = tmp_path / "sub" / "sweep_small"
-    (tmp_path / "sub").mkdir()  # the command line never creates directories (issue 13)
+    (tmp_path / "sub").mkdir()  # the command line never creates directories
     status = main(["sweep", *SMALL, "--epsilons", "1,10", "--mechanism", "gaussian",
                    "--delta", "1e-7", "--noise-seeds", "2", "--out", str(out), "--json"])  # fmt: skip
     assert status == 0

@@ -1,4 +1,4 @@
-"""Records needed for the same NLLH (issue 18): ``--sizes`` parsing, nested subsamples, the
+"""Records needed for the same NLLH: ``--sizes`` parsing, nested subsamples, the
 interpolation/extrapolation rule of ``sample_size.records_needed``, the theoretical count of
 ``local_privacy.records_needed_theory`` against simulation, and the sweep's records outputs."""
 

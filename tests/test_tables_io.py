@@ -210,7 +210,7 @@ def test_hand_written_noise_forms(records):
         mechanism_from_meta(["gaussian"])
 
 
-# ---------------------------------------------------------------------- hostile releases (issue 13)
+# ---------------------------------------------------------------------- hostile releases
 def _hostile_release(tmp_path):
     """A release whose labels and feature names look like spreadsheet formulas."""
     from aggmrf_explore.encoding import Encoder
