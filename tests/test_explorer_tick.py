@@ -146,7 +146,6 @@ def test_a_pause_stops_a_slice_after_its_current_iteration(explorer):
     assert s.train_slice(None, 50, while_running=True).stats == []  # paused: nothing
 
 
-
 def test_the_status_says_paused_only_once_the_last_slice_is_back(explorer, monkeypatch):
     """A Pause during a slice: "pausing" while its current iteration ends, then "paused"
     beside the iteration that stays (the page never shows "paused" and then a count that
