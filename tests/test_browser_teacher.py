@@ -50,7 +50,7 @@ def test_checkbox_text_toggles_it_and_names_it(server, browser):  # noqa: F811
         p.page.wait_for_timeout(1000)
         for name, label in CHECKBOXES.items():
             box = p.page.get_by_role("checkbox", name=label, exact=True)
-            assert box.count() == 1, f"no checkbox named {label!r} ({name})"
+            assert wait_for(lambda b=box: b.count() == 1, page=p), f"no checkbox {label!r} ({name})"
         # clicking the text (not the box) turns MRF-N on: the run uses it
         p.control("noise_aware").get_by_text(CHECKBOXES["noise_aware"], exact=True).click()
         assert wait_for(lambda: url_value(p, "noise_aware") == "true", page=p), p.page.url

@@ -35,7 +35,9 @@ class LabeledCheckbox(JSComponent):
       help.className = "aggmrf-check-help";
       help.id = "aggmrf-help-" + Math.random().toString(36).slice(2);
       box.setAttribute("aria-describedby", help.id);
-      label.append(box, text, help);
+      label.append(box, text);
+      const wrap = document.createElement("div");
+      wrap.append(label, help);  // (the help outside the label: not part of the name)
       const show = () => {
         box.checked = model.value;
         box.disabled = model.disabled;
@@ -46,7 +48,7 @@ class LabeledCheckbox(JSComponent):
       show();
       box.addEventListener("change", () => { model.value = box.checked; });
       model.on(["value", "label", "description", "disabled"], show);
-      return label;
+      return wrap;
     }
     """
     _stylesheets = [
