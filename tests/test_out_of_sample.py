@@ -10,8 +10,8 @@ from aggmrf_explore.experiment import prepare
 from aggmrf_explore.mrf import PCDTrainer, default_iterations, default_settings
 
 # benchmarks/out_of_sample.py (docs/out_of_sample.md): the default run's worst averaged gap
-# was 1.4e-3 over 20 fresh problems (and 1.5e-3 over 16 more with the same schedule); the
-# bound is ≈ 7× above it, so CI does not flake.  (The former default, plain step and 600
+# was 1.4e-3 and 1.2e-3 in two runs of 20 fresh problems (1.5e-3 over 16 more with the same
+# schedule); the bound is ≈ 7× above the worst, so CI does not flake.  (The former default, plain step and 600
 # iterations, reached 1.4e-2 on the worst of 20.)
 GAP_BOUND = 1e-2
 
