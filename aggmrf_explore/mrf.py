@@ -801,10 +801,23 @@ def divergence(
             f"{what} Likely cause: its cell has {cell}, and λ_{name} = {lam:g} is too weak to "
             f"hold it; increase λ_{name}."
         )
-    return (
+    out = (
         f"{what} Likely cause: the step size α_{name} = {alpha:g} is too large (this step "
         f"moved it by {step:.3g}); reduce α_{name}."
     )
+    if not is_theta and np.isfinite(value):
+        # the model's count of the row before this step: g_μ = d̂ − d + 2λ_μ μ_old
+        mu_old = value + alpha * upd.dir_mu[k]
+        d_hat = upd.g_mu[k] + d - 2.0 * lam * mu_old
+        if abs(d_hat - d) > 0.1 * max(abs(d), 1.0):
+            out += (
+                f" Or, if μ[{k}] climbed steadily: the model's count of this row is "
+                f"{d_hat:.6g} against its target {d:.6g}, and the other tables hold it "
+                "there; they contradict this row (an inconsistent release, e.g. folded "
+                "values whose pair rows miss their suppressed cells), and a smaller α only "
+                "delays this."
+            )
+    return out
 
 
 def expected_floor(data: AggregatedData, n_gibbs: int) -> float:

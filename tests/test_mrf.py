@@ -329,6 +329,18 @@ def test_divergence_diagnosis_names_the_cause(random_layout_data):
     mu[k] = np.nan
     msg = divergence(upd._replace(params=Params(mu, upd.params.theta)), Targets(d, c), st, lay)
     assert f"μ[{k}]" in msg and "became nan" in msg and "reduce α_μ" in msg
+    # μ past its bound while the model's count of the row stays far from its target: the
+    # message also names contradicting tables (here d̂ = d/2), not when d̂ ≈ d
+    mu = upd.params.mu.copy()
+    mu[k] = 201.0
+    g_mu = upd.g_mu.copy()
+    for d_hat, says in ((0.5 * d[k], True), (d[k], False)):
+        mu_old = mu[k] + st.step_mu * upd.dir_mu[k]
+        g_mu[k] = d_hat - d[k] + 2.0 * st.lambda_mu * mu_old
+        drift = upd._replace(params=Params(mu, upd.params.theta), g_mu=g_mu)
+        msg = divergence(drift, Targets(d, c), st, lay)
+        assert "reduce α_μ" in msg and ("contradict this row" in msg) == says
+        assert (f"count of this row is {d_hat:.6g} against its target {d[k]:.6g}" in msg) == says
 
 
 @pytest.mark.parametrize(
