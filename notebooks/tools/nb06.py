@@ -272,12 +272,16 @@ features above, all 32 561 training records, 1 000 Gibbs samples, 200 iterations
 person for both models:
 """),
 code("""
-from aggmrf_explore import mrf
+from aggmrf_explore import DivergenceError, mrf
 
 
 def held_out(data):
+    \"\"\"Held-out NLLH of the default MRF on ``data``; −∞ when training diverges.\"\"\"
     settings = mrf.default_settings(lay, data.n, n_gibbs=1000)
-    return experiment.train_mrf(adult, settings, iterations=200, data=data).nllh_test
+    try:
+        return experiment.train_mrf(adult, settings, iterations=200, data=data).nllh_test
+    except DivergenceError:
+        return -np.inf
 
 
 no_noise = held_out(adult.aggregated)
@@ -305,7 +309,8 @@ plt.show()
 """),
 md("""
 Central privacy costs almost nothing from ε = 1 up; local privacy at the same ε buries the tables
-(a held-out NLLH below 0 is worse than predicting the base rate) until ε is large. Local privacy
+(a held-out NLLH below 0 is worse than predicting the base rate; −∞: the noisy tables ask for a
+label weight beyond the trainer's bound and training stops) until ε is large. Local privacy
 protects against the curator too, and pays for it in records: its noise per row grows like
 $\\sqrt n$, so it needs many times more data for the same accuracy.
 
