@@ -240,3 +240,42 @@ def test_a_quiet_console_and_server_log_when_tabs_open_and_close(server, browser
     time.sleep(5)
     log = server.log()
     assert "WebSocketClosedError" not in log and "Traceback" not in log, log[-3000:]
+
+
+# the legend labels of the page's figures
+LEGENDS_JS = """() => {
+  const out = [];
+  for (const d of Bokeh.documents) for (const m of d._all_models.values())
+    if (m.type === "LegendItem" || (m.constructor && m.constructor.__name__ === "LegendItem"))
+      if (m.label && m.label.value) out.push(m.label.value);
+  return out;
+}"""
+
+
+def test_privacy_curve_has_a_line_per_mechanism_in_the_browser(server, browser):  # noqa: F811
+    query = "?dataset=xor&n_gibbs=2000&mechanism=laplace&epsilon=1"
+    p = AppPage(browser, server.url + query, ready="XOR")
+    try:
+        p.play()
+        p.tab("Privacy")
+        p.wait_status(lambda t: p.iteration() > 100, timeout=60)
+        p.control("mechanism").get_by_text("Gaussian", exact=True).click()  # the Laplace run ends
+        p.wait_status(lambda t: p.iteration() < 100, timeout=30)
+        p.wait_status(lambda t: p.iteration() > 100, timeout=60)
+        p.control("mechanism").get_by_text("Laplace", exact=True).click()  # the Gaussian run ends
+
+        def both() -> bool:
+            labels = p.page.evaluate(LEGENDS_JS)
+            return all(
+                any(t.startswith(f"{m} · MRF") for t in labels) for m in ("Laplace", "Gaussian")
+            )
+
+        assert wait_for(both, timeout=20, page=p), (
+            p.page.evaluate(LEGENDS_JS),
+            p.text(".aggmrf-privacy-runs")[:300],
+        )
+        runs = p.text(".aggmrf-privacy-runs")
+        assert "laplace" in runs and "gaussian" in runs, runs
+        assert not p.errors, p.errors
+    finally:
+        p.close()
