@@ -18,7 +18,7 @@ Rule (stated in the CSV's ``status`` column):
 * ``below``: the smallest size already reaches the target: ``records_needed`` is that size,
   an "at most".
 
-The theoretical reference is ``local_privacy.records_needed_theory``.
+The theoretical reference is ``privacy.local.records_needed_theory``.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def test_duckdb_size_cap(tmp_path):
 
 # ------------------------------------------------------------------------- local ε
 def test_local_mechanism_refuses_an_unusable_channel():
-    from aggmrf_explore.local_privacy import MIN_GAP, RandomizedResponse, min_local_epsilon
+    from aggmrf_explore.privacy.local import MIN_GAP, RandomizedResponse, min_local_epsilon
 
     with pytest.raises(AggMRFError, match="ε ≥"):
         RandomizedResponse(1e-300, (2, 3))
@@ -161,7 +161,7 @@ def test_local_mechanism_refuses_an_unusable_channel():
 
 
 def test_local_release_at_the_floor_is_finite():
-    from aggmrf_explore.local_privacy import local_release, make_local_mechanism, min_local_epsilon
+    from aggmrf_explore.privacy.local import local_release, make_local_mechanism, min_local_epsilon
 
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.integers(0, 3, 500), rng.integers(0, 4, 500)])

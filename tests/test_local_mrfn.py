@@ -9,8 +9,8 @@ import pytest
 
 from aggmrf_explore import AggMRFError, mrf
 from aggmrf_explore.experiment import prepare, train_mrf
-from aggmrf_explore.local_privacy import local_release, make_local_mechanism
 from aggmrf_explore.privacy import make_mechanism, noise_aware_targets, posterior_mean_counts
+from aggmrf_explore.privacy.local import local_release, make_local_mechanism
 
 
 def test_constant_sigma_array_matches_the_mechanism_bit_for_bit():

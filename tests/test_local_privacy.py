@@ -1,4 +1,4 @@
-"""Tests for aggmrf_explore.local_privacy: randomized response on records and the unbiased
+"""Tests for aggmrf_explore.privacy.local: randomized response on records and the unbiased
 tables obtained by inverting its channel."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from aggmrf_explore import AggMRFError, TableLayout, aggregate
-from aggmrf_explore.local_privacy import (
+from aggmrf_explore.privacy.local import (
     CellGaussianNoise,
     RandomizedResponse,
     apply_channel,

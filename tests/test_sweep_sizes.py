@@ -1,6 +1,6 @@
 """Records needed for the same NLLH: ``--sizes`` parsing, nested subsamples, the
 interpolation/extrapolation rule of ``sample_size.records_needed``, the theoretical count of
-``local_privacy.records_needed_theory`` against simulation, and the sweep's records outputs."""
+``privacy.local.records_needed_theory`` against simulation, and the sweep's records outputs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from aggmrf_explore import AggMRFError
 from aggmrf_explore.cli import main
 from aggmrf_explore.datasets.generated import expected_tables
-from aggmrf_explore.local_privacy import (
+from aggmrf_explore.privacy.local import (
     local_release,
     make_local_mechanism,
     records_needed_theory,

@@ -10,7 +10,7 @@ independent releases; on each, three models trained on the noisy tables:
 against the noiseless MRF and the logistic skyline on records.
 
 ``--privacy central,local``: at each ε and seed a central release (as above) and/or
-a local one (``local_privacy.local_release``: randomized response on every training record
+a local one (``privacy.local.local_release``: randomized response on every training record
 at a person's ε, split equally over the fields, channel inverted), and on each the plain MRF
 (projected) and MRF-N (per-cell Gaussian σ for the local tables): models "central MRF",
 "central MRF-N", "local MRF", "local MRF-N".  The CSV gains ``privacy`` and ``noise_rms``
@@ -29,7 +29,7 @@ gains ``n_records``; PREFIX.png shows the full size.  With central and local pri
 ≥ 2 sizes, PREFIX_records.csv and PREFIX_records.png give, per ε, the records local privacy
 needs for the test NLLH central privacy gets with n_c records (``sample_size.records_table``:
 the rule for interpolated, extrapolated and "beyond" points is in ``sample_size``), against
-the theoretical count of ``local_privacy.records_needed_theory`` (dashed).
+the theoretical count of ``privacy.local.records_needed_theory`` (dashed).
 """
 
 from __future__ import annotations
@@ -135,8 +135,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..errors import DivergenceError
     from ..experiment import train_mrf
     from ..io.formula import neutralise_frame
-    from ..local_privacy import records_needed_theory
     from ..privacy import make_mechanism, release
+    from ..privacy.local import records_needed_theory
     from ..sample_size import nested_subsample, records_table, resolve_sizes
     from ..tables import aggregate
 
@@ -381,7 +381,7 @@ def records_plot(
 
     Filled markers: interpolated between measured sizes; hollow: extrapolated (≤ 10 × the
     largest size); ▲ at the bound: more than 10 × the largest size; ▼: at most the smallest
-    size.  Dashed: ``local_privacy.records_needed_theory``.  ``table``: ``sweep_summary`` of
+    size.  Dashed: ``privacy.local.records_needed_theory``.  ``table``: ``sweep_summary`` of
     the sweep's rows (with ``n_records``); ``need``: ``sample_size.records_table``.
     """
     import matplotlib

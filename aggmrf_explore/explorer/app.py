@@ -1177,7 +1177,7 @@ class Explorer(pn.viewable.Viewer):
 
     def _local_fields_text(self) -> str:
         """Local privacy: each field's ε share and keep probability (markdown table)."""
-        from ..local_privacy import make_local_mechanism
+        from ..privacy.local import make_local_mechanism
 
         s = self.session
         try:

@@ -331,7 +331,7 @@ def get_release(
     bundle: ProblemBundle, mechanism: str, epsilon, delta, accounting, calibration, seed
 ):
     """(noisy AggregatedData, mechanism) for a problem, cached; mechanism "none" → exact data;
-    "local": every training record through randomized response at ε (``local_privacy``;
+    "local": every training record through randomized response at ε (``privacy.local``;
     δ, accounting and calibration do not apply), the channel inverted."""
     if mechanism == "none":
         return bundle.aggregated, None
@@ -341,7 +341,7 @@ def get_release(
         from .. import privacy
 
         if mechanism == "local":
-            from ..local_privacy import local_release, make_local_mechanism
+            from ..privacy.local import local_release, make_local_mechanism
 
             enc = bundle.encoded
             mech = make_local_mechanism(epsilon, bundle.layout)

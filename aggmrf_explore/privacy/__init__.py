@@ -7,9 +7,12 @@
 * :mod:`.sampling` — exact integer samplers: secure (OpenDP) and seeded (simulations);
 * :mod:`.release` — ``release`` (a seeded simulation, any mechanism) and ``publish`` (a
   release for others);
-* :mod:`.posterior` — MRF-N's posterior means of the exact counts.
+* :mod:`.posterior` — MRF-N's posterior means of the exact counts;
+* :mod:`.local` — local privacy: randomized response on records and unbiased tables by
+  channel inversion (``privacy.local``, imported with the package).
 """
 
+from . import local
 from .calibration import (
     CALIBRATIONS,
     ClassicGaussianWarning,
@@ -49,6 +52,7 @@ from .posterior import (
 from .release import INSECURE_SEED, SECURE, SIMULATION, composed_epsilon, publish, release
 
 __all__ = [
+    "local",
     "ACCOUNTINGS",
     "CALIBRATIONS",
     "DISCRETE",

@@ -19,8 +19,8 @@ mechanism                 values      guarantee                     use
 ========================  ==========  ============================  ===================
 
 ``local`` is randomized response on every record before aggregation
-(:class:`~aggmrf_explore.local_privacy.RandomizedResponse`); its tables are unbiased
-estimates, and their noise model is per cell (``local_privacy.CellGaussianNoise``).
+(:class:`~aggmrf_explore.privacy.local.RandomizedResponse`); its tables are unbiased
+estimates, and their noise model is per cell (``privacy.local.CellGaussianNoise``).
 
 Floating-point noise added to counts leaks through its low bits (Mironov 2012), so
 releases handed to others use the discrete mechanisms (:func:`.release.publish`).
@@ -49,7 +49,6 @@ from typing import ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import AggMRFError
-from ..local_privacy import make_local_mechanism
 from ..settings import setting
 from ..tables import AggregatedData, TableLayout
 from . import sampling
@@ -67,6 +66,7 @@ from .checks import choice as _choice
 from .checks import delta_value as _delta
 from .checks import generator as _rng
 from .checks import positive_finite as _positive_finite
+from .local import make_local_mechanism
 
 __all__ = [
     "Mechanism",
@@ -533,7 +533,7 @@ def make_mechanism(
     used by the continuous Gaussian only, the sensitivity from ``sensitivity(layout,
     accounting)``), or :data:`LOCAL` (randomized response on each record at ε per person,
     split equally over the fields, the label protected: ``layout`` must be a TableLayout,
-    δ, accounting and calibration do not apply; ``local_privacy.make_local_mechanism``
+    δ, accounting and calibration do not apply; ``privacy.local.make_local_mechanism``
     gives the other splits).
     """
     kind = _choice("mechanism", name, (*MECHANISMS, LOCAL))

@@ -176,7 +176,7 @@ def noise_aware_targets(
     s = n / n' lets a large released value pull the target up.
     d_hat, c_hat : the model's expected counts and label sums (counts), shape (K,).
 
-    A local release (``local_privacy.local_release``; ``data.noise`` a ``CellGaussianNoise``)
+    A local release (``privacy.local.local_release``; ``data.noise`` a ``CellGaussianNoise``)
     is treated with the approximation b_j = A_j + L_j, L_j ~ N(0, σ_j²) independent per cell
     (σ_j = ``sigma_d[j]`` / ``sigma_c[j]``): the channel-inversion error is a sum over the
     records, so near-Gaussian, but its cross-cell covariances are ignored.  σ_j is
@@ -201,7 +201,7 @@ def noise_aware_targets(
     prior_d = np.maximum(d_hat[rel], floor) if floor > 0.0 else d_hat[rel]
     prior_c = np.maximum(c_hat[rel], floor) if floor > 0.0 else c_hat[rel]
     noise_d = noise_c = data.noise
-    if hasattr(data.noise, "sigma_d"):  # local_privacy.CellGaussianNoise: one σ per row
+    if hasattr(data.noise, "sigma_d"):  # privacy.local.CellGaussianNoise: one σ per row
         cell = data.noise.at_model(data.layout, d_hat, c_hat) if data.noise.refresh else data.noise
         noise_d = np.asarray(cell.sigma_d, dtype=np.float64)[rel]
         noise_c = np.asarray(cell.sigma_c, dtype=np.float64)[rel]

@@ -42,12 +42,12 @@ proportion to $\\ln k$ (`split="log-k"`), which keeps the keep probabilities of 
 fields closer. Adult with four small features, ε = 4 per person:
 """),
 code("""
-from aggmrf_explore import experiment, local_privacy, privacy
+from aggmrf_explore import experiment, privacy
 
 features = ["relationship", "education-num", "capital-gain", "age"]
 adult = experiment.prepare("adult", features=features)
 lay, enc = adult.layout, adult.encoded
-rr = local_privacy.make_local_mechanism(4.0, lay)
+rr = privacy.local.make_local_mechanism(4.0, lay)
 print(rr.fields(lay.feature_names).round(3).to_string(index=False))
 print("total ε =", round(float(rr.feature_epsilons.sum() + rr.label_epsilon), 12))
 """, check=True),
@@ -62,7 +62,7 @@ largest ratio over all reports:
 code("""
 for f, name in enumerate(lay.feature_names):
     k = int(lay.n_modalities[f])
-    C = local_privacy.channel_matrix(k, *rr.feature_channel(f))
+    C = privacy.local.channel_matrix(k, *rr.feature_channel(f))
     worst = max((C[:, a] / C[:, b]).max() for a in range(k) for b in range(k) if a != b)
     print(f"{name:14s} k = {k:2d}: max ratio / e^ε_f = {worst / np.exp(rr.feature_epsilons[f]):.12f}")
 """, check=True),
@@ -106,13 +106,13 @@ code("""
 Xt, yt = rr.randomize(enc.X_train, enc.y_train, rng=1)
 from aggmrf_explore import aggregate
 observed = aggregate(Xt, yt, lay)
-estimate = local_privacy.unbiased_tables(observed, rr)
+estimate = privacy.local.unbiased_tables(observed, rr)
 t = lay.table_index(["relationship", "education-num"])
 rows = slice(lay.offsets[t], lay.offsets[t + 1])
 k1, k2 = (int(lay.n_modalities[f]) for f in lay.tables[t])
-big = np.kron(np.kron(local_privacy.channel_matrix(k1, *rr.feature_channel(lay.tables[t][0])),
-                      local_privacy.channel_matrix(k2, *rr.feature_channel(lay.tables[t][1]))),
-              local_privacy.channel_matrix(2, *rr.label_channel))
+big = np.kron(np.kron(privacy.local.channel_matrix(k1, *rr.feature_channel(lay.tables[t][0])),
+                      privacy.local.channel_matrix(k2, *rr.feature_channel(lay.tables[t][1]))),
+              privacy.local.channel_matrix(2, *rr.label_channel))
 O = np.stack([observed.d[rows] - observed.c[rows], observed.c[rows]], axis=-1).ravel()
 dense = np.linalg.solve(big, O).reshape(-1, 2)
 print("dense system:", big.shape)
@@ -144,13 +144,13 @@ error here is the closed-form one (§6.3) divided by $\\sqrt{500}$.
 """),
 code("""
 small = experiment.prepare("adult", features=features, n=2000, seed=0)
-rr_small = local_privacy.make_local_mechanism(4.0, small.layout)
-runs = [local_privacy.local_release(small.encoded.X_train, small.encoded.y_train, small.layout, rr_small, seed=s)
+rr_small = privacy.local.make_local_mechanism(4.0, small.layout)
+runs = [privacy.local.local_release(small.encoded.X_train, small.encoded.y_train, small.layout, rr_small, seed=s)
         for s in range(500)]
 D = np.array([r.d for r in runs])
 C = np.array([r.c for r in runs])
 truth = small.aggregated
-var_d, var_c = local_privacy.local_variances(small.layout, rr_small, truth.d, truth.c)
+var_d, var_c = privacy.local.local_variances(small.layout, rr_small, truth.d, truth.c)
 z_d = (D.mean(0) - truth.d)[1:] / np.sqrt(var_d[1:] / 500)     # row 0 (the total n) is exact
 z_c = (C.mean(0) - truth.c) / np.sqrt(var_c / 500)
 print(f"{z_d.size + z_c.size} cells: largest |z| = {max(abs(z_d).max(), abs(z_c).max()):.2f}")
@@ -171,7 +171,7 @@ $$\\mathrm{Cov}(\\hat T) = A\\,\\mathrm{diag}(C T)\\,A^\\top - \\mathrm{diag}(T)
 
 The diagonal needs no big matrix either: $\\mathrm{Var}(\\hat T_j) = [(A\\circ A)(C T)]_j - T_j$ and
 $A_f \\circ A_f = ((1-2q)I + q^2\\mathbf 1\\mathbf 1^\\top)/(p-q)^2$ has the same structure
-(`local_privacy.cell_variances`; the dense `cell_covariance` for small tables). Check against the
+(`privacy.local.cell_variances`; the dense `cell_covariance` for small tables). Check against the
 500 runs above:
 """),
 code("""
@@ -193,10 +193,10 @@ for start in range(0, S, chunk):
     Xt, yt = rr_small.randomize(np.tile(Xs, (chunk, 1)), np.tile(ys, chunk), rng=start)
     cell = (Xt[:, f1] * k2 + Xt[:, f2]).reshape(chunk, -1) + (np.arange(chunk) * k1 * k2)[:, None]
     obs = np.bincount(cell.ravel(), minlength=chunk * k1 * k2).reshape(chunk, k1, k2)
-    runs_t.append(local_privacy.invert_channel(obs, [(1.0, 0.0), *chans]))  # run axis: identity
+    runs_t.append(privacy.local.invert_channel(obs, [(1.0, 0.0), *chans]))  # run axis: identity
 runs_t = np.concatenate(runs_t).reshape(S, -1)
 sl = slice(small.layout.offsets[t_s], small.layout.offsets[t_s + 1])
-cov = local_privacy.cell_covariance(truth.d[sl].reshape(k1, k2), chans)
+cov = privacy.local.cell_covariance(truth.d[sl].reshape(k1, k2), chans)
 emp = np.cov(runs_t, rowvar=False)
 print(f"relationship × capital-gain ({cov.shape[0]} cells, {S} runs): "
       f"‖empirical − closed form‖ / ‖closed form‖ < 10 %: {np.linalg.norm(emp - cov) / np.linalg.norm(cov) < 0.10}")
@@ -229,8 +229,8 @@ $\\sqrt n$, even for an empty cell. Central noise is added once per row, with a 
 the number of tables, whatever $n$. Exactly, from the closed form (scale the tables by 4):
 """),
 code("""
-v1, _ = local_privacy.local_variances(lay, rr, adult.aggregated.d, adult.aggregated.c)
-v4, _ = local_privacy.local_variances(lay, rr, 4 * adult.aggregated.d, 4 * adult.aggregated.c)
+v1, _ = privacy.local.local_variances(lay, rr, adult.aggregated.d, adult.aggregated.c)
+v4, _ = privacy.local.local_variances(lay, rr, 4 * adult.aggregated.d, 4 * adult.aggregated.c)
 print("local variance ratio for 4× the records:", np.round(np.median(v4[rel] / v1[rel]), 6))
 gauss = privacy.make_mechanism("gaussian", epsilon=4.0, delta=1e-7, layout=lay)
 print(f"central Gaussian σ at ε = 4 (any n): {gauss.sigma:.2f} records")
@@ -240,8 +240,8 @@ ns = np.geomspace(1000, 1_000_000, 13)
 scale = ns / adult.n_train
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 for eps in (4.0, 16.0):
-    m = local_privacy.make_local_mechanism(eps, lay)
-    v, _ = local_privacy.local_variances(lay, m, adult.aggregated.d, adult.aggregated.c)
+    m = privacy.local.make_local_mechanism(eps, lay)
+    v, _ = privacy.local.local_variances(lay, m, adult.aggregated.d, adult.aggregated.c)
     sd = np.sqrt(np.median(v[rel]) * scale)
     g = privacy.make_mechanism("gaussian", epsilon=eps, delta=1e-7, layout=lay).sigma
     axes[0].loglog(ns, sd, "-", label=f"local, ε = {eps:g}")
@@ -288,7 +288,7 @@ no_noise = held_out(adult.aggregated)
 results = []
 for eps in (1.0, 4.0, 8.0, 16.0, 32.0, 64.0):
     central = privacy.release(adult.aggregated, privacy.make_mechanism("gaussian", epsilon=eps, delta=1e-7, layout=lay), seed=0)
-    local = local_privacy.local_release(enc.X_train, enc.y_train, lay, local_privacy.make_local_mechanism(eps, lay), seed=0)
+    local = privacy.local.local_release(enc.X_train, enc.y_train, lay, privacy.local.make_local_mechanism(eps, lay), seed=0)
     results.append({"ε": eps, "central MRF": held_out(central), "local MRF": held_out(local),
                  "local median row sd": np.median(local.noise.sigma_d[rel])})
 comparison = pd.DataFrame(results)
@@ -332,8 +332,8 @@ ones (capital-gain, the label) less. The pair rows, dominated by the wide fields
 markedly less noisy (the median sd roughly halves); the label sums of binary fields pay for it:
 """, """
 for split in ("equal", "log-k"):
-    m = local_privacy.make_local_mechanism(4.0, lay, split=split)
-    v, _ = local_privacy.local_variances(lay, m, adult.aggregated.d, adult.aggregated.c)
+    m = privacy.local.make_local_mechanism(4.0, lay, split=split)
+    v, _ = privacy.local.local_variances(lay, m, adult.aggregated.d, adult.aggregated.c)
     pairs = np.isin(lay.row_table(), [i for i, t in enumerate(lay.tables) if len(t) == 2])
     print(f"{split:6s} ε per field {np.round(np.r_[m.feature_epsilons, m.label_epsilon], 2)}, "
           f"median pair-row sd {np.sqrt(np.median(v[pairs])):.0f}")
@@ -343,7 +343,7 @@ answer("""
 relative error is σ/count. Equal relative error at $n'$ records: $\\mathrm{sd}_{\\text{local}}(n)\\sqrt{n'/n}\\,/\\,(\\text{count}\\cdot n'/n) = \\sigma/\\text{count}$,
 so $n' = n\\,(\\mathrm{sd}_{\\text{local}}/\\sigma)^2$:
 """, """
-v, _ = local_privacy.local_variances(lay, rr, adult.aggregated.d, adult.aggregated.c)
+v, _ = privacy.local.local_variances(lay, rr, adult.aggregated.d, adult.aggregated.c)
 sd_local = np.sqrt(np.median(v[rel]))
 sigma = privacy.make_mechanism("gaussian", epsilon=4.0, delta=1e-7, layout=lay).sigma
 print(f"local sd {sd_local:.0f}, central σ {sigma:.1f}: n' ≈ {adult.n_train * (sd_local / sigma) ** 2:,.0f} records")
@@ -354,11 +354,11 @@ inverse, and the variance formula adds nothing along that axis. Then $d$ is exac
 $\\hat c = (\\tilde c - q_y d)/(p_y - q_y)$: the variance of $\\hat c_j$ grows only with the $d_j$ records
 *in row j*, not with all $n$. On the relationship × education-num table:
 """, """
-label_only = local_privacy.RandomizedResponse(4.0, (1,), protect_label=True)  # all ε on the label
+label_only = privacy.local.RandomizedResponse(4.0, (1,), protect_label=True)  # all ε on the label
 public = (1.0, 0.0)
 T_full = np.stack([adult.aggregated.d[rows] - adult.aggregated.c[rows], adult.aggregated.c[rows]], axis=-1)
-var_label_only = local_privacy.cell_variances(T_full, [public, label_only.label_channel])[:, 1]
-_, var_all = local_privacy.local_variances(lay, rr, adult.aggregated.d, adult.aggregated.c)
+var_label_only = privacy.local.cell_variances(T_full, [public, label_only.label_channel])[:, 1]
+_, var_all = privacy.local.local_variances(lay, rr, adult.aggregated.d, adult.aggregated.c)
 print(f"median sd of ĉ, label only: {np.sqrt(np.median(var_label_only)):.1f}; "
       f"every field randomized: {np.sqrt(np.median(var_all[rows])):.0f}")
 """),

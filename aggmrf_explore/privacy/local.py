@@ -89,8 +89,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from .errors import AggMRFError
-from .tables import AggregatedData, TableLayout, aggregate
+from ..errors import AggMRFError
+from ..tables import AggregatedData, TableLayout, aggregate
 
 __all__ = [
     "SPLITS",
