@@ -8,7 +8,8 @@ without one, and no third-party deprecation notice in the console.
   name, and a grid without rows.  Every second the script names each such element
   that has no name yet (a slider after its control's label, the buttons "increase" /
   "decrease"), marks the sidebar's list as layout and the grid's body as its rows.
-  Panel draws inside shadow roots: the script walks them.
+  Panel draws inside shadow roots: the script walks them.  It also names the page's
+  regions (main, the controls' sidebar, the header's run controls).
 * Bokeh builds Choices.js (the feature and hide pickers) without its ``allowHTML``
   option, and Choices.js then warns once per picker that the default will change.  The
   explorer escapes the labels it gives the pickers itself, so the notice, addressed to
@@ -73,7 +74,16 @@ PAGE_JS = r"""
       }
     }
   }
-  setInterval(() => fix(document), 1000);
+  function landmarks() {
+    const roles = {main: "main", sidebar: "complementary", "header-items": "toolbar"};
+    for (const [id, role] of Object.entries(roles)) {
+      const el = document.getElementById(id);
+      if (el && !el.hasAttribute("role")) el.setAttribute("role", role);
+    }
+    const side = document.getElementById("sidebar");
+    if (side && !side.hasAttribute("aria-label")) side.setAttribute("aria-label", "controls");
+  }
+  setInterval(() => { landmarks(); fix(document); }, 1000);
 })();
 """
 
