@@ -306,7 +306,7 @@ def model_counts(
 
 def split_suppression(box: Suppression | None, fraction: float) -> Suppression | None:
     """The suppression of one part of a release thinned at ``fraction`` (each record kept
-    with probability f; ``model_selection.split_release``).
+    with probability f; ``selection.releases.split_release``).
 
     The suppressed rows are the same: a row absent from the full release had true count
     D ≤ k, and its part holds D_A ≤ D ≤ k records.  The bound becomes f·k: the part's model
@@ -331,7 +331,7 @@ def split_suppression(box: Suppression | None, fraction: float) -> Suppression |
 
 def sub_suppression(box: Suppression | None, layout, keep: Sequence[int]) -> Suppression | None:
     """The suppression of the sub-release of ``layout``'s tables ``keep`` (sorted table
-    indices; the intercept row first when the layout has one), as ``model_selection
+    indices; the intercept row first when the layout has one), as ``selection.releases
     .sub_release`` builds it: rows and bounds restricted, thresholds renumbered.  None when
     no kept table declares a threshold."""
     if box is None:

@@ -7,7 +7,7 @@ For each dataset and each λθ of the grid (multipliers m of the default rule λ
   records aggregated into the same tables: what an analyst would receive for another period);
 * the split-release CV score that ``--lambda-theta auto`` computes from the training release
   alone (warm-started paths on two thinned halves), and the leave-tables-out CV score
-  (``--lto``, the other records-free method of aggmrf_explore.model_selection).
+  (``--lto``, the other records-free method of aggmrf_explore.selection.lambda_theta).
 
 Prints the grid table; the λθ chosen by ``auto`` (split CV, one-standard-error rule) with its
 test NLLH beside the best test NLLH of the grid; the choices of the other metrics and rules;
@@ -30,16 +30,14 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from aggmrf_explore.experiment import prepare, train_mrf
-from aggmrf_explore.model_selection import (
+from aggmrf_explore.mrf import PCDTrainer, default_settings
+from aggmrf_explore.selection.lambda_theta import (
     DEFAULT_MULTIPLIERS,
-    aggregated_nllh,
     choose_lambda_theta,
-    cross_fit_nllh,
     lambda_grid,
     leave_tables_out,
-    sample_codes,
 )
-from aggmrf_explore.mrf import PCDTrainer, default_settings
+from aggmrf_explore.selection.scores import aggregated_nllh, cross_fit_nllh, sample_codes
 from aggmrf_explore.tables import aggregate
 
 FMT = {"float_format": lambda v: f"{v:.4f}", "index": False}

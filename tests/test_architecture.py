@@ -127,7 +127,6 @@ DEBT_MODULES = {
     "explorer/plots.py": 1000,
     "encoding.py": 960,
     "explorer/store.py": 950,
-    "model_selection.py": 850,
 }
 DEBT_CLASSES = {"explorer/app.py:Explorer": 1550, "explorer/store.py:ExplorerSession": 800}
 

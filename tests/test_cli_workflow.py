@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from aggmrf_explore.cli import main
-from aggmrf_explore.model_selection import DEFAULT_MULTIPLIERS
+from aggmrf_explore.selection.lambda_theta import DEFAULT_MULTIPLIERS
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Model selection: the aggregated-only metric and λθ selection, on small synthetic data."""
+"""selection/: aggregated-only scores, sub-releases and the λθ choice, on small synthetic data."""
 
 from __future__ import annotations
 
@@ -8,19 +8,20 @@ import pytest
 
 from aggmrf_explore import AggMRFError, aggregate
 from aggmrf_explore.experiment import prepare
-from aggmrf_explore.model_selection import (
-    aggregated_nllh,
+from aggmrf_explore.mrf import MRFModel, PCDTrainer, default_settings, sigmoid
+from aggmrf_explore.selection.lambda_theta import (
     choose_lambda_theta,
-    cross_fit_losses,
-    cross_fit_nllh,
     fit_path,
     lambda_grid,
     pick,
-    sample_codes,
-    split_release,
-    sub_release,
 )
-from aggmrf_explore.mrf import MRFModel, PCDTrainer, default_settings, sigmoid
+from aggmrf_explore.selection.releases import split_release, sub_release
+from aggmrf_explore.selection.scores import (
+    aggregated_nllh,
+    cross_fit_losses,
+    cross_fit_nllh,
+    sample_codes,
+)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,7 @@ def test_pick_one_standard_error_rule():
 
 def test_paired_standard_error_of_the_grid(problem, trained):
     """score and se of the grid table follow from the per-table log-likelihoods."""
-    from aggmrf_explore.model_selection import _Units
+    from aggmrf_explore.selection.lambda_theta import _Units
 
     enc = problem.encoded
     second = aggregate(enc.X_test, enc.y_test, problem.layout)
@@ -253,7 +254,7 @@ def test_choose_with_second_release_uses_cross_fit(problem):
 def test_hashed_tables_keep_their_buckets():
     """Sub-releases keep a table's hash size, and the rows used for per-row rates are the
     hashed buckets (layout.rows), not Σ code·stride."""
-    from aggmrf_explore.model_selection import predicted_rates
+    from aggmrf_explore.selection.scores import predicted_rates
     from aggmrf_explore.tables import TableLayout, aggregate
 
     rng = np.random.default_rng(1)

@@ -18,8 +18,9 @@ from aggmrf_explore.explorer.suppression_view import (
     suppression_data,
 )
 from aggmrf_explore.kernels import make_chain
-from aggmrf_explore.model_selection import choose_lambda_theta, split_release, sub_release
 from aggmrf_explore.privacy import GaussianMechanism, release
+from aggmrf_explore.selection.lambda_theta import choose_lambda_theta
+from aggmrf_explore.selection.releases import split_release, sub_release
 from aggmrf_explore.suppression import (
     apply_suppression,
     model_counts,

@@ -1,5 +1,5 @@
 """Records needed for the same NLLH: ``--sizes`` parsing, nested subsamples, the
-interpolation/extrapolation rule of ``sample_size.records_needed``, the theoretical count of
+interpolation/extrapolation rule of ``selection.sample_size.records_needed``, the theoretical count of
 ``privacy.local.records_needed_theory`` against simulation, and the sweep's records outputs."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from aggmrf_explore.privacy.local import (
     make_local_mechanism,
     records_needed_theory,
 )
-from aggmrf_explore.sample_size import (
+from aggmrf_explore.selection.sample_size import (
     nested_subsample,
     parse_sizes,
     records_needed,

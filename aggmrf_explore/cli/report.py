@@ -157,7 +157,7 @@ def print_tables_run(out: dict) -> None:
               f"{v['lambda_theta']:g}, {v['iterations']} iterations (sample NLLH {v['sample_nllh']:.4f})")  # fmt: skip
     if "aggregated_nllh" in m:
         print("aggregated-only validation on the second release "
-              "(see aggmrf_explore.model_selection):")  # fmt: skip
+              "(see aggmrf_explore.selection):")  # fmt: skip
         print(f"  cross-fit NLLH   {m['cross_fit_nllh']:.4f}  (estimates the record-level NLLH)")
         print(f"  cell-level NLLH  {m['aggregated_nllh']:.4f}  (label sums of its table cells)")
     if "lambda_theta_auto" in out:

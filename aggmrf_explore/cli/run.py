@@ -3,7 +3,7 @@
 - on records (``--dataset`` / ``--csv``): exact or privacy-noised tables, plus the baselines;
 - records-free (``--tables``): on a release, scored on records with ``--test-csv`` and on a
   second release with ``--validation-tables`` (the aggregated-only metrics);
-- ``--lambda-theta auto``: λθ chosen from the tables alone (model_selection);
+- ``--lambda-theta auto``: λθ chosen from the tables alone (selection.lambda_theta);
 - ``--export-model``: the fitted model, for ``predict``.
 """
 
@@ -54,7 +54,7 @@ def chain_factory_for(args: argparse.Namespace):
 def auto_lambda(args: argparse.Namespace, data, settings, iterations: int, validation=None):
     """(settings with the chosen λθ, LambdaChoice), chosen from the release ``data`` only
     (and the second release ``validation`` if given); ``iterations`` per candidate fit."""
-    from ..model_selection import choose_lambda_theta
+    from ..selection.lambda_theta import choose_lambda_theta
 
     over = {
         k: v
@@ -195,8 +195,9 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
     from ..callbacks import Progress
     from ..io import read_release
     from ..metrics import nllh
-    from ..model_selection import aggregated_nllh, fit_reference, sample_codes
     from ..mrf import PCDTrainer
+    from ..selection.lambda_theta import fit_reference
+    from ..selection.scores import aggregated_nllh, sample_codes
 
     t0 = time.perf_counter()
     rel = read_release(
@@ -233,7 +234,7 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
     t1 = time.perf_counter()
     chosen = None
     if args.validation_csv:
-        from ..sample_selection import choose_on_sample
+        from ..selection.sample import choose_on_sample
 
         df = cli_args.read_records(args.validation_csv)
         col = cli_args.label_of_test_records(

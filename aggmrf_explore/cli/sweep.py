@@ -27,8 +27,8 @@ one permutation seeded by k (the full size keeps every record in order, so its r
 sweep without ``--sizes``); the noiseless MRF and the skyline stay at the full size.  The CSV
 gains ``n_records``; PREFIX.png shows the full size.  With central and local privacy and
 ≥ 2 sizes, PREFIX_records.csv and PREFIX_records.png give, per ε, the records local privacy
-needs for the test NLLH central privacy gets with n_c records (``sample_size.records_table``:
-the rule for interpolated, extrapolated and "beyond" points is in ``sample_size``), against
+needs for the test NLLH central privacy gets with n_c records (``selection.sample_size.records_table``:
+the rule for interpolated, extrapolated and "beyond" points is in ``selection.sample_size``), against
 the theoretical count of ``privacy.local.records_needed_theory`` (dashed).
 """
 
@@ -106,8 +106,8 @@ def _privacies(args: argparse.Namespace) -> list[str]:
 
 
 def _sizes(args: argparse.Namespace, privacies: list[str]) -> list[float]:
-    """``--sizes`` (syntax only; :func:`sample_size.resolve_sizes` checks them against n)."""
-    from ..sample_size import parse_sizes
+    """``--sizes`` (syntax only; :func:`selection.sample_size.resolve_sizes` checks them against n)."""
+    from ..selection.sample_size import parse_sizes
 
     text = getattr(args, "sizes", None)
     if text is None:
@@ -137,7 +137,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..io.formula import neutralise_frame
     from ..privacy import make_mechanism, release
     from ..privacy.local import records_needed_theory
-    from ..sample_size import nested_subsample, records_table, resolve_sizes
+    from ..selection.sample_size import nested_subsample, records_table, resolve_sizes
     from ..tables import aggregate
 
     cli_args.check_numbers(args)
@@ -382,7 +382,7 @@ def records_plot(
     Filled markers: interpolated between measured sizes; hollow: extrapolated (≤ 10 × the
     largest size); ▲ at the bound: more than 10 × the largest size; ▼: at most the smallest
     size.  Dashed: ``privacy.local.records_needed_theory``.  ``table``: ``sweep_summary`` of
-    the sweep's rows (with ``n_records``); ``need``: ``sample_size.records_table``.
+    the sweep's rows (with ``n_records``); ``need``: ``selection.sample_size.records_table``.
     """
     import matplotlib
 

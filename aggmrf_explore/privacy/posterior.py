@@ -215,6 +215,6 @@ def scaled_noise(mechanism: NoiseMechanism, factor: float) -> NoiseMechanism:
     kept, sensitivity × factor; every calibration's σ, and Laplace's b, is linear in it).
 
     Used for what a release's noise becomes after post-processing, e.g. the halves of a
-    thinned release (``model_selection.split_release``) carry the noise L/2: ``factor`` ½.
+    thinned release (``selection.releases.split_release``) carry the noise L/2: ``factor`` ½.
     """
     return check_mechanism(mechanism).scaled(_positive_finite("factor", factor))

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import AggMRFError
+from ..errors import AggMRFError
 
 __all__ = [
     "MIN_RECORDS",

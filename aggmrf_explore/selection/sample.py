@@ -6,7 +6,7 @@ the default rule without its cap) a PCD run on the release (same seed, same chai
 scored on the sample every ``eval_every`` iterations (record-level NLLH of P(y | x)); the
 (λθ, iteration) with the best sample NLLH wins and that run's model at that iteration is
 returned — no refit, so the cost is one training run per grid value.  The records-free
-alternative is ``model_selection.choose_lambda_theta`` (split-release cross-fit NLLH).
+alternative is ``selection.lambda_theta.choose_lambda_theta`` (split-release cross-fit NLLH).
 
 The sample's likelihood is not added to the objective.
 """
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .errors import AggMRFError
-from .metrics import nllh
-from .mrf import MRFModel, PCDTrainer, TrainerSettings
-from .tables import AggregatedData
+from ..errors import AggMRFError
+from ..metrics import nllh
+from ..mrf import MRFModel, PCDTrainer, TrainerSettings
+from ..tables import AggregatedData
 
 __all__ = ["SampleChoice", "DEFAULT_MULTIPLIERS", "choose_on_sample"]
 
