@@ -11,6 +11,11 @@ the trainer keeps it fixed while here it is a flat direction): ``mrf.pcd_update`
 exact expectations has g_μ = ∇_μ and, at μ's fixed point, g_θ = ∇_θ for the unbiased and the
 true gradient (tested in tests/test_exact.py).  The targets are the projected aggregates
 d⁺ = max(d̃, 0), c⁺ = clip(c̃, 0, d⁺) as in the trainer, or the raw ones (``targets="raw"``).
+
+Suppressed rows (``box=True``): a row absent from a release because its true count is at
+most k is the box constraint 0 ≤ d ≤ k.  In the dual its targets d and c are the bound k and
+its μ_r, θ_r are constrained ≤ 0 (L-BFGS-B with bounds); :mod:`aggmrf_explore.suppression`
+describes the constraints and the PCD counterpart.
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ def fit_exact(
     tol: float = 1e-12,
     max_iter: int = 5000,
     targets: str = "projected",
+    box: bool = False,
 ) -> MRFModel:
     """The exact (regularised) max-ent MRF for aggregated data; returns an MRFModel.
 
@@ -89,6 +95,10 @@ def fit_exact(
     d and c may be fractional (e.g. expected counts of an infinite-data limit with n = 1).
     targets: "projected" (the trainer's default) or "raw" (noisy values as released, as
     ``TrainerSettings(targets="raw")``; needs λ > 0 where a raw value is negative).
+    box: False (default): the suppressed rows of ``data.suppression`` count as the zeros
+    stored in d and c; True: they are box constraints 0 ≤ d ≤ k (targets k, μ_r and θ_r
+    ≤ 0; see the module docstring).  Without suppression both solve the same problem.
+    Small state spaces only (:func:`all_states`: ≤ 2^20 states).
     """
     lay = data.layout
     if lambda_mu < 0 or lambda_theta < 0 or not np.isfinite(lambda_mu + lambda_theta):
@@ -101,8 +111,16 @@ def fit_exact(
     # noisy aggregates: d⁺ = max(d, 0), c⁺ = clip(c, 0, d⁺) unless raw
     fitted = data if targets == "raw" else data.projected()
     d, c = fitted.d, fitted.c
-    reg_mu = np.full(K, lambda_mu)
-    reg_theta = np.full(K, lambda_theta)
+    suppression = data.suppression if box else None
+    bounds = [(None, None)] * (2 * K) if box else None
+    if suppression is not None:
+        d, c = d.copy(), c.copy()
+        d[suppression.rows] = suppression.bound[suppression.rows]
+        c[suppression.rows] = suppression.bound[suppression.rows]
+        for r in np.flatnonzero(suppression.rows):
+            bounds[r] = bounds[K + r] = (None, 0.0)
+    reg_mu = np.full(K, float(lambda_mu))
+    reg_theta = np.full(K, float(lambda_theta))
     if lay.intercept:
         reg_mu[0] = reg_theta[0] = 0.0
 
@@ -113,6 +131,7 @@ def fit_exact(
         np.zeros(2 * K),
         jac=True,
         method="L-BFGS-B",
+        bounds=bounds,
         options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-10, "maxcor": 30},
     )
     if not np.all(np.isfinite(res.x)):

@@ -14,7 +14,7 @@ moving targets (:func:`box_targets`): on a suppressed row the count target is cl
 — no gradient while the model's expectation is inside the box, a push to the nearest bound
 outside — and the label-sum target is clip(ĉ_model, 0, d_target), where ĉ_model is the
 label sum the θ-gradient compares (ĉ for the true gradient, (d_target / d̂)·ĉ for the
-rescaled one).  :func:`aggmrf_explore.exact_box.fit_exact_box` is the exact counterpart for small state spaces
+rescaled one).  ``exact.fit_exact(..., box=True)`` is the exact counterpart for small state spaces
 (L-BFGS-B on the dual, bounds μ_r ≤ 0 and θ_r ≤ 0 on the suppressed rows).
 
 :class:`Suppression` is what :class:`~aggmrf_explore.tables.AggregatedData` carries

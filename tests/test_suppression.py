@@ -7,7 +7,6 @@ import pytest
 
 from aggmrf_explore import AggMRFError, TableLayout, aggregate
 from aggmrf_explore.exact import all_states, expected_statistics, fit_exact
-from aggmrf_explore.exact_box import fit_exact_box
 from aggmrf_explore.metrics import nllh
 from aggmrf_explore.mrf import PCDTrainer, default_settings, rescaling_ratio
 from aggmrf_explore.suppression import (
@@ -108,7 +107,7 @@ def test_exact_box_satisfies_kkt(problem):
     complementary slackness, θ_r = 0 (E[C] ≤ k is never active), released rows fitted."""
     _, sup, _, _ = problem
     box = sup.suppression
-    m = fit_exact_box(sup, 1.0, 1.0)
+    m = fit_exact(sup, 1.0, 1.0, box=True)
     Ed, Ec = expected_statistics(sup.layout, m.mu, m.theta, sup.n)
     r = box.rows
     assert np.all(m.mu[r] <= 0) and np.all(np.abs(m.theta[r]) < 1e-5)
@@ -124,7 +123,7 @@ def test_pcd_matches_exact_box_and_both_beat_absent_zero(problem):
     agg, sup, Xt, yt = problem
     lay = agg.layout
     st = default_settings(lay, agg.n, n_gibbs=20_000, average=True, gradient="rescaled")
-    exact_box = fit_exact_box(sup, st.lambda_mu, st.lambda_theta)
+    exact_box = fit_exact(sup, st.lambda_mu, st.lambda_theta, box=True)
     exact_zero = fit_exact(without_suppression(sup), st.lambda_mu, st.lambda_theta)
     pcd_box = PCDTrainer(sup, st).fit(3000).model
     pcd_zero = PCDTrainer(without_suppression(sup), st).fit(3000).model
