@@ -8,8 +8,9 @@ Row of codes x in table t (see :mod:`aggmrf_explore.tables`)::
 
 The tables are described by a :class:`TableArrays` named tuple (built once per layout
 by :func:`table_arrays`); :func:`table_row` is the inlined per-sample form the sweeps
-use, :func:`table_rows` the parallel kernel behind ``TableLayout.rows`` and the chains'
-``rows``, :func:`sample_logits` φ(x_i)·θ from rows.  :func:`bucket` is the numba twin of
+use, :func:`table_rows` the computation behind ``TableLayout.rows`` and the chains'
+``rows``, :func:`sample_logits` φ(x_i)·θ from rows (both in numpy for small inputs, the
+same numbers without a compiler, else parallel kernels).  :func:`bucket` is the numba twin of
 :func:`aggmrf_explore.tables.hash_rows` (same bits; both use :func:`.rng.mix`).
 """
 
@@ -21,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .rng import GOLDEN, mix
+from .rng import GOLDEN, mix, mix64
 
 __all__ = [
     "TableArrays",
@@ -30,7 +31,10 @@ __all__ = [
     "bucket_of",
     "table_row",
     "table_rows",
+    "table_rows_compiled",
     "sample_logits",
+    "sample_logits_compiled",
+    "SMALL",
 ]
 
 
@@ -107,10 +111,45 @@ def table_row(codes, i, t, feat, stride, offsets, hash_sizes, hash_salts):
     return offsets[t] + key
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def table_rows(codes, tabs, out):
+SMALL = 1 << 16  # entries (n · T) below which numpy computes the same numbers
+
+
+def table_rows(codes, tabs, out) -> None:
     """out[i, t] = row of sample i in table t of ``tabs`` (a TableArrays), for codes (n, ≥ D)
-    and out (n, T) of any integer dtype."""
+    and out (n, T) of any integer dtype.
+
+    Below ``SMALL`` entries in numpy (the same integers, and nothing to compile: a first
+    start's small data need no compiler), else :func:`table_rows_compiled`."""
+    if codes.shape[0] * out.shape[1] >= SMALL:
+        table_rows_compiled(codes, tabs, out)
+        return
+    feat, stride, offsets, hash_sizes, hash_salts = tabs
+    for t in range(offsets.shape[0]):
+        key = np.zeros(codes.shape[0], dtype=np.int64)
+        for j in range(feat.shape[1]):
+            key += codes[:, feat[t, j]].astype(np.int64) * stride[t, j]
+        if hash_sizes[t] > 0:
+            with np.errstate(over="ignore"):
+                z = mix64((key.astype(np.uint64) ^ hash_salts[t]) + GOLDEN)
+                z = ((z >> np.uint64(32)) * np.uint64(hash_sizes[t])) >> np.uint64(32)
+            key = z.astype(np.int64)
+        out[:, t] = offsets[t] + key
+
+
+def sample_logits(rows, theta) -> np.ndarray:
+    """φ(x_i)·θ for every row vector, float64 (n,); rows int (n, T).  Summed over t in
+    order, as :func:`sample_logits_compiled` does (the same bits); numpy below ``SMALL``."""
+    if rows.size >= SMALL:
+        return sample_logits_compiled(rows, theta)
+    out = np.zeros(rows.shape[0])
+    for t in range(rows.shape[1]):
+        out += theta[rows[:, t]]
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def table_rows_compiled(codes, tabs, out):
+    """:func:`table_rows` in parallel (numba)."""
     feat, stride, offsets, hash_sizes, hash_salts = tabs
     T = offsets.shape[0]
     for i in prange(codes.shape[0]):
@@ -119,8 +158,8 @@ def table_rows(codes, tabs, out):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def sample_logits(rows, theta):
-    """φ(x_i)·θ for every row vector, shape (n,); rows int (n, T)."""
+def sample_logits_compiled(rows, theta):
+    """:func:`sample_logits` in parallel (numba)."""
     n, T = rows.shape
     out = np.empty(n, dtype=np.float64)
     for i in prange(n):

@@ -17,7 +17,16 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["GRADIENT_CODES", "UpdateArrays", "UpdateScalars", "update_pass", "bound_excess"]
+__all__ = [
+    "GRADIENT_CODES",
+    "SMALL",
+    "UpdateArrays",
+    "UpdateScalars",
+    "update_pass",
+    "update_pass_compiled",
+    "bound_excess",
+    "bound_excess_compiled",
+]
 
 GRADIENT_CODES = {"rescaled": 0, "rescaled-paper": 1, "true": 2}
 
@@ -50,8 +59,48 @@ class UpdateScalars(NamedTuple):
     intercept: bool  # coordinate 0 is the intercept: μ_0 does not move
 
 
+SMALL = 1 << 12  # coordinates below which numpy computes the same numbers
+
+
+def update_pass(arrays: UpdateArrays, scalars: UpdateScalars) -> tuple:
+    """:func:`update_pass_compiled`'s results; below ``SMALL`` coordinates computed by the
+    numpy expressions themselves (the same bits, and nothing to compile on a first start)."""
+    if arrays.mu.shape[0] >= SMALL:
+        return update_pass_compiled(arrays, scalars)
+    mu, theta, d_hat, c_hat, d, c, reg_mu, reg_theta = arrays
+    two_lam_mu, two_lam_theta, s, gradient, precondition = scalars[:5]
+    h_plain, clip, step_mu, step_theta, intercept = scalars[5:]
+    with np.errstate(all="ignore"):
+        pen = two_lam_mu * reg_mu * mu
+        g_mu = d_hat - d + pen
+        if gradient == 0:
+            num = d - pen
+            ratio = np.where((d_hat > 0) & (num > 0), num / d_hat, 1.0)
+        else:
+            ratio = np.where(d_hat > 0, d / d_hat, 1.0)
+        c_model = c_hat.copy() if gradient == 2 else ratio * c_hat
+        lam = two_lam_theta * reg_theta
+        g_theta = c_model - c + lam * theta
+        if precondition:
+            h_mu = d_hat + two_lam_mu * reg_mu
+            h_mu = np.where(h_mu < s, s, h_mu)  # (NaN stays NaN, as in the kernel)
+            h_theta = c_model + lam
+            h_theta = np.where(h_theta < s, s, h_theta)
+            dir_mu, dir_theta = g_mu / h_mu, g_theta / h_theta
+        else:
+            h_mu = h_theta = np.empty(0)
+            dir_mu, dir_theta = g_mu / h_plain, g_theta / h_plain
+        dir_mu = np.where(dir_mu < -clip, -clip, np.where(dir_mu > clip, clip, dir_mu))
+        dir_theta = np.where(dir_theta < -clip, -clip, np.where(dir_theta > clip, clip, dir_theta))
+        if intercept and mu.shape[0]:
+            dir_mu[0] = 0.0
+        new_mu = mu - step_mu * dir_mu
+        new_theta = theta - step_theta * dir_theta
+    return new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta
+
+
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def update_pass(arrays, scalars):
+def update_pass_compiled(arrays, scalars):
     """The new (μ, θ) and every intermediate of ``mrf.pcd_update``, float64 (K,) arrays.
 
     arrays : :class:`UpdateArrays`;  scalars : :class:`UpdateScalars`.  Without
@@ -125,10 +174,25 @@ def _excess(a, bound):
     return top, at
 
 
-@njit(cache=True, nogil=True)
-def bound_excess(mu, theta, mu_bound, theta_bound):
+def bound_excess(mu, theta, mu_bound, theta_bound) -> tuple:
     """(max_k |θ_k|/theta_bound, its first k, max_k |μ_k|/mu_bound, its first k); a
-    non-finite coordinate counts as +inf.  mu, theta float64 (K,), K ≥ 1."""
+    non-finite coordinate counts as +inf.  mu, theta float64 (K,), K ≥ 1.  Numpy below
+    ``SMALL`` coordinates (the same numbers), else :func:`bound_excess_compiled`."""
+    if mu.shape[0] >= SMALL:
+        return bound_excess_compiled(mu, theta, mu_bound, theta_bound)
+    out = []
+    for a, bound in ((theta, theta_bound), (mu, mu_bound)):
+        v = np.abs(a)
+        with np.errstate(all="ignore"):
+            v = np.where(np.isfinite(v), v / bound, np.inf)
+        k = int(np.argmax(v))
+        out += [float(v[k]), k]
+    return tuple(out)
+
+
+@njit(cache=True, nogil=True)
+def bound_excess_compiled(mu, theta, mu_bound, theta_bound):
+    """:func:`bound_excess` in one pass without temporaries (numba)."""
     t, kt = _excess(theta, theta_bound)
     m, km = _excess(mu, mu_bound)
     return t, kt, m, km
