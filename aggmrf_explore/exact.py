@@ -14,7 +14,7 @@ d⁺ = max(d̃, 0), c⁺ = clip(c̃, 0, d⁺) as in the trainer, or the raw ones
 
 Suppressed rows (``box=True``): a row absent from a release because its true count is at
 most k is the box constraint 0 ≤ d ≤ k.  In the dual its targets d and c are the bound k and
-its μ_r, θ_r are constrained ≤ 0 (L-BFGS-B with bounds); :mod:`aggmrf_explore.suppression`
+its μ_r, θ_r are constrained ≤ 0 (L-BFGS-B with bounds); :mod:`aggmrf_explore.tables.suppression`
 describes the constraints and the PCD counterpart.
 """
 

@@ -51,8 +51,8 @@ from .kernels.update import (
 )
 from .metrics import relative_l1
 from .settings import GRADIENTS, SettingError, setting
-from .suppression import box_targets
 from .tables import AggregatedData, TableLayout
+from .tables.suppression import box_targets
 
 __all__ = [
     "TrainerSettings",

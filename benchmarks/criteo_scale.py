@@ -8,7 +8,7 @@ tables + 19 singles + the intercept: K = 5 715 585 rows), records written to Par
 chunks of 10^6.
 
 1. Aggregation of the records into every table, each in a fresh process (its peak RSS is
-   the process's ru_maxrss): DuckDB (``aggregate_big.aggregate_duckdb``, one scan, the
+   the process's ru_maxrss): DuckDB (``tables.big.aggregate_duckdb``, one scan, the
    default "stream" method: Arrow batches counted into (K,) accumulators, DuckDB
    memory_limit 512 MB) and the pandas path (``pd.read_parquet`` then
    ``tables.aggregate``; in full mode it is run on 10^6 records only, because its (n, T)
@@ -58,7 +58,7 @@ def _agg_worker(kind: str, path: str, q) -> None:
     lay = TableLayout.all_pairs(make_truth(0).cardinalities, feature_columns())
     t0 = time.perf_counter()
     if kind == "duckdb":
-        from aggmrf_explore.aggregate_big import aggregate_duckdb
+        from aggmrf_explore.tables.big import aggregate_duckdb
 
         agg = aggregate_duckdb(path, lay, label="click")  # "stream", memory_limit 512 MB
     else:

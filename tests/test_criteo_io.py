@@ -14,7 +14,7 @@ from aggmrf_explore.datasets.criteo import write_criteo_release
 from aggmrf_explore.io import read_release
 from aggmrf_explore.io.criteo import OTHER, import_criteo, read_criteo, write_criteo
 from aggmrf_explore.privacy import GaussianMechanism, release
-from aggmrf_explore.suppression import apply_suppression
+from aggmrf_explore.tables.suppression import apply_suppression
 
 M = (7, 5, 4, 3)
 

@@ -1,4 +1,4 @@
-"""aggregate_big: DuckDB (CSV / Parquet) and Dask aggregation equal the pandas path bit for bit."""
+"""tables.big: DuckDB (CSV / Parquet) and Dask aggregation equal the pandas path bit for bit."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aggmrf_explore.aggregate_big import aggregate, aggregate_dask, aggregate_duckdb
 from aggmrf_explore.datasets import load_dataset
 from aggmrf_explore.errors import AggMRFError
 from aggmrf_explore.tables import TableLayout
 from aggmrf_explore.tables import aggregate as aggregate_pandas
+from aggmrf_explore.tables.big import aggregate, aggregate_dask, aggregate_duckdb
 
 
 def _encoded(name: str):

@@ -76,7 +76,7 @@ GOOD = pd.DataFrame({"x0": [0, 1, 2, 1], "x1": [0, 1, 3, 2], "label": [0, 1, 1, 
 
 
 def _duckdb(path, **kw):
-    from aggmrf_explore.aggregate_big import aggregate_duckdb
+    from aggmrf_explore.tables.big import aggregate_duckdb
 
     return aggregate_duckdb(path, LAYOUT, **kw)
 
@@ -93,7 +93,7 @@ def test_duckdb_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)
     code = (
         "from aggmrf_explore import AggMRFError, TableLayout\n"
-        "from aggmrf_explore.aggregate_big import aggregate_duckdb\n"
+        "from aggmrf_explore.tables.big import aggregate_duckdb\n"
         "try:\n"
         f"    aggregate_duckdb({str(fifo)!r}, TableLayout.all_pairs([3, 4], ['x0', 'x1']))\n"
         "except AggMRFError as e:\n"

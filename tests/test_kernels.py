@@ -113,7 +113,7 @@ def test_splitmix64_matches_the_python_definition():
 
 @pytest.mark.parametrize("hashed", [False, True])
 def test_table_rows_follow_the_definition(hashed):
-    """offset_t + Σ_f code_f stride_{t,f}, bucketed for hashed tables (tables.py's doc)."""
+    """offset_t + Σ_f code_f stride_{t,f}, bucketed for hashed tables (tables/layout.py's doc)."""
     M = [3, 7, 2, 12, 5]
     sizes = {(1, 3): 16, (0, 2, 4): 5} if hashed else None
     lay = TableLayout.all_pairs(M, triples=True, hash_sizes=sizes)

@@ -9,7 +9,7 @@ from aggmrf_explore import AggMRFError, TableLayout, aggregate
 from aggmrf_explore.exact import all_states, expected_statistics, fit_exact
 from aggmrf_explore.metrics import nllh
 from aggmrf_explore.mrf import PCDTrainer, default_settings, rescaling_ratio
-from aggmrf_explore.suppression import (
+from aggmrf_explore.tables.suppression import (
     Suppression,
     apply_suppression,
     box_targets,

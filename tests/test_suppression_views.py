@@ -21,7 +21,7 @@ from aggmrf_explore.kernels import make_chain
 from aggmrf_explore.privacy import GaussianMechanism, release
 from aggmrf_explore.selection.lambda_theta import choose_lambda_theta
 from aggmrf_explore.selection.releases import split_release, sub_release
-from aggmrf_explore.suppression import (
+from aggmrf_explore.tables.suppression import (
     apply_suppression,
     model_counts,
     suppress_pair_tables,

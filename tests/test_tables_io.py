@@ -313,7 +313,7 @@ def test_manifest_fields_checked(tmp_path, records, text, pattern):
 
 
 def test_size_budget_before_reading_tables(tmp_path, records):
-    from aggmrf_explore.budget import Budget
+    from aggmrf_explore.tables.budget import Budget
 
     agg = records[-1]
     write_release(agg, tmp_path / "r")

@@ -355,16 +355,16 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 
 def budget(args: argparse.Namespace):
-    """The size budget of ``--max-rows`` (:class:`aggmrf_explore.budget.Budget`)."""
-    from ..budget import DEFAULT_MAX_ROWS, Budget
+    """The size budget of ``--max-rows`` (:class:`aggmrf_explore.tables.budget.Budget`)."""
+    from ..tables.budget import DEFAULT_MAX_ROWS, Budget
 
     return Budget(max_rows=getattr(args, "max_rows", None) or DEFAULT_MAX_ROWS)
 
 
 def check_records_size(args: argparse.Namespace, ds: Dataset) -> None:
     """The size budget of the records' tables, from one ``nunique`` per column, before
-    anything is encoded or aggregated (:func:`aggmrf_explore.budget.check_records`)."""
-    from ..budget import check_records
+    anything is encoded or aggregated (:func:`aggmrf_explore.tables.budget.check_records`)."""
+    from ..tables.budget import check_records
 
     cols = list(ds.feature_columns)
     opts = dict(ds.encoding or {})
@@ -381,7 +381,7 @@ def check_records_size(args: argparse.Namespace, ds: Dataset) -> None:
 
 def check_schema_size(args: argparse.Namespace, schema) -> None:
     """The size budget of the all-pairs tables of a schema (``aggregate --schema``)."""
-    from ..budget import all_pairs_tables, check_size
+    from ..tables.budget import all_pairs_tables, check_size
 
     tables = all_pairs_tables(schema.n_features, not args.no_singles, not args.no_pairs)
     check_size(
@@ -392,7 +392,7 @@ def check_schema_size(args: argparse.Namespace, schema) -> None:
 
 def check_trainer_size(args: argparse.Namespace, layout: TableLayout, n_gibbs: int) -> None:
     """The size budget with the trainer's Gibbs samples (``--gibbs-samples``)."""
-    from ..budget import check_size
+    from ..tables.budget import check_size
 
     tables = [t for t in layout.tables if t]
     check_size(

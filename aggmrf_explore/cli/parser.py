@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
-from ..budget import DEFAULT_MAX_ROWS
 from ..errors import AggMRFError
 from ..settings import setting
+from ..tables.budget import DEFAULT_MAX_ROWS
 from . import numbers
 
 __all__ = ["build_parser", "lambda_theta_arg", "UsageError", "Parser", "INPUTS", "input_paths"]

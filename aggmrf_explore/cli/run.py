@@ -256,7 +256,7 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
     mrf = {"seconds": time.perf_counter() - t1}
     d_hat = None
     if data.suppression is not None:  # the reported model's d̂ on the suppressed rows
-        from ..suppression import model_counts
+        from ..tables.suppression import model_counts
 
         burn = 0 if trainer is not None else SUPPRESSION_BURN_IN  # a fresh chain: burn in
         chain = (trainer or PCDTrainer(data, settings, chain_factory=chain_factory_for(args))).chain
@@ -306,7 +306,7 @@ def suppression_summary(data, d_hat=None) -> dict | None:
     (float64 (K,), records) each table also gets "outside" (suppressed rows whose d̂ is
     outside [0, k]), "max_d_hat" and "mean_d_hat", and the total "outside", "max_ratio"
     (largest d̂/k) and "d_hat_sweeps" (:func:`..suppression.suppression_check`)."""
-    from ..suppression import suppressed_per_table, suppression_check
+    from ..tables.suppression import suppressed_per_table, suppression_check
 
     per = suppressed_per_table(data)
     if not per:

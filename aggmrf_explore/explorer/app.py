@@ -33,7 +33,7 @@ from concurrent.futures import CancelledError
 import numpy as np
 import panel as pn
 
-from ..suppression import suppressed_cells, suppression_check
+from ..tables.suppression import suppressed_cells, suppression_check
 from . import plots, runtime, suppression_view, url
 from .caches import UPLOAD_MAX_BYTES, format_bytes
 from .checkbox import LabeledCheckbox

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..budget import check_records
 from ..errors import AggMRFError
+from ..tables.budget import check_records
 from .caches import UPLOADS, LockedCache, cache_dir, read_json, write_json
 
 __all__ = [
@@ -228,7 +228,7 @@ def _suppressed(dataset: str, data):
     datasets unchanged."""
     if dataset not in SUPPRESSED:
         return data
-    from ..suppression import suppress_pair_tables
+    from ..tables.suppression import suppress_pair_tables
 
     return suppress_pair_tables(data, SUPPRESSED[dataset])
 

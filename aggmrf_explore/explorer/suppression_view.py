@@ -1,7 +1,7 @@
 """The explorer's suppression view: the model's d̂ on the cells a release left out.
 
 A release that drops every pair cell with true count ≤ k says of each absent cell only
-0 ≤ d ≤ k; the trainer keeps the model's d̂ inside that box (``aggmrf_explore.suppression``).
+0 ≤ d ≤ k; the trainer keeps the model's d̂ inside that box (``aggmrf_explore.tables.suppression``).
 This view shows, per suppressed cell, the model's current d̂ (the chain's count, the one the
 box targets compare with k), sorted, over the shaded band 0 ≤ d ≤ k, with the cells outside
 the box in red and counted in the title, and a table of suppressed rows per table.

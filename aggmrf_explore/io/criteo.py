@@ -64,8 +64,8 @@ from ..encoding import Schema
 from ..errors import AggMRFError
 from ..files import check_output_dir, check_regular_file, mib
 from ..privacy import GaussianMechanism
-from ..suppression import Suppression
 from ..tables import AggregatedData, TableLayout
+from ..tables.suppression import Suppression
 from .manifest import MAX_N
 from .release import MAX_CELL, mechanism_from_meta, write_release
 

@@ -16,7 +16,7 @@ Suppressed tables
 -----------------
 A table entry may declare ``"suppression": k``: a row of that table is absent from its file
 if and only if its true count was ≤ k.  The reader marks those rows
-(:class:`~aggmrf_explore.suppression.Suppression`) instead of reading them as zeros.
+(:class:`~aggmrf_explore.tables.suppression.Suppression`) instead of reading them as zeros.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ The release reader (:mod:`aggmrf_explore.io.release`) calls, in order:
    (:func:`.fields.check_schema_dict`), ``tables`` (name, 1–3 declared features, a file
    name), ``intercept`` (finite; without noise 0 ≤ label_sum ≤ count), ``noise`` (an object
    whose numbers are finite), ``labels`` / ``suppression``;
-3. :func:`check_release_size` — the size budget (:mod:`aggmrf_explore.budget`) from the
+3. :func:`check_release_size` — the size budget (:mod:`aggmrf_explore.tables.budget`) from the
    declared modality counts and tables, before any table file is read;
 4. :func:`table_file` — a table's ``file`` entry is a plain file name inside the release
    directory (no absolute path, no ``..``, no separator, no symlink leaving the
@@ -23,10 +23,10 @@ import math
 import os
 from pathlib import Path
 
-from ..budget import Budget, SizeEstimate, check_size
 from ..errors import AggMRFError
 from ..files import MAX_JSON_BYTES, read_json
 from ..privacy import MECHANISMS
+from ..tables.budget import Budget, SizeEstimate, check_size
 from .fields import (
     check_choice,
     check_int,

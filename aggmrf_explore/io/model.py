@@ -30,12 +30,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..budget import Budget, check_size
 from ..encoding import Encoder, Schema
 from ..errors import AggMRFError
 from ..files import MAX_JSON_BYTES, check_output_file, decode_text, loads_json, read_bytes
 from ..mrf import MRFModel
 from ..tables import TableLayout
+from ..tables.budget import Budget, check_size
 from .fields import (
     check_list,
     check_number,

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..errors import AggMRFError
 from ..privacy import GaussianMechanism, scaled_noise
-from ..suppression import split_suppression, sub_suppression
 from ..tables import AggregatedData
+from ..tables.suppression import split_suppression, sub_suppression
 
 __all__ = ["split_release", "sub_release"]
 

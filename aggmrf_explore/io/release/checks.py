@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 
 from ... import privacy
-from ...budget import Budget, check_size
 from ...encoding import Schema
 from ...errors import AggMRFError
-from ...suppression import Suppression, suppression_from_presence
 from ...tables import AggregatedData, TableLayout
+from ...tables.budget import Budget, check_size
+from ...tables.suppression import Suppression, suppression_from_presence
 from ..extensions import (
     noise_scale,
     table_suppressed_cells,

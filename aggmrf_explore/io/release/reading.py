@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from ... import privacy
-from ...budget import Budget
 from ...encoding import Schema
 from ...errors import AggMRFError
 from ...files import read_bytes
+from ...tables.budget import Budget
 from ..extensions import (
     meta_for_label,
     select_label,
@@ -339,7 +339,7 @@ def read_release(
     ``count_tolerance`` overrides the allowed discrepancy between table totals (default:
     1e-6 relative without noise, 5 σ √(cells) with declared noise).  ``label``: which label
     of a release with several (``labels`` in release.json, :mod:`.extensions`); default the
-    primary one.  ``budget``: the size limits (:class:`~aggmrf_explore.budget.Budget`,
+    primary one.  ``budget``: the size limits (:class:`~aggmrf_explore.tables.budget.Budget`,
     default 2·10⁶ rows), checked from release.json before any table file is read.
 
     Hostile input is refused with an AggMRFError (see :mod:`.manifest`): release.json is

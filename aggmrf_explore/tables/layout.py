@@ -35,9 +35,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from .errors import AggMRFError
-from .kernels.rng import GOLDEN, M1, mix64
-from .kernels.rows import TableArrays, table_arrays, table_rows
+from ..errors import AggMRFError
+from ..kernels.rng import GOLDEN, M1, mix64
+from ..kernels.rows import TableArrays, table_arrays, table_rows
 from .suppression import Suppression
 
 __all__ = ["TableLayout", "AggregatedData", "aggregate", "hash_rows", "hash_salt"]

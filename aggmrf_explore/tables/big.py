@@ -54,10 +54,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import AggMRFError
-from .files import check_regular_file, mib
-from .tables import AggregatedData, TableLayout, hash_rows
-from .tables import aggregate as aggregate_in_memory
+from ..errors import AggMRFError
+from ..files import check_regular_file, mib
+from .layout import AggregatedData, TableLayout, hash_rows
+from .layout import aggregate as aggregate_in_memory
 
 __all__ = [
     "aggregate",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import AggMRFError
+from ..errors import AggMRFError
 
 __all__ = [
     "DEFAULT_MAX_ROWS",

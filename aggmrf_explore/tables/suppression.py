@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from .errors import AggMRFError
+from ..errors import AggMRFError
 
 __all__ = [
     "Suppression",
