@@ -67,6 +67,6 @@ def test_rows_and_logits_in_numpy_are_the_kernels(hashed):
         krows.sample_logits(small, theta), krows.sample_logits_compiled(small, theta)
     )
     # (a large input takes the kernel: the same numbers either way)
-    big = np.tile(X, (80, 1))
+    big = np.tile(X, (1200, 1))
     assert big.shape[0] * lay.n_tables >= krows.SMALL
     np.testing.assert_array_equal(lay.rows(big)[:900], small)

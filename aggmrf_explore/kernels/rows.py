@@ -111,7 +111,7 @@ def table_row(codes, i, t, feat, stride, offsets, hash_sizes, hash_salts):
     return offsets[t] + key
 
 
-SMALL = 1 << 16  # entries (n · T) below which numpy computes the same numbers
+SMALL = 1 << 20  # entries (n · T) below which numpy computes the same numbers (in ms)
 
 
 def table_rows(codes, tabs, out) -> None:
