@@ -151,7 +151,7 @@ def test_both_epsilon_sliders_end_showing_the_runs_epsilon(server, browser):  # 
         p.close()
 
 
-def test_hidden_run_controls_turn_their_keys_off_and_an_empty_sidebar_folds(server, browser):  # noqa: F811
+def test_hidden_run_controls_turn_their_keys_off(server, browser):  # noqa: F811
     p = AppPage(browser, server.url + "?dataset=xor&hide=play,step,reset", ready="XOR")
     try:
         assert not p.visible("button:has-text('Play')")
@@ -173,6 +173,9 @@ def test_hidden_run_controls_turn_their_keys_off_and_an_empty_sidebar_folds(serv
         assert not p.errors, p.errors
     finally:
         p.close()
+
+
+def test_a_lesson_link_that_hides_every_control_folds_the_sidebar(server, browser):  # noqa: F811
     hide = "play,step,reset,presets,data,privacy,training,share"
     q = AppPage(browser, server.url + f"?dataset=xor&hide={hide}", ready="XOR")
     try:
@@ -277,5 +280,28 @@ def test_privacy_curve_has_a_line_per_mechanism_in_the_browser(server, browser):
         runs = p.text(".aggmrf-privacy-runs")
         assert "laplace" in runs and "gaussian" in runs, runs
         assert not p.errors, p.errors
+    finally:
+        p.close()
+
+
+def test_hovering_a_controls_help_shows_its_settings_help(server, browser):  # noqa: F811
+    from aggmrf_explore.settings import SETTINGS
+
+    p = AppPage(browser, server.url + "?dataset=xor&mechanism=laplace", ready="XOR")
+    try:
+        p.page.wait_for_timeout(1500)
+        # a number input (Panel's tooltip) and a slider (a "?" beside it)
+        for name in ("n_gibbs", "lambda_theta", "epsilon", "step_theta"):
+            box = p.control(name)
+            box.scroll_into_view_if_needed()
+            box.locator(".bk-description").first.hover()
+            text = p.page.get_by_text(SETTINGS[name].help[:40])
+            assert wait_for(lambda t=text: t.count() > 0 and t.first.is_visible(), 5, p), name
+            p.page.mouse.move(700, 5)
+        # a checkbox: its help is the label's tooltip and the input's description
+        box = p.page.get_by_role("checkbox", name="noise-aware training (MRF-N)")
+        assert box.get_attribute("aria-describedby")
+        described = p.control("noise_aware").locator(".aggmrf-check-help").first.text_content()
+        assert described == SETTINGS["noise_aware"].help
     finally:
         p.close()
