@@ -15,8 +15,8 @@ One iteration of :class:`PCDTrainer` (n' persistent Gibbs samples, s = n / n'):
 5. μ −= α_μ dir_μ;  θ −= α_θ dir_θ;
 6. the reported model is a tail average of the iterates (``average``; PCDTrainer).
 
-Steps 3–5 are the pure function :func:`pcd_update` (no state, no checks; its intermediate
-quantities are returned for tests and plots).  :meth:`PCDTrainer.step` / :meth:`PCDTrainer.fit`
+Steps 3–5 are the pure function :func:`pcd_update` (in :mod:`.pcd`: no state, no checks;
+its intermediate quantities are returned for tests and plots).  :meth:`PCDTrainer.step` / :meth:`PCDTrainer.fit`
 are the one training loop: sweep, statistics, ``pcd_update``, divergence checks, then the
 callbacks ``cb(trainer, stats)`` (:mod:`.callbacks`: progress, held-out NLLH, history).
 
@@ -34,7 +34,6 @@ import numbers
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -42,14 +41,18 @@ import pandas as pd
 from .callbacks import Callback, HeldOutNLLH, History, StopTraining
 from .errors import AggMRFError, DivergenceError
 from .kernels import make_chain, sample_logits
-from .kernels.update import (
-    GRADIENT_CODES,
-    UpdateArrays,
-    UpdateScalars,
-    bound_excess,
-    update_pass,
-)
 from .metrics import relative_l1
+from .pcd import (
+    MU_BOUND,
+    THETA_BOUND,
+    Params,
+    Penalty,
+    Targets,
+    Update,
+    divergence,
+    pcd_update,
+    rescaling_ratio,
+)
 from .settings import GRADIENTS, SettingError, setting
 from .tables import AggregatedData, TableLayout
 from .tables.suppression import box_targets
@@ -75,6 +78,8 @@ __all__ = [
     "rescaling_ratio",
     "divergence",
     "GRADIENTS",
+    "THETA_BOUND",
+    "MU_BOUND",
 ]
 
 TARGETS = ("projected", "raw")
@@ -92,8 +97,6 @@ USER_SETTINGS = (
 KEEP_AVERAGE_SETTINGS = ("eval_every", "average")
 AVERAGE_START_RELAXATIONS = 2.0  # the average starts after ⌈2/α_θ⌉ iterations
 AVERAGE_ETA = 2.0  # polynomial-decay averaging: iterate k of the average weighs ∝ k^η
-THETA_BOUND = 50.0  # a step taking some |θ| past this is rejected as divergent
-MU_BOUND = 200.0  # likewise for |μ|
 # the default rule (default_settings, default_iterations)
 LAMBDA_THETA_CAP = 50.0  # λθ = min(T/2, 50): each θ's prior sd is at least 1/√(2·50) = 0.1
 MIN_ITERATIONS = 3000  # default iteration count: max(3000, ⌈6/α_θ⌉)
@@ -291,125 +294,6 @@ class IterationStats:
     n_averaged: int = 0  # iterates in the running average (0: the model is the last iterate)
     nllh_live: float | None = None  # held-out NLLH of the last iterate (HeldOutNLLH(live=True))
     acceptance: float | None = None  # MH acceptance rate of the sweep (MHGibbsChain only)
-
-
-# ---------------------------------------------------------------------- the pure update
-class Params(NamedTuple):
-    """The MRF's parameters: μ and θ, float64 arrays of shape (K,)."""
-
-    mu: np.ndarray
-    theta: np.ndarray
-
-
-class Targets(NamedTuple):
-    """What the chain statistics are matched to: counts d and label sums c, shape (K,)."""
-
-    d: np.ndarray
-    c: np.ndarray
-
-
-class Penalty(NamedTuple):
-    """The fixed parts of the update that come from the layout and the sample size.
-
-    reg_mu, reg_theta: (K,) masks, 1 where λ_μ / λ_θ apply, 0 on the intercept row;
-    intercept: whether row 0 is the intercept (its μ never moves);
-    s: n / n', the weight of one Gibbs sample (the preconditioners' floor);
-    h_plain: n·n_tables / K, the common preconditioner when ``precondition=False``.
-    """
-
-    reg_mu: np.ndarray
-    reg_theta: np.ndarray
-    intercept: bool
-    s: float
-    h_plain: float
-
-
-class Update(NamedTuple):
-    """One PCD update: the new parameters and every intermediate quantity (each (K,)).
-
-    g_mu, g_theta: gradients;  ratio: r of :func:`rescaling_ratio` (with fallbacks);  c_model:
-    the model's label sums in g_θ (r·ĉ for the rescaled gradients, ĉ for the true one);  h_mu,
-    h_theta:
-    preconditioners (floored at s; a scalar without preconditioning);  dir_mu, dir_theta:
-    the clipped directions (dir_mu = 0 on the intercept).
-    """
-
-    params: Params
-    g_mu: np.ndarray
-    g_theta: np.ndarray
-    ratio: np.ndarray
-    c_model: np.ndarray
-    h_mu: np.ndarray | float
-    h_theta: np.ndarray | float
-    dir_mu: np.ndarray
-    dir_theta: np.ndarray
-
-
-def rescaling_ratio(
-    d_hat: np.ndarray, d: np.ndarray, pen_mu: np.ndarray, gradient: str
-) -> np.ndarray:
-    """The coordinate-wise ratio r of the rescaled θ-gradient r·ĉ − c + 2λ_θ θ; shape (K,).
-
-    d_hat: d̂; d: the count targets; pen_mu: 2λ_μ μ (0 on the intercept), each (K,).
-
-    - ``"rescaled"`` (the default): r = (d − 2λ_μ μ) / d̂, the μ-update's own target over d̂.  It
-      is exactly 1 at the fixed point of μ (where d̂ = d − 2λ_μ μ), so the fixed point of θ
-      is the exact regularised optimum E[C] = c − 2λ_θ θ.  Fallback: r = 1 (the true
-      gradient, which has the same fixed point) wherever d̂ = 0 or d − 2λ_μ μ ≤ 0.
-    - ``"rescaled-paper"`` (the paper's eq. 6): r = d / d̂, and r = 1 where
-      d̂ = 0.  At μ's fixed point r = d / (d − 2λ_μ μ) ≠ 1 when λ_μ > 0: its θ-optimum is
-      biased by O(λ_μ / n).
-    - ``"true"``: the ratio is not used (returned as for the paper's, for plots).
-    """
-    if gradient == "rescaled":
-        num = d - pen_mu
-        ok = (d_hat > 0) & (num > 0)
-        return np.divide(num, d_hat, out=np.ones_like(d_hat), where=ok)
-    return np.divide(d, d_hat, out=np.ones_like(d_hat), where=d_hat > 0)
-
-
-def pcd_update(
-    params: Params,
-    d_hat: np.ndarray,
-    c_hat: np.ndarray,
-    targets: Targets,
-    settings: TrainerSettings,
-    penalty: Penalty,
-) -> Update:
-    """Steps 3–5 of the module docstring: the new (μ, θ) from the scaled chain statistics.
-
-    d_hat, c_hat: d̂ = s Σ φ(x̃), ĉ = s Σ σ(φ(x̃)·θ) φ(x̃), shape (K,);  targets: (d, c).
-    Pure: reads its arguments, writes nothing; the result may be non-finite (the caller
-    checks).
-    """
-    st, mu, theta = settings, params.mu, params.theta
-    s = penalty.s
-    h_plain = max(penalty.h_plain, s)
-    # one pass over the K coordinates (kernels.update): the numpy expressions of this
-    # docstring's steps, same operations in the same order, without (K,) temporaries
-    arrays = UpdateArrays(
-        *(np.ascontiguousarray(a, dtype=np.float64) for a in (mu, theta, d_hat, c_hat,
-          targets.d, targets.c, penalty.reg_mu, penalty.reg_theta))
-    )  # fmt: skip
-    scalars = UpdateScalars(
-        two_lam_mu=float(2.0 * st.lambda_mu),
-        two_lam_theta=float(2.0 * st.lambda_theta),
-        s=float(s),
-        gradient=GRADIENT_CODES[st.gradient],
-        precondition=bool(st.precondition),
-        h_plain=float(h_plain),
-        clip=float(st.clip),
-        step_mu=float(st.step_mu),
-        step_theta=float(st.step_theta),
-        intercept=bool(penalty.intercept),
-    )
-    new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta = (
-        update_pass(arrays, scalars)
-    )
-    if not st.precondition:
-        h_mu = h_theta = h_plain
-    new = Params(new_mu, new_theta)
-    return Update(new, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta)
 
 
 # ---------------------------------------------------------------------- the trainer
@@ -759,65 +643,6 @@ class PCDTrainer:
 
     def settings_dict(self) -> dict:
         return asdict(self.settings)
-
-
-def divergence(
-    upd: Update, targets: Targets, settings: TrainerSettings, layout: TableLayout
-) -> str:
-    """'' when the step ``upd`` is acceptable, else what went wrong and its likely cause.
-
-    Acceptable: every new μ, θ finite, |θ| ≤ THETA_BOUND and |μ| ≤ MU_BOUND.  The likely cause
-    is read off the worst coordinate k: a θ (μ) whose cell has c = 0 or c = d (d ≤ 0), with a
-    penalty too weak to hold it inside the bound (|θ| ≤ d/(2λ_θ) at the optimum), needs a
-    larger λ; otherwise the step α·|direction| was too large for it: reduce α.
-    """
-    mu, theta = upd.params
-    # max |θ|/bound, |μ|/bound (non-finite = inf) and their first positions, in one pass
-    top_t, k_t, top_m, k_m = bound_excess(
-        np.ascontiguousarray(mu, dtype=np.float64), np.ascontiguousarray(theta, dtype=np.float64),
-        MU_BOUND, THETA_BOUND,
-    )  # fmt: skip
-    if max(top_t, top_m) <= 1.0:
-        return ""
-    is_theta = top_t >= top_m
-    k = int(k_t if is_theta else k_m)
-    value = (theta if is_theta else mu)[k]
-    t = layout.tables[int(np.searchsorted(layout.offsets, k, side="right")) - 1]
-    where = f"row {k} of table {layout.table_name(t)}"
-    d, c = targets.d[k], targets.c[k]
-    if is_theta:
-        what = f"θ[{k}] ({where}) became {value:.3g}."
-        lam, alpha, name = settings.lambda_theta, settings.step_theta, "θ"
-        extreme = c <= 0 or c >= d
-        held = 2.0 * lam * THETA_BOUND > max(d, 0.0)
-        cell = "no positive label" if c <= 0 else "only positive labels"
-    else:
-        what = f"μ[{k}] ({where}) became {value:.3g}."
-        lam, alpha, name = settings.lambda_mu, settings.step_mu, "μ"
-        extreme, held, cell = d <= 0, 2.0 * lam * MU_BOUND > 1.0, "no record"
-    step = abs((upd.dir_theta if is_theta else upd.dir_mu)[k]) * alpha
-    if extreme and not held:
-        return (
-            f"{what} Likely cause: its cell has {cell}, and λ_{name} = {lam:g} is too weak to "
-            f"hold it; increase λ_{name}."
-        )
-    out = (
-        f"{what} Likely cause: the step size α_{name} = {alpha:g} is too large (this step "
-        f"moved it by {step:.3g}); reduce α_{name}."
-    )
-    if not is_theta and np.isfinite(value):
-        # the model's count of the row before this step: g_μ = d̂ − d + 2λ_μ μ_old
-        mu_old = value + alpha * upd.dir_mu[k]
-        d_hat = upd.g_mu[k] + d - 2.0 * lam * mu_old
-        if abs(d_hat - d) > 0.1 * max(abs(d), 1.0):
-            out += (
-                f" Or, if μ[{k}] climbed steadily: the model's count of this row is "
-                f"{d_hat:.6g} against its target {d:.6g}, and the other tables hold it "
-                "there; they contradict this row (an inconsistent release, e.g. folded "
-                "values whose pair rows miss their suppressed cells), and a smaller α only "
-                "delays this."
-            )
-    return out
 
 
 def expected_floor(data: AggregatedData, n_gibbs: int) -> float:
