@@ -276,3 +276,21 @@ def test_caps_refuse_huge_line_big_file_many_rows_and_binary(files, tmp_path, ca
     assert read_criteo(p, s, caps=CsvCaps(max_lines=n_rows, max_line_bytes=200)).data.layout.K > 0
     with pytest.raises(AggMRFError, match="max_lines must be an integer"):
         CsvCaps(max_lines=0)
+
+
+def test_genuine_noise_far_below_zero_is_kept_and_impossible_counts_refused(files, tmp_path):
+    """σ = 17 noise on ~10⁵ counts reaches −5σ a few times per file: the floor scales with
+    the file's size (false alarm 10⁻⁹ per file), so a −6σ value in a real file is kept,
+    while a count no such noise explains is still refused."""
+    from aggmrf_explore.io.criteo import CRITEO_SIGMA, negative_z
+
+    p, s = (pd.read_csv(f, index_col=0) for f in files)
+    z = negative_z(3 * len(p))
+    assert 5.5 < z < 9
+    kept = p.assign(c=p["c"].where(p.index != 2, -6.0 * CRITEO_SIGMA))
+    args = [_write(kept, tmp_path / "pairs.csv"), _write(s, tmp_path / "singles.csv")]
+    assert read_criteo(*args).data.layout.K > 0
+    refused = p.assign(c=p["c"].where(p.index != 2, -(z + 0.5) * CRITEO_SIGMA))
+    args = [_write(refused, tmp_path / "pairs2.csv"), args[1]]
+    with pytest.raises(AggMRFError, match="does not explain it"):
+        read_criteo(*args)

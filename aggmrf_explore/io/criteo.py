@@ -44,8 +44,10 @@ Policies (all reported in ``CriteoRelease.report``):
   named twice (pandas would rename the second ``click.1`` and ignore it), a number out of
   range or not a number, a pair of a feature with itself, a feature id the singles do
   not list, a pair value the singles do not list, a row listed twice, and a negative noisy
-  count below −5σ (= −85; mildly negative values are what σ = 17 noise does to small
-  counts and are kept: the trainer projects them).
+  count that σ = 17 noise does not explain: below −zσ, with z such that genuine noise on
+  every value of the file crosses it with probability 10⁻⁹ (``negative_z``: −7.6σ = −130
+  for 10⁵ values; mildly negative values are what the noise does to small counts and are
+  kept: the trainer projects them).
 - **Noise**: the challenge declares σ only, so release.json's ``noise`` block states the
   mechanism and σ (``{"mechanism": "gaussian", "sigma": σ}``), never an ε or δ.
 """
@@ -91,7 +93,7 @@ CRITEO_SUPPRESSION = 10.0
 CRITEO_SIGMA = 17.0
 OTHER = "(other)"
 LABELS = ("click", "sale")
-Z_NEGATIVE = 5.0
+FALSE_ALARM = 1e-9  # chance that genuine σ = 17 noise on a whole file trips the negative check
 ID_MAX = 2**63 - 1  # feature ids and values: integers 0 … ID_MAX, parsed from their digits
 
 
@@ -316,18 +318,28 @@ def _read(
                 "counts and label sums are numbers of records."
             )
         df[c] = x
-    floor = -Z_NEGATIVE * CRITEO_SIGMA
+    z = negative_z(3 * len(df))
+    floor = -z * CRITEO_SIGMA
     for c in ("c", "click", "sale"):
         neg = np.flatnonzero(df[c].to_numpy() < floor)
         if neg.size:
             i = int(neg[0])
             raise AggMRFError(
                 f"{what} ({path.name}), line {lines[i]}: {c} = {df[c].iloc[i]:g} is below "
-                f"−{Z_NEGATIVE:g}σ = {floor:g}: Gaussian noise of σ = {CRITEO_SIGMA:g} on a count "
+                f"−{z:.3g}σ = {floor:.4g}: Gaussian noise of σ = {CRITEO_SIGMA:g} on a count "
                 f"≥ 0 does not explain it ({neg.size} such row(s)); is this a challenge file?"
             )
     df["_line"] = lines
     return df
+
+
+def negative_z(n_values: int) -> float:
+    """How many σ below 0 a noisy count may lie before it is refused: the z whose one-sided
+    tail, over ``n_values`` genuine draws, is crossed with probability ``FALSE_ALARM``
+    (6.0 for one value, 7.6 for 10⁵, 8.2 for 10⁷)."""
+    from scipy.special import ndtri
+
+    return float(-ndtri(FALSE_ALARM / max(int(n_values), 1)))
 
 
 def _duplicates(df: pd.DataFrame, keys: list[str], what: str, name: str) -> None:
