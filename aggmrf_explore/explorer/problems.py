@@ -340,13 +340,6 @@ def get_release(
     def compute():
         from .. import privacy
 
-        if mechanism == "local":
-            from ..privacy.local import local_release, make_local_mechanism
-
-            enc = bundle.encoded
-            mech = make_local_mechanism(epsilon, bundle.layout)
-            return local_release(enc.X_train, enc.y_train, bundle.layout, mech, seed), mech
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mech = privacy.make_mechanism(
