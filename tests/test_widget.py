@@ -156,6 +156,7 @@ def test_convergence_figure_labels(trainer):
 
 def test_url_restore_shows_every_setting_in_its_control():
     """Several settings restored at once from a URL (one batched update) reach every control."""
+    import panel as pn
     from panel.io.location import Location
 
     from aggmrf_explore.explorer.store import URL_KEYS
@@ -169,8 +170,12 @@ def test_url_restore_shows_every_setting_in_its_control():
     assert (s.dataset, s.mechanism, s.epsilon, s.delta) == ("xor", "gaussian", 2, 1e-6)
     assert ex.w_dataset.value == "xor"
     assert ex.w_mech.value == "gaussian"
-    assert ex.c_eps[0].value == 2 and ex.c_delta[0].value == 1e-6
-    assert ex.c_ltheta[0].value == 10
+
+    def slider(box):  # (the control's slider; its help "?" beside it)
+        return box.select(pn.widgets.DiscreteSlider)[0]
+
+    assert slider(ex.c_eps).value == 2 and slider(ex.c_delta).value == 1e-6
+    assert slider(ex.c_ltheta).value == 10
     assert ex.c_delta.visible and ex.c_cal.visible  # the Gaussian controls are shown
     assert "Gaussian σ" in ex.sigma.object
     assert not ex.message.visible, ex.message.object
