@@ -56,8 +56,7 @@ def _check(p: AppPage, where: str) -> None:
     found = list(seen.values())
     print(f"axe-core on {where}: {by_impact(found)} (rules, elements)")
     blocking = [
-        f"{v['id']} ({v['impact']}): {v['help']} — "
-        + "; ".join(_target(n) for n in v["nodes"][:6])
+        f"{v['id']} ({v['impact']}): {v['help']} — " + "; ".join(_target(n) for n in v["nodes"][:6])
         for v in found
         if v["impact"] in BLOCKING
     ]
@@ -74,9 +73,8 @@ def test_explorer_page_has_no_serious_accessibility_violation(server, browser): 
 
 
 def test_lesson_link_view_has_no_serious_accessibility_violation(server, browser):  # noqa: F811
-    query = (
-        "?dataset=xor&gradient=true&hide=play,step,reset,lambda_mu,presets&lesson="
-        + quote("Watch the XOR bars: why does max-ent fail here?")
+    query = "?dataset=xor&gradient=true&hide=play,step,reset,lambda_mu,presets&lesson=" + quote(
+        "Watch the XOR bars: why does max-ent fail here?"
     )
     p = AppPage(browser, server.url + query, ready="XOR")
     try:
