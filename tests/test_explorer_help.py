@@ -56,3 +56,17 @@ def test_each_tab_has_a_note_that_stays_true():
         assert "dip below" in EXPLAIN["convergence"]
     finally:
         ex.session.close()
+
+
+def test_the_noise_summary_names_each_mechanisms_scale():
+    from aggmrf_explore.explorer.noise_text import noise_summary
+    from aggmrf_explore.explorer.store import ExplorerSession
+
+    s = ExplorerSession(dataset="toy", mechanism="laplace", n_gibbs=200)
+    assert "**Laplace** scale b" in noise_summary(s)
+    s.mechanism = "gaussian"
+    assert "Gaussian σ" in noise_summary(s)
+    s.mechanism = "local"
+    assert "| field | values | ε share | keep p |" in noise_summary(s)
+    s.mechanism = "none"
+    assert noise_summary(s).startswith("No noise")

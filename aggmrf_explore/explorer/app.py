@@ -41,6 +41,7 @@ from .escape import escape_html, escape_markdown
 from .help import EXPLAIN, help_for, tab_note, with_help
 from .lesson import hidden_groups, lesson_link, parse_lesson
 from .liveplots import LivePlot, XorPlot, static_figure
+from .noise_text import noise_summary
 from .page_fixes import page_script
 from .problems import (
     CHEAP_BASELINES,
@@ -1146,58 +1147,7 @@ class Explorer(pn.viewable.Viewer):
         self._apply_hide()
 
     def _refresh_sigma(self) -> None:
-        s = self.session
-        if s.bundle is None or s.mechanism == "none":
-            self.sigma.object = "No noise: the learner sees the exact tables."
-            return
-        if s.mechanism == "local":
-            self.sigma.object = self._local_fields_text()
-            return
-        try:
-            nums = s.noise_numbers()
-        except Exception as exc:  # noqa: BLE001
-            self.sigma.object = f"⚠ {error_message(exc)}"
-            return
-        lines = [
-            f"T = {nums['T']} released tables · Δ₁ = {nums['l1_sensitivity']:g}, "
-            f"Δ₂ = {nums['l2_sensitivity']:.3g}"
-        ]
-        if s.mechanism == "laplace":
-            lines.append(
-                f"**Laplace** scale b = {nums['laplace_scale']:.3g}, noise std = **{nums['laplace_std']:.3g}** records"
-            )
-        else:
-            classic = nums["sigma_classic"]
-            note = "" if nums["classic_valid"] else " (not valid for ε > 1)"
-            lines.append(
-                f"**Gaussian σ**: analytic **{nums['sigma_analytic']:.3g}** · classic "
-                f"{classic:.3g}{note} · AdKDD'21 {nums['sigma_adkdd21']:.3g} records"
-            )
-        self.sigma.object = "  \n".join(lines)
-
-    def _local_fields_text(self) -> str:
-        """Local privacy: each field's ε share and keep probability (markdown table)."""
-        from ..privacy.local import make_local_mechanism
-
-        s = self.session
-        try:
-            mech = make_local_mechanism(s.epsilon, s.bundle.layout)
-        except Exception as exc:  # noqa: BLE001
-            return f"⚠ {error_message(exc)}"
-        names = list(getattr(s.bundle.encoded, "feature_names", [])) or None
-        fields = mech.fields(names)
-        lines = [
-            f"**Local (randomized response)**: each record is randomized before aggregation; "
-            f"ε = {s.epsilon:g} per person, split equally over the fields (δ = 0).",
-            "",
-            "| field | values | ε share | keep p |",
-            "|---|---:|---:|---:|",
-        ]
-        for r in fields.itertuples(index=False):
-            lines.append(
-                f"| {escape_markdown(str(r.field), limit=60)} | {r.values} | {r.epsilon:.3g} | {r.keep:.3f} |"
-            )
-        return "\n".join(lines)
+        self.sigma.object = noise_summary(self.session)
 
     # ------------------------------------------------------------------ loading
     def _load_now(self) -> bool:
