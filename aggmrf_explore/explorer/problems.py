@@ -345,7 +345,9 @@ def get_release(
             mech = privacy.make_mechanism(
                 mechanism, epsilon, delta, bundle.layout, accounting, calibration
             )
-        return _suppressed(bundle.key[0], privacy.release(bundle.aggregated, mech, seed)), mech
+        enc = bundle.encoded
+        data = privacy.release(bundle.aggregated, mech, seed, records=(enc.X_train, enc.y_train))
+        return (_suppressed(bundle.key[0], data) if mech.privacy == "central" else data), mech
 
     return _RELEASES.get(key, compute)
 
