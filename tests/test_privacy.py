@@ -485,3 +485,9 @@ def test_a_declared_noise_level_alone_claims_no_budget():
     assert lap.scale == 20.0 and lap.describe()["epsilon"] is None
     with pytest.raises(AggMRFError, match="only its noise level"):
         composed_epsilon([g], 1e-7)
+    # the discrete Laplace likewise (it claimed ε = 1 from a bare scale)
+    dl = mechanism_from_meta({"mechanism": "discrete_laplace", "scale": 3.0})
+    assert dl.scale == 3.0 and dl.describe()["epsilon"] is None and not dl.budget_known
+    assert mechanism_from_meta(dl.to_dict()) == dl
+    with pytest.raises(AggMRFError, match="only its noise level"):
+        composed_epsilon([dl], 1e-7)

@@ -250,6 +250,7 @@ class _LaplaceFamily(_Shared):
 
     epsilon: float
     l1_sensitivity: float
+    budget_known: bool = True  # False when only the noise level was declared
     delta: ClassVar[float] = 0.0
     density: ClassVar[str] = "laplace"
     _sensitivity: ClassVar[str] = "l1_sensitivity"
@@ -273,7 +274,7 @@ class _LaplaceFamily(_Shared):
     def _from_level(cls, d: dict) -> NoiseMechanism:
         if d.get("scale") is None:
             raise AggMRFError(f"a {cls.name} 'noise' needs epsilon (+ l1_sensitivity) or scale.")
-        return cls(1.0, float(d["scale"]))
+        return cls(1.0, float(d["scale"]), budget_known=False)
 
 
 @dataclass(frozen=True)
@@ -422,7 +423,8 @@ class DiscreteLaplaceMechanism(_Integer, _LaplaceFamily):
     """ε-DP discrete Laplace (two-sided geometric) mechanism: P(x) ∝ exp(−|x|/t), t = Δ1/ε.
 
     epsilon : ε > 0;  l1_sensitivity : Δ1 > 0 (counts).  Integer noise.  A description
-    with only ``scale`` (t, counts) gives ε = 1, which then means nothing.
+    with only ``scale`` (t, counts) gives a mechanism whose budget is unknown
+    (``budget_known`` False: ε and δ are None in :meth:`describe`).
     """
 
     name: ClassVar[str] = "discrete_laplace"
