@@ -56,10 +56,21 @@ from tests.test_browser_proxy import check_explorer, start_serve, stop_serve
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Install for a course"
-NOT_SOURCE = shutil.ignore_patterns(
+_NOT_SOURCE = shutil.ignore_patterns(
     ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache",
-    ".venv*", ".ipynb_checkpoints", "screenshots", "out",
+    ".venv*", ".ipynb_checkpoints", "out",
 )  # fmt: skip
+
+
+def NOT_SOURCE(directory: str, names: list[str]) -> set[str]:  # noqa: N802 - shutil's ignore
+    """What the copy of the source tree leaves out: build and cache directories, and the
+    clone's own ``screenshots/`` output (not ``docs/screenshots/``, which is tracked)."""
+    ignored = set(_NOT_SOURCE(directory, names))
+    if Path(directory) == ROOT and "screenshots" in names:
+        ignored.add("screenshots")
+    return ignored
+
+
 TIMES: dict[str, float] = {}  # phase → seconds, printed at the end (pytest -s shows them)
 
 
