@@ -341,6 +341,19 @@ def nllh_data(
     return PlotData(layers, xlim, ylim, "Test NLLH (higher is better)", _x_ticks(xlim))
 
 
+def _off_scale_layers(d: PlotData, xdim, ydim, font_size: str) -> list:
+    """The red ▼ at the bottom edge for a value below the axis, and its value as a centred
+    text (``d.layers``' OFF_SCALE and "off-scale value"; empty layers when on the scale)."""
+    off = d.layers["off-scale value"]
+    marker = hv.Scatter(d.layers[OFF_SCALE], xdim, ydim).opts(
+        color="#d62728", marker="inverted_triangle", size=14
+    )
+    text = hv.Labels((off["x"], off["y"], off["text"]), [xdim, ydim], "text").opts(
+        text_color="#d62728", text_align="center", text_font_size=font_size, text_baseline="bottom"
+    )
+    return [marker, text]
+
+
 def _legend_opts(n_items: int) -> dict:
     """A legend outside the data: one row above the plot (short labels: the explanation
     under the plots names them in full)."""
@@ -379,17 +392,7 @@ def nllh_plot(
                 color=color, line_dash=dash, line_width=2
             )
         )
-    layers.append(
-        hv.Scatter(d.layers[OFF_SCALE], xdim, ydim).opts(
-            color="#d62728", marker="inverted_triangle", size=14
-        )
-    )
-    off = d.layers["off-scale value"]
-    layers.append(
-        hv.Labels((off["x"], off["y"], off["text"]), [xdim, ydim], "text").opts(
-            text_color="#d62728", text_align="center", text_font_size="12pt", text_baseline="bottom"
-        )
-    )
+    layers += _off_scale_layers(d, xdim, ydim, "12pt")
     return hv.Overlay(layers).opts(
         hv.opts.Overlay(title=d.title, ylim=d.ylim, **_log_x_opts(d), **_legend_opts(4), **_COMMON),
     )
@@ -925,17 +928,7 @@ def privacy_curve_plot(
             color="white", line_color="black", line_width=2, size=13
         )
     )
-    layers.append(
-        hv.Scatter(d.layers[OFF_SCALE], xdim, ydim).opts(
-            color="#d62728", marker="inverted_triangle", size=14
-        )
-    )
-    off = d.layers["off-scale value"]
-    layers.append(
-        hv.Labels((off["x"], off["y"], off["text"]), [xdim, ydim], "text").opts(
-            text_color="#d62728", text_align="center", text_font_size="11pt", text_baseline="bottom"
-        )
-    )
+    layers += _off_scale_layers(d, xdim, ydim, "11pt")
     color, dash = _REF_STYLE[REFERENCE_NAMES[0]]
     layers.append(
         hv.Curve(d.layers[PRIVACY_SKYLINE], xdim, ydim, label=PRIVACY_SKYLINE).opts(
