@@ -36,6 +36,14 @@ def client():
         yield c
 
 
+@pytest.fixture
+def cluster(client):
+    """The module's client once both workers are up: a nanny restarts a killed worker, which
+    takes seconds on a loaded machine, and the next test must not start before it is back."""
+    client.wait_for_workers(2, timeout=180)
+    return client
+
+
 @pytest.fixture(scope="module")
 def data():
     rng = np.random.default_rng(4)
@@ -50,9 +58,9 @@ def _trainer(data, factory):
     return PCDTrainer(data, st, chain_factory=factory)
 
 
-def test_sharded_pcd_is_bit_identical(client, data):
+def test_sharded_pcd_is_bit_identical(cluster, data):
     one = _trainer(data, partial(MHGibbsChain))
-    many = _trainer(data, sharded_chain_factory(client))
+    many = _trainer(data, sharded_chain_factory(cluster))
     assert many.chain.n_shards == 2
     assert many.chain.shared  # a LocalCluster: (μ, θ) and statistics through mapped files
     one.fit(6)
@@ -62,7 +70,7 @@ def test_sharded_pcd_is_bit_identical(client, data):
     np.testing.assert_array_equal(one.chain.codes, many.chain.codes)
     assert one.history[-1].acceptance == many.history[-1].acceptance is not None
     # shards ≠ workers, and the arrays sent through Dask instead of the mapped files
-    three = _trainer(data, sharded_chain_factory(client, n_shards=3, shared=False))
+    three = _trainer(data, sharded_chain_factory(cluster, n_shards=3, shared=False))
     assert not three.chain.shared
     three.fit(6)
     np.testing.assert_array_equal(one.theta, three.theta)
@@ -83,14 +91,14 @@ def short_timeouts():
         yield
 
 
-def test_lost_worker_shard_is_recreated_bit_for_bit(client, data, short_timeouts):
+def test_lost_worker_shard_is_recreated_bit_for_bit(cluster, data, short_timeouts):
     """A worker dies after 7 iterations (checkpoint at 5, two sweeps replayed): the run
     continues with a warning and ends exactly where the single-process run ends."""
     one = _trainer(data, partial(MHGibbsChain))
     one.fit(10)
-    tr = _trainer(data, sharded_chain_factory(client, checkpoint_every=5))
+    tr = _trainer(data, sharded_chain_factory(cluster, checkpoint_every=5))
     tr.fit(7)
-    _kill_one_worker(client)
+    _kill_one_worker(cluster)
     with pytest.warns(RuntimeWarning, match="re-creating the shard"):
         tr.fit(3)
     assert tr.chain.recreated >= 1
@@ -98,11 +106,11 @@ def test_lost_worker_shard_is_recreated_bit_for_bit(client, data, short_timeouts
     np.testing.assert_array_equal(tr.theta, one.theta)
 
 
-def test_lost_worker_without_checkpoints_fails_cleanly(client, data, short_timeouts):
-    tr = _trainer(data, sharded_chain_factory(client, checkpoint_every=0))
+def test_lost_worker_without_checkpoints_fails_cleanly(cluster, data, short_timeouts):
+    tr = _trainer(data, sharded_chain_factory(cluster, checkpoint_every=0))
     tr.fit(2)
     mu, theta = tr.mu.copy(), tr.theta.copy()
-    _kill_one_worker(client)
+    _kill_one_worker(cluster)
     with pytest.raises(WorkerLostError, match="last good"):
         tr.fit(1)
     assert tr.iteration == 2
