@@ -84,9 +84,12 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
         X = schema.transform(df)
         y = schema.encode_label(df[args.label])
         layout = TableLayout.all_pairs(
-            schema.n_modalities, schema.feature_names, singles=not args.no_singles,
-            pairs=not args.no_pairs, modality_labels=schema.modality_labels,
-        )  # fmt: skip
+            schema.n_modalities,
+            schema.feature_names,
+            singles=not args.no_singles,
+            pairs=not args.no_pairs,
+            modality_labels=schema.modality_labels,
+        )
         name = args.csv
     else:
         ds = cli_args.load_aggregate_records(args)

@@ -385,9 +385,12 @@ def check_schema_size(args: argparse.Namespace, schema) -> None:
 
     tables = all_pairs_tables(schema.n_features, not args.no_singles, not args.no_pairs)
     check_size(
-        schema.n_modalities.tolist(), tables, schema.feature_names, budget=budget(args),
+        schema.n_modalities.tolist(),
+        tables,
+        schema.feature_names,
+        budget=budget(args),
         what="the tables of this schema",
-    )  # fmt: skip
+    )
 
 
 def check_trainer_size(args: argparse.Namespace, layout: TableLayout, n_gibbs: int) -> None:
@@ -396,9 +399,13 @@ def check_trainer_size(args: argparse.Namespace, layout: TableLayout, n_gibbs: i
 
     tables = [t for t in layout.tables if t]
     check_size(
-        [int(m) for m in layout.n_modalities], tables, list(layout.feature_names),
-        budget=budget(args), n_gibbs=n_gibbs, what="training",
-    )  # fmt: skip
+        [int(m) for m in layout.n_modalities],
+        tables,
+        list(layout.feature_names),
+        budget=budget(args),
+        n_gibbs=n_gibbs,
+        what="training",
+    )
 
 
 def warn_useless_noise(mechanism, layout: TableLayout, n: float) -> None:

@@ -39,18 +39,33 @@ def cmd_import_criteo(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rep)
         return 0
-    print(f"wrote {path.parent} ({rep['n_features']} features, {rel.data.layout.n_released_tables} tables, K = {rep['n_rows']} rows; labels click, sale)")  # fmt: skip
-    print(f"n ≈ {rep['n']} records (mean of the singles totals), click rate {rep['click_rate']:.4f}, sale rate {rep['sale_rate']:.4f}")  # fmt: skip
-    print(f"noise: Gaussian σ = {rep['noise_sigma']:g}; pairs: {rep['pair_rows_listed']} rows listed, "
-          f"{rep['pair_cells_suppressed']} of {rep['pair_cells']} cells suppressed (true count ≤ {rep['suppression']:g}; "
-          f"{rep['source_pair_cells_left_out']} source cells left out)")  # fmt: skip
+    print(
+        f"wrote {path.parent} ({rep['n_features']} features, "
+        f"{rel.data.layout.n_released_tables} tables, K = {rep['n_rows']} rows; "
+        "labels click, sale)"
+    )
+    print(
+        f"n ≈ {rep['n']} records (mean of the singles totals), "
+        f"click rate {rep['click_rate']:.4f}, sale rate {rep['sale_rate']:.4f}"
+    )
+    print(
+        f"noise: Gaussian σ = {rep['noise_sigma']:g}; "
+        f"pairs: {rep['pair_rows_listed']} rows listed, "
+        f"{rep['pair_cells_suppressed']} of {rep['pair_cells']} cells suppressed "
+        f"(true count ≤ {rep['suppression']:g}; "
+        f"{rep['source_pair_cells_left_out']} source cells left out)"
+    )
     if rep["max_modalities"]:
         folded = {k: v for k, v in rep["folded_values"].items() if v}
-        print(f"--max-modalities {rep['max_modalities']}: rare values folded into '(other)' in "
-              f"{len(folded)} feature(s):")  # fmt: skip
+        print(
+            f"--max-modalities {rep['max_modalities']}: rare values folded into '(other)' in "
+            f"{len(folded)} feature(s):"
+        )
         for k, v in folded.items():
             share = rep["folded_count_share"][k]
-            print(f"  {k}: {rep['cardinalities'][k]} values → {rep['modalities'][k]} modalities "
-                  f"({v} folded, {100 * share:.1f}% of its records)")  # fmt: skip
+            print(
+                f"  {k}: {rep['cardinalities'][k]} values → {rep['modalities'][k]} modalities "
+                f"({v} folded, {100 * share:.1f}% of its records)"
+            )
     print(f"({rep['seconds']:.1f}s)")
     return 0

@@ -21,8 +21,17 @@ __all__ = ["build_parser", "lambda_theta_arg", "UsageError", "Parser", "INPUTS",
 lambda_theta_arg = numbers.lambda_theta
 BIG = 10**9
 #: the flags (argparse destinations) naming files or directories a command reads
-INPUTS = ("csv", "test_csv", "tables", "validation_tables", "validation_csv", "schema", "model",
-          "pairs", "singles")  # fmt: skip
+INPUTS = (
+    "csv",
+    "test_csv",
+    "tables",
+    "validation_tables",
+    "validation_csv",
+    "schema",
+    "model",
+    "pairs",
+    "singles",
+)
 
 
 def input_paths(args: argparse.Namespace) -> list[str]:
@@ -48,24 +57,51 @@ def _add_data_options(p: argparse.ArgumentParser, unseen: str = "other") -> None
     src = g.add_mutually_exclusive_group()
     src.add_argument("--dataset", help="toy, xor, synthetic, adult or bank")
     src.add_argument("--csv", help="your own CSV file (needs --label)")
-    g.add_argument("--label", help="label column of --csv (binary: 0/1, yes/no, true/false, …); "
-                   "with --tables: which label of a release with several, or 'all'")  # fmt: skip
+    g.add_argument(
+        "--label",
+        help="label column of --csv (binary: 0/1, yes/no, true/false, …); "
+        "with --tables: which label of a release with several, or 'all'",
+    )
     g.add_argument("--test-csv", help="a separate test CSV (default: split --csv)")
-    g.add_argument("--test-fraction", type=numbers.fraction, default=0.3,
-                   help="test share when splitting, between 0 and 1 (0.3)")  # fmt: skip
+    g.add_argument(
+        "--test-fraction",
+        type=numbers.fraction,
+        default=0.3,
+        help="test share when splitting, between 0 and 1 (0.3)",
+    )
     g.add_argument("--features", help="comma-separated feature columns to keep")
     g.add_argument("--drop-features", help="comma-separated feature columns to drop")
-    g.add_argument("--n", type=numbers.integer(1, BIG), default=None,
-                   help="records (generated data) or a subsample")  # fmt: skip
-    g.add_argument("--bins", type=numbers.integer(2, 1000), default=10,
-                   help="bins for numeric columns (deciles: 10)")  # fmt: skip
-    g.add_argument("--min-count", type=numbers.integer(1, BIG), default=1,
-                   help="--csv: merge values seen fewer times into '(other)' (1: off)")  # fmt: skip
-    g.add_argument("--max-rows", type=numbers.integer(1, 10**12), default=DEFAULT_MAX_ROWS,
-                   help=f"size budget: refuse tables with more rows ({DEFAULT_MAX_ROWS:,})")  # fmt: skip
-    g.add_argument("--unseen", choices=("error", "other"), default=unseen,
-                   help="--csv: a value never seen in training counts as '(other)', with a "
-                   f"warning, or is an error (default: {unseen})")  # fmt: skip
+    g.add_argument(
+        "--n",
+        type=numbers.integer(1, BIG),
+        default=None,
+        help="records (generated data) or a subsample",
+    )
+    g.add_argument(
+        "--bins",
+        type=numbers.integer(2, 1000),
+        default=10,
+        help="bins for numeric columns (deciles: 10)",
+    )
+    g.add_argument(
+        "--min-count",
+        type=numbers.integer(1, BIG),
+        default=1,
+        help="--csv: merge values seen fewer times into '(other)' (1: off)",
+    )
+    g.add_argument(
+        "--max-rows",
+        type=numbers.integer(1, 10**12),
+        default=DEFAULT_MAX_ROWS,
+        help=f"size budget: refuse tables with more rows ({DEFAULT_MAX_ROWS:,})",
+    )
+    g.add_argument(
+        "--unseen",
+        choices=("error", "other"),
+        default=unseen,
+        help="--csv: a value never seen in training counts as '(other)', with a "
+        f"warning, or is an error (default: {unseen})",
+    )
     g.add_argument("--no-singles", action="store_true", help="do not release single-feature tables")
     g.add_argument("--no-pairs", action="store_true", help="do not release pair tables")
     _setting_flag(g, "seed", default=0)
@@ -85,18 +121,26 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "training (each default follows a documented rule: mrf.default_settings)"
     )
-    _setting_flag(g, "iterations", "Default max(3000, ⌈6/α_θ⌉): 3 000 on Adult and Bank.",
-                  default=None)  # fmt: skip
+    _setting_flag(
+        g, "iterations", "Default max(3000, ⌈6/α_θ⌉): 3 000 on Adult and Bank.", default=None
+    )
     _setting_flag(g, "n_gibbs", "Default min(n, 10 000).", default=None)
     _setting_flag(g, "lambda_mu", default=None)
-    g.add_argument("--lambda-theta", type=lambda_theta_arg, default=None,
-                   help=f"{setting('lambda_theta').help} A number ≥ 0 and ≤ 1e+06, or 'auto' "
-                   "(chosen from the tables alone, run only).")  # fmt: skip
+    g.add_argument(
+        "--lambda-theta",
+        type=lambda_theta_arg,
+        default=None,
+        help=f"{setting('lambda_theta').help} A number ≥ 0 and ≤ 1e+06, or 'auto' "
+        "(chosen from the tables alone, run only).",
+    )
     _setting_flag(g, "step_mu", default=None)
     _setting_flag(g, "step_theta", default=None)
     _setting_flag(g, "gradient", default=None)
-    g.add_argument("--no-precondition", action="store_true",
-                   help=f"turn off {setting('precondition').label}: {setting('precondition').help}")  # fmt: skip
+    g.add_argument(
+        "--no-precondition",
+        action="store_true",
+        help=f"turn off {setting('precondition').label}: {setting('precondition').help}",
+    )
 
 
 def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
@@ -112,9 +156,13 @@ def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     )
     _add_budget_options(g, sweep)
     if not sweep:
-        g.add_argument("--noise-aware", action=argparse.BooleanOptionalAction, default=None,
-                       help=f"{setting('noise_aware').help} Default: on when a release "
-                       "(--tables) declares its noise, else off.")  # fmt: skip
+        g.add_argument(
+            "--noise-aware",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help=f"{setting('noise_aware').help} Default: on when a release "
+            "(--tables) declares its noise, else off.",
+        )
 
 
 def _add_budget_options(g, sweep: bool = False) -> None:
@@ -123,50 +171,80 @@ def _add_budget_options(g, sweep: bool = False) -> None:
         _setting_flag(g, "epsilon", default=None)
     _setting_flag(g, "delta", "Default 1e-7.", default=None)
     _setting_flag(g, "accounting", default="both")
-    _setting_flag(g, "calibration", "The discrete Gaussian is calibrated by its zCDP bound.",
-                  default="analytic")  # fmt: skip
+    _setting_flag(
+        g,
+        "calibration",
+        "The discrete Gaussian is calibrated by its zCDP bound.",
+        default="analytic",
+    )
 
 
 def _add_publish_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "privacy noise (integer noise from the operating system's secure generator)"
     )
-    g.add_argument("--mechanism", choices=("none", "laplace", "gaussian"), default="none",
-                   help="laplace: discrete Laplace (ε-DP); gaussian: discrete Gaussian "
-                   "((ε, δ)-DP); none: the exact tables, not private")  # fmt: skip
+    g.add_argument(
+        "--mechanism",
+        choices=("none", "laplace", "gaussian"),
+        default="none",
+        help="laplace: discrete Laplace (ε-DP); gaussian: discrete Gaussian "
+        "((ε, δ)-DP); none: the exact tables, not private",
+    )
     _add_budget_options(g)
-    g.add_argument("--earlier-release", action="append", default=[], metavar="RELEASE",
-                   help="a release of the same records made before (its release.json or "
-                   "directory; repeatable): the report adds up the privacy spent")  # fmt: skip
-    g.add_argument("--insecure-seed", type=numbers.seed, default=None,
-                   help="draw the noise from this seed instead: anyone who knows or guesses "
-                   "it recovers every count. For tests and classroom demonstrations only; "
-                   "the release says it is insecure")  # fmt: skip
+    g.add_argument(
+        "--earlier-release",
+        action="append",
+        default=[],
+        metavar="RELEASE",
+        help="a release of the same records made before (its release.json or "
+        "directory; repeatable): the report adds up the privacy spent",
+    )
+    g.add_argument(
+        "--insecure-seed",
+        type=numbers.seed,
+        default=None,
+        help="draw the noise from this seed instead: anyone who knows or guesses "
+        "it recovers every count. For tests and classroom demonstrations only; "
+        "the release says it is insecure",
+    )
     g.add_argument("--noise-aware", action="store_true", help=argparse.SUPPRESS)
 
 
 def _add_release_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("training on a release (no records needed)")
-    g.add_argument("--tables", help="train on an aggregated release (directory or long CSV), "
-                   "no records; --test-csv scores it on records if you have some")  # fmt: skip
+    g.add_argument(
+        "--tables",
+        help="train on an aggregated release (directory or long CSV), "
+        "no records; --test-csv scores it on records if you have some",
+    )
     g.add_argument("--validation-tables", help="a second release: aggregated-only validation")
-    g.add_argument("--lenient", action="store_true",
-                   help="inconsistent tables are warnings, not errors")  # fmt: skip
+    g.add_argument(
+        "--lenient", action="store_true", help="inconsistent tables are warnings, not errors"
+    )
     g.add_argument("--export-model", help="write the fitted model (.json or .csv)")
-    g.add_argument("--validation-csv",
-                   help="a small labelled granular sample: choose λθ and the iteration count "
-                   "on it (instead of the records-free split); run --tables only")  # fmt: skip
+    g.add_argument(
+        "--validation-csv",
+        help="a small labelled granular sample: choose λθ and the iteration count "
+        "on it (instead of the records-free split); run --tables only",
+    )
 
 
 def _add_scale_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("bigger data: samplers and a Dask cluster")
-    g.add_argument("--sampler", choices=("auto", "gibbs", "mh"), default="auto",
-                   help="Gibbs kernel: full conditionals, Metropolis-within-Gibbs for large "
-                   "M_f, or auto (mh when some M_f > 1000)")  # fmt: skip
-    g.add_argument("--scheduler", default=None,
-                   help="shard the Gibbs samples on Dask: local:N (a LocalCluster of N worker "
-                   "processes) or tcp://HOST:PORT (an existing scheduler); --sampler means "
-                   "the same as without it, so the model is the same")  # fmt: skip
+    g.add_argument(
+        "--sampler",
+        choices=("auto", "gibbs", "mh"),
+        default="auto",
+        help="Gibbs kernel: full conditionals, Metropolis-within-Gibbs for large "
+        "M_f, or auto (mh when some M_f > 1000)",
+    )
+    g.add_argument(
+        "--scheduler",
+        default=None,
+        help="shard the Gibbs samples on Dask: local:N (a LocalCluster of N worker "
+        "processes) or tcp://HOST:PORT (an existing scheduler); --sampler means "
+        "the same as without it, so the model is the same",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -179,9 +257,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     quiet = Parser(add_help=False)
-    quiet.add_argument("-q", "--quiet", action="store_true",
-                       help="no progress bars on stderr (they are off anyway when stderr "
-                       "is not a terminal)")  # fmt: skip
+    quiet.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bars on stderr (they are off anyway when stderr is not a terminal)",
+    )
 
     run = sub.add_parser(
         "run", help="train the MRF and the baselines, report test NLLH", parents=[quiet]
@@ -202,8 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument(
         "--out", required=True, help="output directory (or FILE.csv with --format long)"
     )
-    agg.add_argument("--format", choices=("dir", "long"), default="dir",
-                     help="dir: one CSV per table + release.json; long: one CSV + FILE.json")  # fmt: skip
+    agg.add_argument(
+        "--format",
+        choices=("dir", "long"),
+        default="dir",
+        help="dir: one CSV per table + release.json; long: one CSV + FILE.json",
+    )
     agg.add_argument(
         "--schema", help="encode with the schema of this release.json (a second release)"
     )
@@ -213,12 +298,20 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--csv", required=True, help="records (CSV with the feature columns)")
     pr.add_argument("--out", help="write the probabilities here (default: stdout)")
     pr.add_argument("--label", help="label column: also report the NLLH on stderr")
-    pr.add_argument("--max-rows", type=numbers.integer(1, 10**12), default=DEFAULT_MAX_ROWS,
-                    help=f"size budget of the model's tables ({DEFAULT_MAX_ROWS:,} rows)")  # fmt: skip
+    pr.add_argument(
+        "--max-rows",
+        type=numbers.integer(1, 10**12),
+        default=DEFAULT_MAX_ROWS,
+        help=f"size budget of the model's tables ({DEFAULT_MAX_ROWS:,} rows)",
+    )
 
     xor = sub.add_parser("xor", help="the XOR counterexample, state by state")
-    xor.add_argument("--n", type=numbers.integer(100, BIG), default=100_000,
-                     help="records for PCD and logistic (≥ 100)")  # fmt: skip
+    xor.add_argument(
+        "--n",
+        type=numbers.integer(100, BIG),
+        default=100_000,
+        help="records for PCD and logistic (≥ 100)",
+    )
     _setting_flag(xor, "iterations", default=600)
     _setting_flag(xor, "seed", default=0)
     xor.add_argument("--json", action="store_true")
@@ -229,19 +322,43 @@ def build_parser() -> argparse.ArgumentParser:
     ic.add_argument("pairs", help="aggregated_pairs.csv of the challenge")
     ic.add_argument("singles", help="aggregated_singles.csv of the challenge")
     ic.add_argument("--out", required=True, help="output release directory")
-    ic.add_argument("--max-modalities", type=numbers.integer(2, BIG), default=None,
-                    help="keep at most this many values per feature (the most frequent); the "
-                    "others become '(other)' (default: keep all)")  # fmt: skip
-    ic.add_argument("--suppression", type=numbers.number(0.0), default=10.0,
-                    help="pair rows with true count ≤ this were dropped (10)")  # fmt: skip
-    ic.add_argument("--sigma", type=numbers.number(0.0, lo_open=True), default=17.0,
-                    help="the declared Gaussian noise σ (17)")  # fmt: skip
-    ic.add_argument("--max-file-mib", type=numbers.integer(1, 2**30), default=None,
-                    help="refuse a file larger than this many MiB (4096)")  # fmt: skip
-    ic.add_argument("--max-line-bytes", type=numbers.integer(1, 2**30), default=None,
-                    help="refuse a line longer than this many bytes (4096)")  # fmt: skip
-    ic.add_argument("--max-lines", type=numbers.integer(1, 10**12), default=None,
-                    help="refuse a file with more rows (30,000,000)")  # fmt: skip
+    ic.add_argument(
+        "--max-modalities",
+        type=numbers.integer(2, BIG),
+        default=None,
+        help="keep at most this many values per feature (the most frequent); the "
+        "others become '(other)' (default: keep all)",
+    )
+    ic.add_argument(
+        "--suppression",
+        type=numbers.number(0.0),
+        default=10.0,
+        help="pair rows with true count ≤ this were dropped (10)",
+    )
+    ic.add_argument(
+        "--sigma",
+        type=numbers.number(0.0, lo_open=True),
+        default=17.0,
+        help="the declared Gaussian noise σ (17)",
+    )
+    ic.add_argument(
+        "--max-file-mib",
+        type=numbers.integer(1, 2**30),
+        default=None,
+        help="refuse a file larger than this many MiB (4096)",
+    )
+    ic.add_argument(
+        "--max-line-bytes",
+        type=numbers.integer(1, 2**30),
+        default=None,
+        help="refuse a line longer than this many bytes (4096)",
+    )
+    ic.add_argument(
+        "--max-lines",
+        type=numbers.integer(1, 10**12),
+        default=None,
+        help="refuse a file with more rows (30,000,000)",
+    )
     ic.add_argument("--json", action="store_true", help="print the import report as JSON")
 
     sw = sub.add_parser(
@@ -250,43 +367,74 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_options(sw)
     _add_train_options(sw)
     _add_noise_options(sw, sweep=True)
-    sw.add_argument("--epsilons", default=None,
-                    help="comma-separated ε values (0.5,1,2,5,10; --quick: 1,10)")  # fmt: skip
-    sw.add_argument("--noise-seeds", type=numbers.integer(1, 1000), default=None,
-                    help="independent releases per ε, for error bars (3; --quick: 2)")  # fmt: skip
-    sw.add_argument("--quick", action="store_true",
-                    help="a small sweep: ε 1,10, 2 noise seeds, 150 iterations")  # fmt: skip
-    sw.add_argument("--privacy", default="central",
-                    help="comma-separated central,local: central (noisy tables, the default) "
-                    "and/or local (randomized response on every record); with local, "
-                    "MRF and MRF-N per privacy model")  # fmt: skip
-    sw.add_argument("--sizes", default=None,
-                    help="train on nested random subsamples of the training records: fractions "
-                    "(0.25,0.5,1) or record counts (1000,10000); with central,local also writes "
-                    "PREFIX_records.csv/.png, the records local privacy needs for the same NLLH "
-                    "(default 0.25,0.5,1 with central,local; else 1)")  # fmt: skip
+    sw.add_argument(
+        "--epsilons", default=None, help="comma-separated ε values (0.5,1,2,5,10; --quick: 1,10)"
+    )
+    sw.add_argument(
+        "--noise-seeds",
+        type=numbers.integer(1, 1000),
+        default=None,
+        help="independent releases per ε, for error bars (3; --quick: 2)",
+    )
+    sw.add_argument(
+        "--quick", action="store_true", help="a small sweep: ε 1,10, 2 noise seeds, 150 iterations"
+    )
+    sw.add_argument(
+        "--privacy",
+        default="central",
+        help="comma-separated central,local: central (noisy tables, the default) "
+        "and/or local (randomized response on every record); with local, "
+        "MRF and MRF-N per privacy model",
+    )
+    sw.add_argument(
+        "--sizes",
+        default=None,
+        help="train on nested random subsamples of the training records: fractions "
+        "(0.25,0.5,1) or record counts (1000,10000); with central,local also writes "
+        "PREFIX_records.csv/.png, the records local privacy needs for the same NLLH "
+        "(default 0.25,0.5,1 with central,local; else 1)",
+    )
     sw.add_argument(
         "--out", default="sweep", help="output prefix: writes PREFIX.csv and PREFIX.png"
     )
     sw.add_argument("--json", action="store_true", help="also print the rows as JSON")
 
     sv = sub.add_parser("serve", help="serve the live explorer (Panel's server); prints its URL")
-    sv.add_argument("--port", type=numbers.integer(0, 65535), default=5006,
-                    help="port to listen on (5006; 0: any free port)")  # fmt: skip
-    sv.add_argument("--address", default="localhost",
-                    help="interface to listen on (localhost; 0.0.0.0: every interface)")  # fmt: skip
-    sv.add_argument("--allow-websocket-origin", action="append", metavar="HOST[:PORT]",
-                    help="a host the page may be opened from (a proxy's, or this machine's "
-                    "name on the network); repeat for several (default: localhost:PORT)")  # fmt: skip
-    sv.add_argument("--prefix", default="",
-                    help="serve under this URL path, for a reverse proxy that keeps the path "
-                    "(/user/alice/proxy/5006 → …/user/alice/proxy/5006/explorer)")  # fmt: skip
-    sv.add_argument("--num-procs", type=numbers.integer(1, 256), default=1,
-                    help="server processes sharing the port, for a large class (1)")  # fmt: skip
+    sv.add_argument(
+        "--port",
+        type=numbers.integer(0, 65535),
+        default=5006,
+        help="port to listen on (5006; 0: any free port)",
+    )
+    sv.add_argument(
+        "--address",
+        default="localhost",
+        help="interface to listen on (localhost; 0.0.0.0: every interface)",
+    )
+    sv.add_argument(
+        "--allow-websocket-origin",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="a host the page may be opened from (a proxy's, or this machine's "
+        "name on the network); repeat for several (default: localhost:PORT)",
+    )
+    sv.add_argument(
+        "--prefix",
+        default="",
+        help="serve under this URL path, for a reverse proxy that keeps the path "
+        "(/user/alice/proxy/5006 → …/user/alice/proxy/5006/explorer)",
+    )
+    sv.add_argument(
+        "--num-procs",
+        type=numbers.integer(1, 256),
+        default=1,
+        help="server processes sharing the port, for a large class (1)",
+    )
     sv.add_argument("--show", action="store_true", help="open the page in a browser")
 
     ls = sub.add_parser("lessons", help="copy the six classroom notebooks into a directory")
     ls.add_argument("directory", metavar="DIR", help="where to write them (created if missing)")
-    ls.add_argument("--force", action="store_true",
-                    help="overwrite lessons changed since they were written")  # fmt: skip
+    ls.add_argument(
+        "--force", action="store_true", help="overwrite lessons changed since they were written"
+    )
     return parser

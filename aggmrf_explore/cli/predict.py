@@ -78,5 +78,7 @@ def warn_unseen_values(schema, df: pd.DataFrame) -> None:
     for column, values in schema.unseen_values(df).items():
         shown = ", ".join(f"{v!r} ({n} row{'s' * (n != 1)})" for v, n in list(values.items())[:5])
         more = f" and {len(values) - 5} more" if len(values) > 5 else ""
-        warn(f"column {column!r}: value(s) the model never saw: {shown}{more}; they count as "
-             "'(other)' if the model's schema allows it.")  # fmt: skip
+        warn(
+            f"column {column!r}: value(s) the model never saw: {shown}{more}; they count as "
+            "'(other)' if the model's schema allows it."
+        )

@@ -49,8 +49,14 @@ class ProgressBar:
         if self._bar is None:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=self.label, file=sys.stderr, leave=True,
-                             unit="it", dynamic_ncols=True)  # fmt: skip
+            self._bar = tqdm(
+                total=total,
+                desc=self.label,
+                file=sys.stderr,
+                leave=True,
+                unit="it",
+                dynamic_ncols=True,
+            )
         self._bar.total = total
         self._bar.update(done - self._bar.n)
         if done >= total:
@@ -111,16 +117,22 @@ def budget_text(noise: dict) -> str:
 
 def print_run(out: dict) -> None:
     """The text report of ``run``: data, noise, settings, then one line per model."""
-    print(f"dataset {out['dataset']}: {out['n_train']} train / {out['n_test']} test records, "
-          f"{out['n_features']} features, {out['n_tables']} tables, {out['n_rows']} rows")  # fmt: skip
+    print(
+        f"dataset {out['dataset']}: {out['n_train']} train / {out['n_test']} test records, "
+        f"{out['n_features']} features, {out['n_tables']} tables, {out['n_rows']} rows"
+    )
     noise = out["noise"]
     if noise["mechanism"] != "none":
-        print(f"noise: {noise['mechanism']} {budget_text(noise)} "
-              f"σ={noise['sigma']:.2f} ({noise['accounting']} accounting)")  # fmt: skip
+        print(
+            f"noise: {noise['mechanism']} {budget_text(noise)} "
+            f"σ={noise['sigma']:.2f} ({noise['accounting']} accounting)"
+        )
     s = out["settings"]
-    print(f"MRF: {s['iterations']} iterations, n'={s['n_gibbs']}, λμ={s['lambda_mu']:g}, "
-          f"λθ={s['lambda_theta']:g}, αμ={s['step_mu']:.4g}, αθ={s['step_theta']:.4g}, "
-          f"{s['gradient']} gradient{', noise-aware' if s['noise_aware'] else ''}")  # fmt: skip
+    print(
+        f"MRF: {s['iterations']} iterations, n'={s['n_gibbs']}, λμ={s['lambda_mu']:g}, "
+        f"λθ={s['lambda_theta']:g}, αμ={s['step_mu']:.4g}, αθ={s['step_theta']:.4g}, "
+        f"{s['gradient']} gradient{', noise-aware' if s['noise_aware'] else ''}"
+    )
     width = max([16, *(len(name) + 2 for name in out["models"])])  # the longest name + 2
     print(f"\n{'model':<{width}}{'test NLLH':>10}{'seconds':>10}")
     for name, m in out["models"].items():
@@ -138,12 +150,16 @@ def print_tables_run(out: dict) -> None:
     print_run(printable)
     sup = out.get("suppression")
     if sup:  # rows absent from tables with a threshold, trained as 0 ≤ d ≤ k
-        print(f"suppressed rows: {sup['suppressed_rows']} of {sup['rows']} in "
-              f"{sup['tables_with_threshold']} table(s) with a threshold "
-              "(absent ⇔ true count ≤ k; trained as 0 ≤ d ≤ k)")  # fmt: skip
+        print(
+            f"suppressed rows: {sup['suppressed_rows']} of {sup['rows']} in "
+            f"{sup['tables_with_threshold']} table(s) with a threshold "
+            "(absent ⇔ true count ≤ k; trained as 0 ≤ d ≤ k)"
+        )
         if "outside" in sup:
-            print(f"  the model's d̂ on them: {sup['outside']} outside [0, k] "
-                  f"(largest d̂/k = {sup['max_ratio']:.2f})")  # fmt: skip
+            print(
+                f"  the model's d̂ on them: {sup['outside']} outside [0, k] "
+                f"(largest d̂/k = {sup['max_ratio']:.2f})"
+            )
         for name, v in list(sup["tables"].items())[:8]:
             extra = f", d̂ > k on {v['outside']}" if "outside" in v else ""
             print(
@@ -153,11 +169,13 @@ def print_tables_run(out: dict) -> None:
             print(f"  … and {len(sup['tables']) - 8} more tables (--json lists every one)")
     if "validation_csv" in out:
         v = out["validation_csv"]
-        print(f"chosen on the labelled sample ({v['n_sample']} records): λθ = "
-              f"{v['lambda_theta']:g}, {v['iterations']} iterations (sample NLLH {v['sample_nllh']:.4f})")  # fmt: skip
+        print(
+            f"chosen on the labelled sample ({v['n_sample']} records): λθ = "
+            f"{v['lambda_theta']:g}, {v['iterations']} iterations "
+            f"(sample NLLH {v['sample_nllh']:.4f})"
+        )
     if "aggregated_nllh" in m:
-        print("aggregated-only validation on the second release "
-              "(see aggmrf_explore.selection):")  # fmt: skip
+        print("aggregated-only validation on the second release (see aggmrf_explore.selection):")
         print(f"  cross-fit NLLH   {m['cross_fit_nllh']:.4f}  (estimates the record-level NLLH)")
         print(f"  cell-level NLLH  {m['aggregated_nllh']:.4f}  (label sums of its table cells)")
     if "lambda_theta_auto" in out:
@@ -171,8 +189,10 @@ def print_xor(out: dict) -> None:
     """The text report of ``xor``: P(y = 1 | x) per state for truth, max-ent, MRF, logistic."""
     print(f"{'x':<10}{'P(x)':>6}{'truth':>8}{'max-ent':>9}{'MRF':>8}{'logistic':>10}")
     for s in out["states"]:
-        print(f"{str(s['x']):<10}{s['p_x']:>6.2f}{s['truth']:>8.3f}{s['maxent_exact']:>9.3f}"
-              f"{s['mrf']:>8.3f}{s['logistic']:>10.3f}")  # fmt: skip
+        print(
+            f"{str(s['x']):<10}{s['p_x']:>6.2f}{s['truth']:>8.3f}{s['maxent_exact']:>9.3f}"
+            f"{s['mrf']:>8.3f}{s['logistic']:>10.3f}"
+        )
     print("(states with P(x) = 0 never occur; the max-ent and MRF values there are extrapolations)")
 
 

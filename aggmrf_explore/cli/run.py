@@ -108,10 +108,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         settings, auto = auto_lambda(args, data, settings, iterations)
     prep_seconds = time.perf_counter() - t0
     run = train_mrf(
-        problem, settings, iterations, data=data,
+        problem,
+        settings,
+        iterations,
+        data=data,
         progress=ProgressBar("MRF" + ("-N" if args.noise_aware else "")),
-        eval_every=iterations + 1, chain_factory=chain_factory_for(args),
-    )  # fmt: skip
+        eval_every=iterations + 1,
+        chain_factory=chain_factory_for(args),
+    )
     models = {"mrf": {"nllh_test": run.nllh_test, "seconds": run.seconds}}
     if not args.no_baselines:
         bar = ProgressBar("baselines")
@@ -210,9 +214,11 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
     val = None
     if args.validation_tables:
         val = read_release(
-            args.validation_tables, strict=not args.lenient, label=label,
+            args.validation_tables,
+            strict=not args.lenient,
+            label=label,
             budget=cli_args.budget(args),
-        ).data  # fmt: skip
+        ).data
     settings = cli_args.trainer_settings(args, data.layout, data.n)
     if args.noise_aware is None and data.noise is not None:  # the release declares its noise
         note(
@@ -241,9 +247,13 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
             argparse.Namespace(**{**vars(args), "test_csv": args.validation_csv}), df, schema.label
         )
         chosen = choose_on_sample(
-            data, schema.transform(df), schema.encode_label(df[col]), settings, iterations,
+            data,
+            schema.transform(df),
+            schema.encode_label(df[col]),
+            settings,
+            iterations,
             progress=ProgressBar("λθ on the sample"),
-        )  # fmt: skip
+        )
         settings = replace(settings, lambda_theta=chosen.lambda_theta)
         iterations = chosen.iterations
         model = chosen.model

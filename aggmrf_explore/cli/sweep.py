@@ -62,11 +62,14 @@ PRIVACY_MODELS = {
 }
 PRIVACIES = ("central", "local")
 STYLES = {  # model → (matplotlib format, x offset dodging the error bars, colour)
-    "MRF (raw)": ("v-", 0.97, None), "MRF (projected)": ("o-", 1.0, None),
+    "MRF (raw)": ("v-", 0.97, None),
+    "MRF (projected)": ("o-", 1.0, None),
     "MRF-N": ("s-", 1.03, None),
-    "central MRF": ("o-", 0.96, "tab:blue"), "central MRF-N": ("s-", 0.98, "tab:orange"),
-    "local MRF": ("o--", 1.02, "tab:purple"), "local MRF-N": ("s--", 1.04, "tab:red"),
-}  # fmt: skip
+    "central MRF": ("o-", 0.96, "tab:blue"),
+    "central MRF-N": ("s-", 0.98, "tab:orange"),
+    "local MRF": ("o--", 1.02, "tab:purple"),
+    "local MRF-N": ("s--", 1.04, "tab:red"),
+}
 DEFAULT_EPSILONS = "0.5,1,2,5,10"
 DEFAULT_SIZES = {"local": "0.25,0.5,1", "central": "1"}  # with and without central,local
 QUICK = {"epsilons": "1,10", "noise_seeds": 2, "iterations": 150, "sizes": "0.5,1"}
@@ -78,9 +81,11 @@ def _options(args: argparse.Namespace) -> tuple[list[float], int, int | None]:
     from ..errors import AggMRFError
 
     quick = bool(getattr(args, "quick", False))
-    eps_text = args.epsilons if args.epsilons is not None else (
-        QUICK["epsilons"] if quick else DEFAULT_EPSILONS
-    )  # fmt: skip
+    eps_text = (
+        args.epsilons
+        if args.epsilons is not None
+        else (QUICK["epsilons"] if quick else DEFAULT_EPSILONS)
+    )
     epsilons = cli_args.float_list(eps_text, "--epsilons")
     seeds = getattr(args, "noise_seeds", None)
     seeds = (QUICK["noise_seeds"] if quick else 3) if seeds is None else seeds
@@ -157,9 +162,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     # every mechanism first, so that a bad δ fails before any training
     mechs = [cli_args.make_mechanism(args, problem.layout, eps) for eps in epsilons]
     bases = {m: cli_args.trainer_settings(args, problem.layout, m) for m in sizes}
-    base = bases[sizes[-1]] if sizes[-1] == full.n else cli_args.trainer_settings(
-        args, problem.layout, full.n
-    )  # fmt: skip
+    base = (
+        bases[sizes[-1]]
+        if sizes[-1] == full.n
+        else cli_args.trainer_settings(args, problem.layout, full.n)
+    )
     if iterations is None:
         iterations = cli_args.iterations(args, base)
     enc = problem.encoded
@@ -204,12 +211,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                         score, seconds = run.nllh_test, run.seconds
                     except DivergenceError:  # reported as NaN: the plot and summary skip it
                         score, seconds = float("nan"), float("nan")
-                    rows.append({
-                        "epsilon": eps, "delta": summary["delta"],
-                        "mechanism": summary["mechanism"], "sigma": summary["sigma"],
-                        "model": model, "noise_seed": noise_seed,
-                        "nllh_test": score, "seconds": seconds,
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "epsilon": eps,
+                            "delta": summary["delta"],
+                            "mechanism": summary["mechanism"],
+                            "sigma": summary["sigma"],
+                            "model": model,
+                            "noise_seed": noise_seed,
+                            "nllh_test": score,
+                            "seconds": seconds,
+                        }
+                    )
                     if with_privacy:  # the local rows keep the central σ at that ε as its label
                         rows[-1]["privacy"] = priv
                         rows[-1]["noise_rms"] = (
@@ -239,18 +252,29 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         }
         need = records_table(table, theory)
         rec = _records_prefix(args.out)
-        extra = {"records_csv": str(rec.with_suffix(".csv")),
-                 "records_png": str(rec.with_suffix(".png"))}  # fmt: skip
+        extra = {
+            "records_csv": str(rec.with_suffix(".csv")),
+            "records_png": str(rec.with_suffix(".png")),
+        }
         neutralise_frame(need).to_csv(extra["records_csv"], index=False)
         records_plot(table, need, frame, problem.name, Path(extra["records_png"]))
     if args.json:
-        clean = [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
-                 for r in rows]  # fmt: skip
-        summary = [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
-                   for r in table.to_dict(orient="records")]  # fmt: skip
-        report = {"csv": str(csv_path), "png": str(png_path), "rows": clean,
-                  "summary": summary,
-                  "mrf_noiseless": ref.nllh_test, "logistic_pairs": sky.nllh_test}  # fmt: skip
+        clean = [
+            {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
+            for r in rows
+        ]
+        summary = [
+            {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
+            for r in table.to_dict(orient="records")
+        ]
+        report = {
+            "csv": str(csv_path),
+            "png": str(png_path),
+            "rows": clean,
+            "summary": summary,
+            "mrf_noiseless": ref.nllh_test,
+            "logistic_pairs": sky.nllh_test,
+        }
         if records:
             report.update(extra, records=need.to_dict(orient="records"))
         print_json(report)
@@ -335,9 +359,14 @@ def sweep_plot(frame: pd.DataFrame, dataset: str, path: Path) -> None:
             continue
         fmt, offset, colour = STYLES[model]
         ax.errorbar(
-            sub["epsilon"] * offset, sub["mean"], yerr=sub["sd"].fillna(0.0),
-            fmt=fmt, capsize=3, label=f"{model}", color=colour,
-        )  # fmt: skip
+            sub["epsilon"] * offset,
+            sub["mean"],
+            yerr=sub["sd"].fillna(0.0),
+            fmt=fmt,
+            capsize=3,
+            label=f"{model}",
+            color=colour,
+        )
     sky, ref = frame["logistic_pairs"].iloc[0], frame["mrf_noiseless"].iloc[0]
     ax.axhline(sky, color="k", ls="--", lw=1, label=f"logistic on records, skyline ({sky:.3f})")
     ax.axhline(ref, color="tab:green", ls=":", lw=2, label=f"MRF, no noise ({ref:.3f})")
@@ -347,8 +376,14 @@ def sweep_plot(frame: pd.DataFrame, dataset: str, path: Path) -> None:
     if clipped:
         top = max(float(table["mean"].max()), float(sky), float(ref))
         ax.set_ylim(floor, top + 0.05)
-        ax.text(0.01, 0.01, f"means below {floor} are off the axis (see the CSV)",
-                transform=ax.transAxes, fontsize=7, va="bottom")  # fmt: skip
+        ax.text(
+            0.01,
+            0.01,
+            f"means below {floor} are off the axis (see the CSV)",
+            transform=ax.transAxes,
+            fontsize=7,
+            va="bottom",
+        )
     ax.set_xscale("log")
     eps = frame.groupby("epsilon")["sigma"].first()
     ax.set_xticks(eps.index, [f"{e:g}\nσ={s:.3g}" for e, s in eps.items()])
@@ -364,7 +399,7 @@ def sweep_plot(frame: pd.DataFrame, dataset: str, path: Path) -> None:
         f"What does ε cost? {dataset}, {kind}"
         + f"\nmean ± 1 sd over {n_seeds} noise seed{'s' if n_seeds > 1 else ''}",
         fontsize=10,
-    )  # fmt: skip
+    )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
@@ -401,9 +436,17 @@ def records_plot(
             sub = sub[np.isfinite(sub["mean"])]
             if sub.empty:
                 continue
-            ax.errorbar(sub["n_records"] * (0.97 if ls == "-" else 1.03), sub["mean"],
-                        yerr=sub["sd"].fillna(0.0), ls=ls, marker=mk, ms=4, capsize=2,
-                        color=colour[e], label=f"ε={e:g} {model.split()[0]}")  # fmt: skip
+            ax.errorbar(
+                sub["n_records"] * (0.97 if ls == "-" else 1.03),
+                sub["mean"],
+                yerr=sub["sd"].fillna(0.0),
+                ls=ls,
+                marker=mk,
+                ms=4,
+                capsize=2,
+                color=colour[e],
+                label=f"ε={e:g} {model.split()[0]}",
+            )
     ref = float(frame["mrf_noiseless"].iloc[0])
     n_full = int(table["n_records"].max())
     ax.axhline(ref, color="tab:green", ls=":", lw=2, label=f"MRF, no noise, {n_full:,} ({ref:.3f})")
@@ -411,19 +454,30 @@ def records_plot(
     floor = -0.25
     if bool((table["mean"] < floor).any()):
         ax.set_ylim(floor, max(float(table["mean"].max()), ref) + 0.05)
-        ax.text(0.01, 0.01, f"means below {floor} off the axis (see the CSV)",
-                transform=ax.transAxes, fontsize=7)  # fmt: skip
+        ax.text(
+            0.01,
+            0.01,
+            f"means below {floor} off the axis (see the CSV)",
+            transform=ax.transAxes,
+            fontsize=7,
+        )
     ax.set_xscale("log")
     ax.set_xlabel("training records n (nested random subsamples; log scale)")
     ax.set_ylabel("test NLLH (higher is better)")
-    ax.set_title(f"MRF-N: central (solid) and local (dashed), mean ± 1 sd over {n_seeds} seed"
-                 f"{'s' if n_seeds > 1 else ''}", fontsize=10)  # fmt: skip
+    ax.set_title(
+        f"MRF-N: central (solid) and local (dashed), mean ± 1 sd over {n_seeds} seed"
+        f"{'s' if n_seeds > 1 else ''}",
+        fontsize=10,
+    )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.13))
     # right: records needed against ε
     n_small = int(need["n_central"].min()) if not need.empty else n_full
-    series = [("MRF-N", n_full, "tab:red"), ("MRF-N", n_small, "tab:orange"),
-              ("MRF", n_full, "tab:purple")]  # fmt: skip
+    series = [
+        ("MRF-N", n_full, "tab:red"),
+        ("MRF-N", n_small, "tab:orange"),
+        ("MRF", n_full, "tab:purple"),
+    ]
     seen = set()
     for pair, n_c, col in series:
         if (pair, n_c) in seen:
@@ -436,20 +490,40 @@ def records_plot(
         x = sub["epsilon"].to_numpy() * off
         yv = sub["records_needed"].to_numpy()
         st = sub["status"].to_numpy()
-        bx.plot(x, yv, "-", color=col, lw=1, alpha=0.7,
-                label=f"local {pair} to match central {pair} at n_c = {n_c:,}")  # fmt: skip
-        for mark, stat, face in (("o", "interpolated", col), ("o", "extrapolated", "white"),
-                                 ("^", "beyond", "white"), ("v", "below", "white")):  # fmt: skip
+        bx.plot(
+            x,
+            yv,
+            "-",
+            color=col,
+            lw=1,
+            alpha=0.7,
+            label=f"local {pair} to match central {pair} at n_c = {n_c:,}",
+        )
+        for mark, stat, face in (
+            ("o", "interpolated", col),
+            ("o", "extrapolated", "white"),
+            ("^", "beyond", "white"),
+            ("v", "below", "white"),
+        ):
             m = st == stat
             if m.any():
                 bx.plot(x[m], yv[m], mark, ms=7, mfc=face, mec=col, mew=1.5, ls="none")
         if pair == "MRF-N":
-            bx.plot(x, sub["theory_records"], "--", color=col, lw=1.2,
-                    label=f"theory (χ² of the tables), n_c = {n_c:,}")  # fmt: skip
+            bx.plot(
+                x,
+                sub["theory_records"],
+                "--",
+                color=col,
+                lw=1.2,
+                label=f"theory (χ² of the tables), n_c = {n_c:,}",
+            )
     bx.axhline(n_full, color="k", ls=":", lw=1, label=f"records available ({n_full:,})")
-    for mark, face, text in (("o", "grey", "interpolated"), ("o", "white", "extrapolated (≤ 10 × n)"),
-                             ("^", "white", "more than 10 × n (bound)"),
-                             ("v", "white", "at most the smallest size")):  # fmt: skip
+    for mark, face, text in (
+        ("o", "grey", "interpolated"),
+        ("o", "white", "extrapolated (≤ 10 × n)"),
+        ("^", "white", "more than 10 × n (bound)"),
+        ("v", "white", "at most the smallest size"),
+    ):
         bx.plot([], [], mark, mfc=face, mec="grey", ls="none", label=text)
     bx.set_xscale("log")
     bx.set_yscale("log")

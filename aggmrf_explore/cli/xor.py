@@ -27,8 +27,13 @@ def cmd_xor(args: argparse.Namespace) -> int:
     # infinite data: expected tables of the true distribution (n = 1, fractions)
     exact = fit_exact(xor_expected_tables(lay))
     settings = default_settings(lay, problem.n_train, seed=args.seed, lambda_theta=0.0)
-    run = train_mrf(problem, settings, args.iterations, progress=ProgressBar("MRF"),
-                    eval_every=args.iterations + 1)  # fmt: skip
+    run = train_mrf(
+        problem,
+        settings,
+        args.iterations,
+        progress=ProgressBar("MRF"),
+        eval_every=args.iterations + 1,
+    )
     enc = problem.encoded
     logit_model = logistic_pairs(
         enc.X_train, enc.y_train, enc.X_test, enc.y_test, lay, seed=args.seed
