@@ -180,9 +180,16 @@ class WholeChain:
         self.sweeps = 0
         self._n = int(n_samples)
         self._future = client.submit(
-            ChainActor, layout, n_samples, marginals, seed, sampler,
-            actor=True, workers=[workers[0]], pure=False,
-        )  # fmt: skip
+            ChainActor,
+            layout,
+            n_samples,
+            marginals,
+            seed,
+            sampler,
+            actor=True,
+            workers=[workers[0]],
+            pure=False,
+        )
         self._actor = self._future.result()
         self._stats: tuple[np.ndarray, np.ndarray] | None = None
         self._stats_theta: np.ndarray | None = None
@@ -454,15 +461,28 @@ def sharded_chain_factory(
     "mh" gives a :class:`ShardedChain`, "gibbs" a :class:`WholeChain` (said on stderr with
     ``announce``)."""
     return partial(
-        _make, client=client, n_shards=n_shards, checkpoint_every=checkpoint_every,
-        shared=shared, sampler=sampler, announce=announce,
-    )  # fmt: skip
+        _make,
+        client=client,
+        n_shards=n_shards,
+        checkpoint_every=checkpoint_every,
+        shared=shared,
+        sampler=sampler,
+        announce=announce,
+    )
 
 
 def _make(
-    layout, n_samples, marginals, seed, client, n_shards, checkpoint_every, shared,
-    sampler="mh", announce=False,
-):  # fmt: skip
+    layout,
+    n_samples,
+    marginals,
+    seed,
+    client,
+    n_shards,
+    checkpoint_every,
+    shared,
+    sampler="mh",
+    announce=False,
+):
     if resolve_sampler(layout, sampler) == "gibbs":
         if announce:
             print(

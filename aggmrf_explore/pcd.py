@@ -133,10 +133,8 @@ def pcd_update(
     h_plain = max(penalty.h_plain, s)
     # one pass over the K coordinates (kernels.update): the numpy expressions of this
     # docstring's steps, same operations in the same order, without (K,) temporaries
-    arrays = UpdateArrays(
-        *(np.ascontiguousarray(a, dtype=np.float64) for a in (mu, theta, d_hat, c_hat,
-          targets.d, targets.c, penalty.reg_mu, penalty.reg_theta))
-    )  # fmt: skip
+    inputs = (mu, theta, d_hat, c_hat, targets.d, targets.c, penalty.reg_mu, penalty.reg_theta)
+    arrays = UpdateArrays(*(np.ascontiguousarray(a, dtype=np.float64) for a in inputs))
     scalars = UpdateScalars(
         two_lam_mu=float(2.0 * st.lambda_mu),
         two_lam_theta=float(2.0 * st.lambda_theta),
@@ -170,9 +168,11 @@ def divergence(upd: Update, targets: Targets, settings, layout: TableLayout) -> 
     mu, theta = upd.params
     # max |θ|/bound, |μ|/bound (non-finite = inf) and their first positions, in one pass
     top_t, k_t, top_m, k_m = bound_excess(
-        np.ascontiguousarray(mu, dtype=np.float64), np.ascontiguousarray(theta, dtype=np.float64),
-        MU_BOUND, THETA_BOUND,
-    )  # fmt: skip
+        np.ascontiguousarray(mu, dtype=np.float64),
+        np.ascontiguousarray(theta, dtype=np.float64),
+        MU_BOUND,
+        THETA_BOUND,
+    )
     if max(top_t, top_m) <= 1.0:
         return ""
     is_theta = top_t >= top_m

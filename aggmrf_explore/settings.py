@@ -134,49 +134,143 @@ def _as_float(value: object) -> float | None:
 
 
 _ALL = (
-    Setting("n_gibbs", "int", "Gibbs samples n'", "How many synthetic records the Gibbs chain "
-            "keeps. More samples make d̂ less noisy (the Monte-Carlo floor falls as 1/√n') and "
-            "each iteration slower.", "samples", lo=1, hi=1_000_000, flag="--gibbs-samples"),
-    Setting("lambda_mu", "float", "λ_μ", "L2 penalty on the single-table weights μ. Keep it "
-            "low (the paper uses 1): it only prevents numerical trouble.", lo=0.0, hi=1e6,
-            flag="--lambda-mu"),
-    Setting("lambda_theta", "float", "λ_θ", "L2 penalty on the label weights θ: larger values "
-            "pull the logistic model towards the base rate, smaller ones let it over-fit noisy "
-            "tables.", lo=0.0, hi=1e6, flag="--lambda-theta"),
-    Setting("step_mu", "float", "α_μ", "Step size of μ per iteration (before preconditioning). "
-            "Too large and d̂ oscillates around d.", lo=0.0, hi=100.0, lo_open=True,
-            flag="--step-mu"),
-    Setting("step_theta", "float", "α_θ", "Step size of θ per iteration. Smaller is steadier "
-            "and slower; the default is 1/T for T released tables.", lo=0.0, hi=100.0,
-            lo_open=True, flag="--step-theta"),
-    Setting("gradient", "choice", "gradient", "How θ's gradient is estimated: 'rescaled' "
-            "(converges to the exact regularised optimum), 'rescaled-paper' (the paper's "
-            "d/d̂ ratio) or 'true' (the plain PCD gradient).", choices=GRADIENTS,
-            flag="--gradient"),
-    Setting("precondition", "bool", "preconditioning", "Divide each step by a diagonal "
-            "estimate of the curvature, so that every table learns at a similar speed."),
-    Setting("noise_aware", "bool", "noise-aware training (MRF-N)", "Model the privacy noise: "
-            "fit the posterior mean of each exact count given its noisy value, instead of "
-            "the noisy value itself.", flag="--noise-aware"),
-    Setting("seed", "int", "seed", "Seed of everything random in a simulation (data split, "
-            "noise, Gibbs sampler).", lo=0, hi=SEED_MAX, flag="--seed"),
-    Setting("iterations", "int", "iterations", "PCD iterations to run.", "iterations", lo=1,
-            hi=10**7, flag="--iterations"),
-    Setting("epsilon", "float", "ε", "Privacy budget: one person changes the odds of any "
-            "conclusion by at most e^ε. Smaller is more private and noisier.", lo=1e-9,
-            hi=1e4, flag="--epsilon"),
-    Setting("delta", "float", "δ", "The probability allowed to escape the e^ε bound (Gaussian "
-            "mechanisms); keep it far below 1/n.", lo=1e-50, hi=1.0, hi_open=True,
-            flag="--delta"),
-    Setting("accounting", "choice", "accounting", "What one record can change: 'both' (its "
-            "count and label sum in every table, Δ1 = 2T), 'queries' (the AdKDD'21 count: T "
-            "queries) or 'replace' (one record swapped for another, Δ1 = 4T).",
-            choices=("both", "queries", "replace"), flag="--accounting"),
-    Setting("calibration", "choice", "calibration", "How the continuous Gaussian's σ is "
-            "chosen: 'analytic' (the exact curve, any ε), 'classic' (valid only for ε < 1) or "
-            "'adkdd21' (the challenge's formula).", choices=("analytic", "classic", "adkdd21"),
-            flag="--calibration"),
-)  # fmt: skip
+    Setting(
+        "n_gibbs",
+        "int",
+        "Gibbs samples n'",
+        "How many synthetic records the Gibbs chain keeps. More samples make d̂ less "
+        "noisy (the Monte-Carlo floor falls as 1/√n') and each iteration slower.",
+        "samples",
+        lo=1,
+        hi=1_000_000,
+        flag="--gibbs-samples",
+    ),
+    Setting(
+        "lambda_mu",
+        "float",
+        "λ_μ",
+        "L2 penalty on the single-table weights μ. Keep it low "
+        "(the paper uses 1): it only prevents numerical trouble.",
+        lo=0.0,
+        hi=1e6,
+        flag="--lambda-mu",
+    ),
+    Setting(
+        "lambda_theta",
+        "float",
+        "λ_θ",
+        "L2 penalty on the label weights θ: larger values pull the logistic "
+        "model towards the base rate, smaller ones let it over-fit noisy tables.",
+        lo=0.0,
+        hi=1e6,
+        flag="--lambda-theta",
+    ),
+    Setting(
+        "step_mu",
+        "float",
+        "α_μ",
+        "Step size of μ per iteration (before preconditioning). "
+        "Too large and d̂ oscillates around d.",
+        lo=0.0,
+        hi=100.0,
+        lo_open=True,
+        flag="--step-mu",
+    ),
+    Setting(
+        "step_theta",
+        "float",
+        "α_θ",
+        "Step size of θ per iteration. Smaller is steadier and "
+        "slower; the default is 1/T for T released tables.",
+        lo=0.0,
+        hi=100.0,
+        lo_open=True,
+        flag="--step-theta",
+    ),
+    Setting(
+        "gradient",
+        "choice",
+        "gradient",
+        "How θ's gradient is estimated: 'rescaled' (converges to the exact regularised optimum), "
+        "'rescaled-paper' (the paper's d/d̂ ratio) or 'true' (the plain PCD gradient).",
+        choices=GRADIENTS,
+        flag="--gradient",
+    ),
+    Setting(
+        "precondition",
+        "bool",
+        "preconditioning",
+        "Divide each step by a diagonal estimate of the curvature, "
+        "so that every table learns at a similar speed.",
+    ),
+    Setting(
+        "noise_aware",
+        "bool",
+        "noise-aware training (MRF-N)",
+        "Model the privacy noise: fit the posterior mean of each exact "
+        "count given its noisy value, instead of the noisy value itself.",
+        flag="--noise-aware",
+    ),
+    Setting(
+        "seed",
+        "int",
+        "seed",
+        "Seed of everything random in a simulation (data split, noise, Gibbs sampler).",
+        lo=0,
+        hi=SEED_MAX,
+        flag="--seed",
+    ),
+    Setting(
+        "iterations",
+        "int",
+        "iterations",
+        "PCD iterations to run.",
+        "iterations",
+        lo=1,
+        hi=10**7,
+        flag="--iterations",
+    ),
+    Setting(
+        "epsilon",
+        "float",
+        "ε",
+        "Privacy budget: one person changes the odds of any conclusion "
+        "by at most e^ε. Smaller is more private and noisier.",
+        lo=1e-9,
+        hi=1e4,
+        flag="--epsilon",
+    ),
+    Setting(
+        "delta",
+        "float",
+        "δ",
+        "The probability allowed to escape the e^ε bound "
+        "(Gaussian mechanisms); keep it far below 1/n.",
+        lo=1e-50,
+        hi=1.0,
+        hi_open=True,
+        flag="--delta",
+    ),
+    Setting(
+        "accounting",
+        "choice",
+        "accounting",
+        "What one record can change: 'both' (its count and label sum in "
+        "every table, Δ1 = 2T), 'queries' (the AdKDD'21 count: T queries) "
+        "or 'replace' (one record swapped for another, Δ1 = 4T).",
+        choices=("both", "queries", "replace"),
+        flag="--accounting",
+    ),
+    Setting(
+        "calibration",
+        "choice",
+        "calibration",
+        "How the continuous Gaussian's σ is chosen: 'analytic' (the exact curve, any "
+        "ε), 'classic' (valid only for ε < 1) or 'adkdd21' (the challenge's formula).",
+        choices=("analytic", "classic", "adkdd21"),
+        flag="--calibration",
+    ),
+)
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in _ALL}
 

@@ -310,8 +310,14 @@ def high_cardinality_dataset(
     if not np.isfinite(site_device_scale) or site_device_scale < 0:
         raise AggMRFError(f"site_device_scale must be ≥ 0; got {site_device_scale!r}.")
     rng = np.random.default_rng(seed)
-    sizes = {"site": int(n_sites), "advertiser": int(n_advertisers), "device": 3, "hour": 24,
-             "region": 8, "os": 4}  # fmt: skip
+    sizes = {
+        "site": int(n_sites),
+        "advertiser": int(n_advertisers),
+        "device": 3,
+        "hour": 24,
+        "region": 8,
+        "os": 4,
+    }
     pop = {
         "site": 1.0 / (np.arange(sizes["site"]) + 10.0) ** 1.1,
         "advertiser": 1.0 / (np.arange(sizes["advertiser"]) + 5.0) ** 0.9,

@@ -87,7 +87,15 @@ __all__ = [
     "write_criteo",
 ]
 
-PAIR_COLUMNS = ["feature_1_id", "feature_2_id", "feature_1_value", "feature_2_value", "c", "click", "sale"]  # fmt: skip
+PAIR_COLUMNS = [
+    "feature_1_id",
+    "feature_2_id",
+    "feature_1_value",
+    "feature_2_value",
+    "c",
+    "click",
+    "sale",
+]
 SINGLE_COLUMNS = ["feature_1_id", "feature_1_value", "c", "click", "sale"]
 CRITEO_SUPPRESSION = 10.0
 CRITEO_SIGMA = 17.0
@@ -584,13 +592,22 @@ def import_criteo(
     Returns (release.json path, the CriteoRelease)."""
     check_output_dir(out, "release directory", inputs=(pairs_csv, singles_csv))
     rel = read_criteo(
-        pairs_csv, singles_csv, max_modalities=max_modalities, suppression=suppression,
-        sigma=sigma, caps=caps,
-    )  # fmt: skip
+        pairs_csv,
+        singles_csv,
+        max_modalities=max_modalities,
+        suppression=suppression,
+        sigma=sigma,
+        caps=caps,
+    )
     path = write_release(
-        rel.data, out, rel.schema, label="click", positive_label="1", classes=["0", "1"],
+        rel.data,
+        out,
+        rel.schema,
+        label="click",
+        positive_label="1",
+        classes=["0", "1"],
         labels={"sale": rel.sale},
-    )  # fmt: skip
+    )
     _declare_sigma_only(path, sigma)
     return path, rel
 

@@ -229,8 +229,12 @@ class LoadedModel:
         return self.model.predict_proba(self.schema.transform(records))[:, 1]
 
 
-def _build(schema: Schema, tables: list[tuple[list[str], list[list[str]], np.ndarray, np.ndarray]],
-           icpt: tuple[float, float] | None, settings: dict) -> LoadedModel:  # fmt: skip
+def _build(
+    schema: Schema,
+    tables: list[tuple[list[str], list[list[str]], np.ndarray, np.ndarray]],
+    icpt: tuple[float, float] | None,
+    settings: dict,
+) -> LoadedModel:
     """θ and μ placed on the schema's layout from (features, row values, θ, μ) per table.
 
     Errors: a feature not in the schema, a value that is not a modality, a row twice, a
@@ -296,9 +300,12 @@ def _check_model_size(schema: Schema, tables: list, budget: Budget | None) -> No
             )
         layout.append(tuple(fidx[f] for f in feats))
     check_size(
-        schema.n_modalities.tolist(), layout, schema.feature_names, budget=budget,
+        schema.n_modalities.tolist(),
+        layout,
+        schema.feature_names,
+        budget=budget,
         what="the model's tables",
-    )  # fmt: skip
+    )
 
 
 def _schema_from_dict(d: object, where: str) -> Schema:
@@ -333,8 +340,9 @@ def model_from_dict(d: dict, *, budget: Budget | None = None) -> LoadedModel:
         for r, row in enumerate(rows):
             rat = f"{at} row {r + 1}"
             check_object(row, rat)
-            vals = check_list(row.get("values"), f"{rat} 'values'", min_len=len(feats),
-                              max_len=len(feats))  # fmt: skip
+            vals = check_list(
+                row.get("values"), f"{rat} 'values'", min_len=len(feats), max_len=len(feats)
+            )
             values.append([str(check_scalar(v, f"{rat} value")) for v in vals])
             th[r] = _parameter(row.get("theta"), f"{rat} 'theta'")
             mu[r] = _parameter(row.get("mu", 0.0), f"{rat} 'mu'")
@@ -430,8 +438,10 @@ def load_model(path: str | Path, *, budget: Budget | None = None) -> LoadedModel
         schema = None
         if side.exists():
             raw = read_bytes(side, "model schema file", MAX_JSON_BYTES)
-            schema = _schema_from_dict(loads_json(raw, f"model schema file {side.name!r}"),
-                                       f"model schema file {side.name!r}")  # fmt: skip
+            schema = _schema_from_dict(
+                loads_json(raw, f"model schema file {side.name!r}"),
+                f"model schema file {side.name!r}",
+            )
         return _from_csv(text, schema, budget)
     raw = read_bytes(path, "model file", MAX_JSON_BYTES)
     return model_from_dict(loads_json(raw, f"model file {path.name!r}"), budget=budget)

@@ -358,12 +358,17 @@ def _draw8_products(E, bases, npb, j0, M, Mp, ST, ubuf, cbuf):
     for c in range(0, Mp, LANES):
         cu = _u(c)
         vtranspose_store(
-            ST, _u(c * LANES),
-            _products(E, bases, npb, j0, cu), _products(E, bases, npb, j0 + 1, cu),
-            _products(E, bases, npb, j0 + 2, cu), _products(E, bases, npb, j0 + 3, cu),
-            _products(E, bases, npb, j0 + 4, cu), _products(E, bases, npb, j0 + 5, cu),
-            _products(E, bases, npb, j0 + 6, cu), _products(E, bases, npb, j0 + 7, cu),
-        )  # fmt: skip
+            ST,
+            _u(c * LANES),
+            _products(E, bases, npb, j0, cu),
+            _products(E, bases, npb, j0 + 1, cu),
+            _products(E, bases, npb, j0 + 2, cu),
+            _products(E, bases, npb, j0 + 3, cu),
+            _products(E, bases, npb, j0 + 4, cu),
+            _products(E, bases, npb, j0 + 5, cu),
+            _products(E, bases, npb, j0 + 6, cu),
+            _products(E, bases, npb, j0 + 7, cu),
+        )
     acc = vzero()
     for v in range(M):  # running sums of the weights, in place
         k = _u(v * LANES)
@@ -389,12 +394,17 @@ def _draw8(W, bases, npb, j0, M, Mp, ST, ubuf, cbuf):
     for c in range(0, Mp, LANES):
         cu = _u(c)
         vtranspose_store(
-            ST, _u(c * LANES),
-            _scores(W, bases, npb, j0, cu), _scores(W, bases, npb, j0 + 1, cu),
-            _scores(W, bases, npb, j0 + 2, cu), _scores(W, bases, npb, j0 + 3, cu),
-            _scores(W, bases, npb, j0 + 4, cu), _scores(W, bases, npb, j0 + 5, cu),
-            _scores(W, bases, npb, j0 + 6, cu), _scores(W, bases, npb, j0 + 7, cu),
-        )  # fmt: skip
+            ST,
+            _u(c * LANES),
+            _scores(W, bases, npb, j0, cu),
+            _scores(W, bases, npb, j0 + 1, cu),
+            _scores(W, bases, npb, j0 + 2, cu),
+            _scores(W, bases, npb, j0 + 3, cu),
+            _scores(W, bases, npb, j0 + 4, cu),
+            _scores(W, bases, npb, j0 + 5, cu),
+            _scores(W, bases, npb, j0 + 6, cu),
+            _scores(W, bases, npb, j0 + 7, cu),
+        )
     m = vload(ST, _u(0))
     for v in range(1, M):
         m = vmax(m, vload(ST, _u(v * LANES)))

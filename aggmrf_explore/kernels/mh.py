@@ -129,8 +129,14 @@ def mh_structure(layout) -> MHStructure:
             if f in feats:
                 o = [g for g in feats if g != f]
                 pad = w1 - len(o)
-                ent.append((t, int(layout.strides[t, f]), o + [0] * pad,
-                            [int(layout.strides[t, g]) for g in o] + [0] * pad))  # fmt: skip
+                ent.append(
+                    (
+                        t,
+                        int(layout.strides[t, f]),
+                        o + [0] * pad,
+                        [int(layout.strides[t, g]) for g in o] + [0] * pad,
+                    )
+                )
         ptr.append(len(ent))
     tab = np.array([e[0] for e in ent], dtype=np.int64)
     return MHStructure(
@@ -165,9 +171,23 @@ def _row(key, off, H, salt):
 
 @njit(cache=True, nogil=True, parallel=True)
 def mh_sweep(
-    x, y, z, P, ms, mh, i0, key, acc_key, first_key, first, rows_valid, counts, rows_t, fixed,
+    x,
+    y,
+    z,
+    P,
+    ms,
+    mh,
+    i0,
+    key,
+    acc_key,
+    first_key,
+    first,
+    rows_valid,
+    counts,
+    rows_t,
+    fixed,
     scale,
-):  # fmt: skip
+):
     """One sweep of the samples x int32 (n, D) (global indices i0 .. i0 + n − 1).
 
     y uint8 (n,); z float64 (n,) (filled with φ(x̃_i)·θ); P float64 (K, 2): P[r] = (μ_r, θ_r),
@@ -190,8 +210,12 @@ def mh_sweep(
     tab_feat, tab_stride, tab_off, tab_H, tab_salt = ms.tables
     n_mod, feat_ptr, ent_tab, ent_stride = ms.n_modalities, ms.feat_ptr, ms.ent_tab, ms.ent_stride
     ent_other, ent_ostride, ent_off, ent_H, ent_salt = (
-        ms.ent_other, ms.ent_ostride, ms.ent_off, ms.ent_H, ms.ent_salt,
-    )  # fmt: skip
+        ms.ent_other,
+        ms.ent_ostride,
+        ms.ent_off,
+        ms.ent_H,
+        ms.ent_salt,
+    )
     use_mh, a_ptr, a_prob, a_idx, log_q = mh
     n, D = x.shape
     T = tab_off.shape[0]
@@ -254,8 +278,10 @@ def mh_sweep(
                             e = e0 + c
                             r = _row(
                                 _rest(x, i, e, ent_other, ent_ostride) + prop * ent_stride[e],
-                                ent_off[e], ent_H[e], ent_salt[e],
-                            )  # fmt: skip
+                                ent_off[e],
+                                ent_H[e],
+                                ent_salt[e],
+                            )
                             nr[j, c] = r
                             nw[j, c] = P[r, 0] + yf * P[r, 1]
                     for j in range(m):  # phase B: accept or reject
@@ -303,8 +329,10 @@ def mh_sweep(
                         e = e0 + c
                         r = _row(
                             _rest(x, i, e, ent_other, ent_ostride) + pick * ent_stride[e],
-                            ent_off[e], ent_H[e], ent_salt[e],
-                        )  # fmt: skip
+                            ent_off[e],
+                            ent_H[e],
+                            ent_salt[e],
+                        )
                         rows[j, ent_tab[e]] = r
                         en[j, ent_tab[e]] = P[r, 0] + yf * P[r, 1]
             for j in range(m):

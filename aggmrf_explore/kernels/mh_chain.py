@@ -236,10 +236,23 @@ class MHGibbsChain:
         """The sweep kernel under P (K, 2) and the chain's bookkeeping."""
         keys = [stream_key(self.seed, self.sweeps, i) for i in (0, 2, 1)]
         mh_sweep(
-            self._x, self._y, self._z, P, self.structure, self._mh,
-            self.first, keys[0], keys[1], keys[2], not self._y_drawn, self._rows_valid,
-            self._counts, self._rows_t, self._fixed, float(2**self.q_bits),
-        )  # fmt: skip
+            self._x,
+            self._y,
+            self._z,
+            P,
+            self.structure,
+            self._mh,
+            self.first,
+            keys[0],
+            keys[1],
+            keys[2],
+            not self._y_drawn,
+            self._rows_valid,
+            self._counts,
+            self._rows_t,
+            self._fixed,
+            float(2**self.q_bits),
+        )
         self._rows_valid = True
         D = self._x.shape[1]
         self.accepted = self._counts[:, :D].sum(axis=0)
@@ -252,9 +265,14 @@ class MHGibbsChain:
         if self._rows_theta is not None and np.array_equal(theta, self._rows_theta):
             return
         mh_rows_logits(
-            self._x, theta, self.structure.tables, self._rows_t, self._z, self._fixed,
+            self._x,
+            theta,
+            self.structure.tables,
+            self._rows_t,
+            self._z,
+            self._fixed,
             float(2**self.q_bits),
-        )  # fmt: skip
+        )
         self._rows_theta = theta.copy()
         self._rows_valid = True
         self._stats = None

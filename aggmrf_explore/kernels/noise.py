@@ -250,9 +250,16 @@ def _lfact(k: float, lf: np.ndarray) -> float:
 
 @njit(cache=True, inline="always")
 def _log_w(
-    a: float, b: float, n: float, lodds: float, llam: float, s: float, prior: int, noise: int,
+    a: float,
+    b: float,
+    n: float,
+    lodds: float,
+    llam: float,
+    s: float,
+    prior: int,
+    noise: int,
     lf: np.ndarray,
-) -> float:  # fmt: skip
+) -> float:
     """log w(a) up to a constant: log prior(a) + log f_L(b − a), a integer in [0, n]."""
     if prior == PRIOR_BINOMIAL:
         lp = a * lodds - _lfact(a, lf) - _lfact(n - a, lf)

@@ -163,8 +163,13 @@ class _Shared:
         """The mechanism, ε, δ, its noise level (counts), std (counts), its sensitivity and
         :meth:`_details`; ε and δ are None (and ``budget`` "unknown") when only the noise
         level is known."""
-        out = {"mechanism": self.name, "epsilon": None, "delta": None,
-               self._level: self.scale, "std": self.std}  # fmt: skip
+        out = {
+            "mechanism": self.name,
+            "epsilon": None,
+            "delta": None,
+            self._level: self.scale,
+            "std": self.std,
+        }
         if not self.budget_known:
             return {**out, "budget": "unknown"}
         out.update(epsilon=self.epsilon, delta=self.delta)

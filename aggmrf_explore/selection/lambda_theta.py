@@ -263,9 +263,14 @@ def leave_tables_out(
                 progress(done, total)
 
         fit_path(
-            train, ms, iterations=iterations, warm_iterations=warm_iterations,
-            extra_sweeps=extra_sweeps, settings_overrides=settings_overrides, on_point=_tick,
-        )  # fmt: skip
+            train,
+            ms,
+            iterations=iterations,
+            warm_iterations=warm_iterations,
+            extra_sweeps=extra_sweeps,
+            settings_overrides=settings_overrides,
+            on_point=_tick,
+        )
         scores = [aggregated_nllh(pt.model, pt.codes, data, held) for pt in points]
         units.add(scores)
         per_fold[fi] = [sc.score for sc in scores]
@@ -335,9 +340,14 @@ def split_cv(
         over = dict(settings_overrides or {})
         over["seed"] = int(over.get("seed", 0)) + fi  # independent chains for the two halves
         points = fit_path(
-            train, ms, iterations=iterations, warm_iterations=warm_iterations,
-            extra_sweeps=extra_sweeps, settings_overrides=over, lambda_scale=0.5,
-        )  # fmt: skip
+            train,
+            ms,
+            iterations=iterations,
+            warm_iterations=warm_iterations,
+            extra_sweeps=extra_sweeps,
+            settings_overrides=over,
+            lambda_scale=0.5,
+        )
         scores = []
         for pt in points:
             scores.append(aggregated_nllh(pt.model, pt.codes, test))
@@ -435,9 +445,13 @@ def choose_lambda_theta(
     details: dict = {}
     if validation is not None:
         ref = fit_reference(
-            validation, data, ms[-1], iterations=first, extra_sweeps=extra_sweeps,
+            validation,
+            data,
+            ms[-1],
+            iterations=first,
+            extra_sweeps=extra_sweeps,
             settings_overrides=over,
-        )  # fmt: skip
+        )
         units = _Units(len(ms))
         scores: list[AggregatedScore] = []
         xfit: list[float] = []
@@ -449,9 +463,14 @@ def choose_lambda_theta(
                 progress(len(scores), len(ms))
 
         fit_path(
-            data, ms, iterations=first, warm_iterations=warm, extra_sweeps=extra_sweeps,
-            settings_overrides=over, on_point=_score,
-        )  # fmt: skip
+            data,
+            ms,
+            iterations=first,
+            warm_iterations=warm,
+            extra_sweeps=extra_sweeps,
+            settings_overrides=over,
+            on_point=_score,
+        )
         units.add(scores)
         cells = units.frame(ms, data.layout)
         table = pd.DataFrame(
@@ -467,16 +486,29 @@ def choose_lambda_theta(
         iters = 2 * first + warm * (len(ms) - 1)
     elif method == "split":
         table = split_cv(
-            data, ms, seed=seed, iterations=first, warm_iterations=warm,
-            extra_sweeps=extra_sweeps, settings_overrides=over, progress=progress,
-        )  # fmt: skip
+            data,
+            ms,
+            seed=seed,
+            iterations=first,
+            warm_iterations=warm,
+            extra_sweeps=extra_sweeps,
+            settings_overrides=over,
+            progress=progress,
+        )
         iters = 2 * (first + warm * (len(ms) - 1))
     else:
         table = leave_tables_out(
-            data, ms, n_folds=n_folds, holdout=holdout, seed=seed, iterations=first,
-            warm_iterations=warm, extra_sweeps=extra_sweeps, settings_overrides=over,
+            data,
+            ms,
+            n_folds=n_folds,
+            holdout=holdout,
+            seed=seed,
+            iterations=first,
+            warm_iterations=warm,
+            extra_sweeps=extra_sweeps,
+            settings_overrides=over,
             progress=progress,
-        )  # fmt: skip
+        )
         details = {"folds": table.attrs.get("folds"), "n_folds": n_folds, "holdout": holdout}
         iters = n_folds * (first + warm * (len(ms) - 1))
     j = pick(table, rule)

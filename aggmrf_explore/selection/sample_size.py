@@ -176,16 +176,36 @@ def records_table(summary, theory: dict | None = None, max_factor: float = 10.0)
                 if not np.isfinite(target):
                     continue
                 need, status = records_needed(
-                    loc["n_records"].to_numpy(float), loc["mean"].to_numpy(float),
-                    float(target), max_factor,
-                )  # fmt: skip
+                    loc["n_records"].to_numpy(float),
+                    loc["mean"].to_numpy(float),
+                    float(target),
+                    max_factor,
+                )
                 th = float(theory[eps](np.array([float(n_c)]))[0]) if theory else 0.0
-                rows.append({
-                    "epsilon": float(eps), "pair": pair, "n_central": int(n_c),
-                    "nllh_central": float(target), "records_needed": need, "status": status,
-                    "ratio": need / float(n_c), "theory_records": th,
-                    "theory_ratio": th / float(n_c), "n_available": n_avail,
-                })  # fmt: skip
-    cols = ["epsilon", "pair", "n_central", "nllh_central", "records_needed", "status", "ratio",
-            "theory_records", "theory_ratio", "n_available"]  # fmt: skip
+                rows.append(
+                    {
+                        "epsilon": float(eps),
+                        "pair": pair,
+                        "n_central": int(n_c),
+                        "nllh_central": float(target),
+                        "records_needed": need,
+                        "status": status,
+                        "ratio": need / float(n_c),
+                        "theory_records": th,
+                        "theory_ratio": th / float(n_c),
+                        "n_available": n_avail,
+                    }
+                )
+    cols = [
+        "epsilon",
+        "pair",
+        "n_central",
+        "nllh_central",
+        "records_needed",
+        "status",
+        "ratio",
+        "theory_records",
+        "theory_ratio",
+        "n_available",
+    ]
     return pd.DataFrame(rows, columns=cols)

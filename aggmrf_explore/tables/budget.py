@@ -261,9 +261,13 @@ def check_records(
     mods = estimate_modalities(frame, n_bins, unseen, min_count)
     tables = all_pairs_tables(frame.shape[1], singles, pairs)
     est = check_size(
-        mods, tables, [str(c) for c in frame.columns], budget=budget, n_gibbs=n_gibbs,
+        mods,
+        tables,
+        [str(c) for c in frame.columns],
+        budget=budget,
+        n_gibbs=n_gibbs,
         what="the tables of these records",
-    )  # fmt: skip
+    )
     ids = id_like_columns(frame, mods)
     if ids:
         shown = ", ".join(repr(c[:40]) for c in ids[:4])

@@ -526,9 +526,12 @@ def assemble(
     schema, declared = _release_schema(raw, meta)
     specs = _table_codes(raw, schema, declared)
     check_size(
-        schema.n_modalities.tolist(), [feats for _, feats, _ in specs], schema.feature_names,
-        budget=budget, what="the release's tables",
-    )  # fmt: skip
+        schema.n_modalities.tolist(),
+        [feats for _, feats, _ in specs],
+        schema.feature_names,
+        budget=budget,
+        what="the release's tables",
+    )
     layout = TableLayout(
         schema.n_modalities,
         [tuple(feats) for _, feats, _ in specs],
