@@ -53,20 +53,23 @@ def test_hostile_case(case, fixtures: Path, capsys):
 def test_corpus_covers_every_class():
     kinds = collections.Counter(c.kind for c in CASES)
     assert len({c.id for c in CASES}) == len(CASES)
-    for kind in ("criteo-number", "criteo-columns", "local-epsilon", "output", "suppression",
-                 "sweep-report"):  # fmt: skip
+    for kind in (
+        "criteo-number",
+        "criteo-columns",
+        "local-epsilon",
+        "output",
+        "suppression",
+        "sweep-report",
+    ):
         assert kinds[kind] >= 2, kinds
 
 
 def test_symlink_target_outside_is_untouched(fixtures: Path, capsys):
-    from hostile.round3 import _symlink_out
+    from hostile.round3 import SWEEP_FAST, _symlink_out
 
     _symlink_out(fixtures)
-    _run_in_process(
-        ["sweep", "--dataset", "toy", "--iterations", "2", "--gibbs-samples", "200",
-         "--epsilons", "1", "--noise-seeds", "1", "--out", str(fixtures / "linked")],
-        capsys,
-    )  # fmt: skip
+    out = str(fixtures / "linked")
+    _run_in_process(["sweep", "--dataset", "toy", *SWEEP_FAST, "--out", out], capsys)
     assert (fixtures / "elsewhere" / "target.csv").read_text() == "keep\n"
 
 

@@ -61,12 +61,11 @@ def make_fixtures(d: Path) -> None:
 
     small_frame(300, 0).to_csv(d / "good.csv", index=False)
     small_frame(120, 1).to_csv(d / "test.csv", index=False)
-    assert main(["aggregate", "--csv", str(d / "good.csv"), "--label", "bought",
-                 "--out", str(d / "release")]) == 0  # fmt: skip
-    assert main(["run", "--tables", str(d / "release"), "--export-model", str(d / "model.json"),
-                 *FAST, "--json"]) == 0  # fmt: skip
-    assert main(["run", "--tables", str(d / "release"), "--export-model", str(d / "model.csv"),
-                 *FAST, "--json"]) == 0  # fmt: skip
+    good, release = str(d / "good.csv"), str(d / "release")
+    assert main(["aggregate", "--csv", good, "--label", "bought", "--out", release]) == 0
+    for model in ("model.json", "model.csv"):
+        argv = ["run", "--tables", release, "--export-model", str(d / model), *FAST, "--json"]
+        assert main(argv) == 0
 
 
 def _copy_release(d: Path, name: str = "rel") -> Path:
@@ -203,8 +202,8 @@ def _formula_release_roundtrip(d: Path, out: str, err: str) -> None:
                 assert cell[:1] not in ("=", "+", "-", "@", "\t", "\r") or _is_number(cell), cell
     from aggmrf_explore.cli import main
 
-    assert main(["run", "--tables", str(rel), *FAST, "--json",
-                 "--export-model", str(d / "fmodel.csv")]) == 0  # fmt: skip
+    argv = ["run", "--tables", str(rel), *FAST, "--json", "--export-model", str(d / "fmodel.csv")]
+    assert main(argv) == 0
     m = json.loads((rel / "release.json").read_text(encoding="utf-8"))
     names = [f["name"] for f in m["features"]]
     assert "=cmd|' /C calc'!A0" in names and "<img src=x onerror=alert(1)>" in names
@@ -403,8 +402,34 @@ RUN_CSV = ["run", "--csv", f"{D}/bad.csv", "--label", "y", *FAST]
 RUN_TOY = ["run", "--dataset", "toy", *FAST]
 RUN_REL = ["run", "--tables", f"{D}/rel", *FAST]
 PREDICT = ["predict", "--model", f"{D}/bad_model.json", "--csv", f"{D}/test.csv"]
+# common prefixes of the cases' command lines (after RUN_GOOD: the case's flags, then *FAST)
+GAUSSIAN = [*RUN_TOY, "--mechanism", "gaussian"]
+LAPLACE = [*RUN_TOY, "--mechanism", "laplace"]
+RUN_GOOD = ["run", "--csv", f"{D}/good.csv", "--label", "bought"]
+RUN_RELEASE = ["run", "--tables", f"{D}/release", *FAST]
+AGG_GOOD = ["aggregate", "--csv", f"{D}/good.csv", "--label", "bought"]
+AGG_BAD = ["aggregate", "--csv", f"{D}/bad.csv", "--label", "y"]
+PREDICT_GOOD = ["predict", "--model", f"{D}/model.json", "--csv", f"{D}/test.csv"]
+PREDICT_CSV = ["predict", "--model", f"{D}/bad_model.csv", "--csv", f"{D}/test.csv"]
+SWEEP_TOY = ["sweep", "--dataset", "toy"]
+SW = f"{D}/sw"
 
-# fmt: off
+
+def release_case(id: str, edit: Callable[[dict], None], **kw) -> Case:
+    """``run --tables`` on a copy of the good release whose manifest ``edit`` changed."""
+    return Case(id, "release", RUN_REL, build=release_with(edit), **kw)
+
+
+def table_case(id: str, edit: Callable[[pd.DataFrame], pd.DataFrame], **kw) -> Case:
+    """``run --tables`` on a copy of the good release whose fourth table ``edit`` rewrote."""
+    return Case(id, "release", RUN_REL, build=edit_table_csv(edit), **kw)
+
+
+def model_case(id: str, edit: Callable[[dict], None], **kw) -> Case:
+    """``predict`` with a copy of the good model.json that ``edit`` changed."""
+    return Case(id, "model", PREDICT, build=model_with(edit), **kw)
+
+
 CASES: list[Case] = [
     # ------------------------------------------------------------- CLI numbers
     Case("seed-negative", "cli-number", [*RUN_TOY, "--seed", "-1"], says="seed"),
@@ -421,115 +446,186 @@ CASES: list[Case] = [
     Case("lambda-mu-inf", "cli-number", [*RUN_TOY, "--lambda-mu", "inf"], says="lambda"),
     Case("step-mu-zero", "cli-number", [*RUN_TOY, "--step-mu", "0"], says="step"),
     Case("step-theta-neg", "cli-number", [*RUN_TOY, "--step-theta", "-0.1"], says="step"),
-    Case("epsilon-zero", "cli-number", [*RUN_TOY, "--mechanism", "gaussian", "--epsilon", "0"],
-         says="epsilon"),  # fmt: skip
-    Case("epsilon-neg", "cli-number", [*RUN_TOY, "--mechanism", "laplace", "--epsilon", "-1"],
-         says="epsilon"),  # fmt: skip
-    Case("epsilon-nan", "cli-number", [*RUN_TOY, "--mechanism", "laplace", "--epsilon", "nan"],
-         says="epsilon"),  # fmt: skip
-    Case("delta-2", "cli-number", [*RUN_TOY, "--mechanism", "gaussian", "--epsilon", "1",
-                                    "--delta", "2"], says="delta"),  # fmt: skip
-    Case("delta-zero", "cli-number", [*RUN_TOY, "--mechanism", "gaussian", "--epsilon", "1",
-                                       "--delta", "0"], says="delta"),  # fmt: skip
-    Case("delta-with-laplace", "cli-number", [*RUN_TOY, "--mechanism", "laplace", "--epsilon",
-                                               "1", "--delta", "1e-7"], says="delta"),  # fmt: skip
-    Case("epsilon-without-mechanism", "cli-number", [*RUN_TOY, "--epsilon", "1"],
-         says="mechanism"),  # fmt: skip
-    Case("epsilon-tiny-warns", "cli-number", [*RUN_TOY, "--mechanism", "gaussian", "--epsilon",
-                                               "1e-9", "--json"], expect="ok", warns=True,
-         check=_json_out(lambda r: r["noise"]["sigma"] > 1e6 and True)),  # fmt: skip
-    Case("test-fraction-0.999", "cli-number",
-         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--test-fraction", "0.999", *FAST],
-         says="test-fraction"),  # fmt: skip
-    Case("test-fraction-1.5", "cli-number",
-         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--test-fraction", "1.5", *FAST],
-         says="test-fraction"),  # fmt: skip
-    Case("test-fraction-zero", "cli-number",
-         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--test-fraction", "0", *FAST],
-         says="test-fraction"),  # fmt: skip
+    Case("epsilon-zero", "cli-number", [*GAUSSIAN, "--epsilon", "0"], says="epsilon"),
+    Case("epsilon-neg", "cli-number", [*LAPLACE, "--epsilon", "-1"], says="epsilon"),
+    Case("epsilon-nan", "cli-number", [*LAPLACE, "--epsilon", "nan"], says="epsilon"),
+    Case("delta-2", "cli-number", [*GAUSSIAN, "--epsilon", "1", "--delta", "2"], says="delta"),
+    Case("delta-zero", "cli-number", [*GAUSSIAN, "--epsilon", "1", "--delta", "0"], says="delta"),
+    Case(
+        "delta-with-laplace",
+        "cli-number",
+        [*LAPLACE, "--epsilon", "1", "--delta", "1e-7"],
+        says="delta",
+    ),
+    Case("epsilon-without-mechanism", "cli-number", [*RUN_TOY, "--epsilon", "1"], says="mechanism"),
+    Case(
+        "epsilon-tiny-warns",
+        "cli-number",
+        [*GAUSSIAN, "--epsilon", "1e-9", "--json"],
+        expect="ok",
+        warns=True,
+        check=_json_out(lambda r: r["noise"]["sigma"] > 1e6 and True),
+    ),
+    Case(
+        "test-fraction-0.999",
+        "cli-number",
+        [*RUN_GOOD, "--test-fraction", "0.999", *FAST],
+        says="test-fraction",
+    ),
+    Case(
+        "test-fraction-1.5",
+        "cli-number",
+        [*RUN_GOOD, "--test-fraction", "1.5", *FAST],
+        says="test-fraction",
+    ),
+    Case(
+        "test-fraction-zero",
+        "cli-number",
+        [*RUN_GOOD, "--test-fraction", "0", *FAST],
+        says="test-fraction",
+    ),
     Case("n-negative", "cli-number", ["run", "--dataset", "xor", "--n", "-3", *FAST], says="n"),
-    Case("bins-zero", "cli-number",
-         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--bins", "0", *FAST],
-         says="bins"),  # fmt: skip
+    Case("bins-zero", "cli-number", [*RUN_GOOD, "--bins", "0", *FAST], says="bins"),
     Case("unknown-dataset", "cli-number", ["run", "--dataset", "nope", *FAST], says="dataset"),
     Case("unknown-flag", "cli-number", [*RUN_TOY, "--frobnicate"]),
     Case("unknown-feature", "cli-number", [*RUN_TOY, "--features", "nope"], says="nope"),
-    Case("sweep-bad-epsilons", "cli-number",
-         ["sweep", "--dataset", "toy", "--epsilons", "1,abc", "--out", f"{D}/sw"],
-         says="epsilon"),  # fmt: skip
+    Case(
+        "sweep-bad-epsilons",
+        "cli-number",
+        [*SWEEP_TOY, "--epsilons", "1,abc", "--out", SW],
+        says="epsilon",
+    ),
     # ------------------------------------------------------------- CSV inputs
     Case("csv-missing", "csv", [*RUN_CSV], says="bad.csv"),
     Case("csv-directory", "csv", ["run", "--csv", D, "--label", "y", *FAST]),
     Case("csv-empty", "csv", RUN_CSV, build=csv_text("")),
     Case("csv-header-only", "csv", RUN_CSV, build=csv_text("a,b,y\n")),
-    Case("csv-no-label-column", "csv", RUN_CSV, says="y",
-         build=csv_frame(lambda: small_frame())),  # fmt: skip
-    Case("csv-label-three-values", "csv", RUN_CSV, says="label",
-         build=csv_frame(lambda: small_frame().assign(y=np.arange(300) % 3))),  # fmt: skip
-    Case("csv-label-one-class", "csv", RUN_CSV, says="label",
-         build=csv_frame(lambda: small_frame().assign(y=1))),  # fmt: skip
-    Case("csv-label-nan", "csv", RUN_CSV,
-         build=csv_text("a,y\nx,1\ny,\nx,0\n" * 50)),  # fmt: skip
-    Case("csv-utf16", "csv", ["run", "--csv", f"{D}/bad.csv", "--label", "bought", *FAST,
-                              "--json"], expect="ok",
-         build=csv_text(small_frame().to_csv(index=False).encode("utf-16")),
-         check=_json_out(lambda r: _assert(r["n_train"] + r["n_test"] == 300, r)),
-         notes="UTF-16 with a BOM is read (documented acceptance), all 300 records"),  # fmt: skip
-    Case("csv-binary-garbage", "csv", RUN_CSV,
-         build=csv_text(np.random.default_rng(0).bytes(5000))),  # fmt: skip
-    Case("csv-duplicate-columns", "csv", RUN_CSV, says="color",
-         build=csv_text("color,color,y\n" + "a,b,1\nb,a,0\n" * 100)),  # fmt: skip
+    Case("csv-no-label-column", "csv", RUN_CSV, says="y", build=csv_frame(lambda: small_frame())),
+    Case(
+        "csv-label-three-values",
+        "csv",
+        RUN_CSV,
+        says="label",
+        build=csv_frame(lambda: small_frame().assign(y=np.arange(300) % 3)),
+    ),
+    Case(
+        "csv-label-one-class",
+        "csv",
+        RUN_CSV,
+        says="label",
+        build=csv_frame(lambda: small_frame().assign(y=1)),
+    ),
+    Case("csv-label-nan", "csv", RUN_CSV, build=csv_text("a,y\nx,1\ny,\nx,0\n" * 50)),
+    Case(
+        "csv-utf16",
+        "csv",
+        ["run", "--csv", f"{D}/bad.csv", "--label", "bought", *FAST, "--json"],
+        expect="ok",
+        build=csv_text(small_frame().to_csv(index=False).encode("utf-16")),
+        check=_json_out(lambda r: _assert(r["n_train"] + r["n_test"] == 300, r)),
+        notes="UTF-16 with a BOM is read (documented acceptance), all 300 records",
+    ),
+    Case(
+        "csv-binary-garbage", "csv", RUN_CSV, build=csv_text(np.random.default_rng(0).bytes(5000))
+    ),
+    Case(
+        "csv-duplicate-columns",
+        "csv",
+        RUN_CSV,
+        says="color",
+        build=csv_text("color,color,y\n" + "a,b,1\nb,a,0\n" * 100),
+    ),
     Case("csv-ragged", "csv", RUN_CSV, build=csv_text("a,b,y\nx,1,0\ny\nx,2,1,5,6\n")),
     Case("csv-only-label", "csv", RUN_CSV, build=csv_text("y\n1\n0\n" * 50)),
-    Case("csv-huge-line", "csv", RUN_CSV,
-         build=csv_text("a,y\n" + "x" * 30_000_000 + ",1\n")),  # fmt: skip
-    Case("csv-two-id-columns", "csv", RUN_CSV, says="features", build=csv_frame(two_id_columns),
-         notes="size budget: refused before allocation"),  # fmt: skip
-    Case("aggregate-two-id-columns", "csv",
-         ["aggregate", "--csv", f"{D}/bad.csv", "--label", "y", "--out", f"{D}/r_ids"],
-         says="features", build=csv_frame(two_id_columns)),  # fmt: skip
-    Case("csv-wide-column-unseen-other", "csv", [*RUN_CSV, "--unseen", "other"],
-         build=csv_frame(one_wide_column), notes="size budget"),  # fmt: skip
-    Case("test-csv-other-columns", "csv",
-         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--test-csv", f"{D}/bad.csv",
-          *FAST], says="color", build=csv_text("x,bought\n1,0\n2,1\n")),  # fmt: skip
-    Case("csv-hostile-names-aggregate", "csv",
-         ["aggregate", "--csv", f"{D}/bad.csv", "--label", "bought", "--out", f"{D}/frel"],
-         expect="ok", build=csv_frame(_hostile_names), check=_formula_release_roundtrip,
-         notes="formula neutralisation: OWASP's rule; read back gives the originals"),  # fmt: skip
+    Case("csv-huge-line", "csv", RUN_CSV, build=csv_text("a,y\n" + "x" * 30_000_000 + ",1\n")),
+    Case(
+        "csv-two-id-columns",
+        "csv",
+        RUN_CSV,
+        says="features",
+        build=csv_frame(two_id_columns),
+        notes="size budget: refused before allocation",
+    ),
+    Case(
+        "aggregate-two-id-columns",
+        "csv",
+        [*AGG_BAD, "--out", f"{D}/r_ids"],
+        says="features",
+        build=csv_frame(two_id_columns),
+    ),
+    Case(
+        "csv-wide-column-unseen-other",
+        "csv",
+        [*RUN_CSV, "--unseen", "other"],
+        build=csv_frame(one_wide_column),
+        notes="size budget",
+    ),
+    Case(
+        "test-csv-other-columns",
+        "csv",
+        [*RUN_GOOD, "--test-csv", f"{D}/bad.csv", *FAST],
+        says="color",
+        build=csv_text("x,bought\n1,0\n2,1\n"),
+    ),
+    Case(
+        "csv-hostile-names-aggregate",
+        "csv",
+        ["aggregate", "--csv", f"{D}/bad.csv", "--label", "bought", "--out", f"{D}/frel"],
+        expect="ok",
+        build=csv_frame(_hostile_names),
+        check=_formula_release_roundtrip,
+        notes="formula neutralisation: OWASP's rule; read back gives the originals",
+    ),
     # ------------------------------------------------------------- releases
     Case("release-no-manifest", "release", ["run", "--tables", D, *FAST]),
-    Case("release-not-json", "release", RUN_REL, says="release.json",
-         build=raw_manifest(b"{not json")),  # fmt: skip
-    Case("release-not-utf8", "release", RUN_REL, says="release.json",
-         build=raw_manifest(b'{"format": "\xff\xfe"}')),  # fmt: skip
+    Case(
+        "release-not-json",
+        "release",
+        RUN_REL,
+        says="release.json",
+        build=raw_manifest(b"{not json"),
+    ),
+    Case(
+        "release-not-utf8",
+        "release",
+        RUN_REL,
+        says="release.json",
+        build=raw_manifest(b'{"format": "\xff\xfe"}'),
+    ),
     Case("release-array", "release", RUN_REL, build=raw_manifest(b"[1, 2, 3]")),
     Case("release-empty-file", "release", RUN_REL, build=raw_manifest(b"")),
-    Case("release-n-string", "release", RUN_REL, says="n", build=release_with(_set(["n"], "many"))),
-    Case("release-n-infinity", "release", RUN_REL, says="n",
-         build=raw_manifest(b'{"format": "aggmrf-release", "version": 1, "n": Infinity}')),  # fmt: skip
-    Case("release-n-1e18", "release", RUN_REL, says="n", build=release_with(_set(["n"], 1e18))),
-    Case("release-n-negative", "release", RUN_REL, says="n", build=release_with(_set(["n"], -5))),
-    Case("release-n-zero", "release", RUN_REL, says="n", build=release_with(_set(["n"], 0))),
-    Case("release-n-float", "release", RUN_REL, says="n", build=release_with(_set(["n"], 300.5))),
-    Case("release-version-99", "release", RUN_REL, says="version",
-         build=release_with(_set(["version"], 99))),  # fmt: skip
-    Case("release-version-string", "release", RUN_REL, says="version",
-         build=release_with(_set(["version"], "1"))),  # fmt: skip
-    Case("release-format-wrong", "release", RUN_REL, says="format",
-         build=release_with(_set(["format"], "something-else"))),  # fmt: skip
-    Case("release-modalities-int", "release", RUN_REL, says="modalities",
-         build=release_with(lambda m: m["features"][0].__setitem__("modalities", 5))),  # fmt: skip
-    Case("release-modalities-30k-squared", "release", RUN_REL, build=release_with(_wide_release),
-         notes="size budget: 9·10⁸ rows refused before allocation"),  # fmt: skip
-    Case("release-noise-string", "release", RUN_REL, says="noise",
-         build=release_with(_set(["noise"], "gaussian"))),  # fmt: skip
-    Case("release-features-empty", "release", RUN_REL, build=release_with(_set(["features"], []))),
-    Case("release-features-duplicate", "release", RUN_REL,
-         build=release_with(lambda m: m["features"].__setitem__(1, dict(m["features"][0])))),  # fmt: skip
-    Case("release-label-not-string", "release", RUN_REL,
-         build=release_with(_set(["label"], {"a": 1}))),  # fmt: skip
-    Case("release-tables-not-list", "release", RUN_REL, build=release_with(_set(["tables"], 3))),
+    release_case("release-n-string", _set(["n"], "many"), says="n"),
+    Case(
+        "release-n-infinity",
+        "release",
+        RUN_REL,
+        says="n",
+        build=raw_manifest(b'{"format": "aggmrf-release", "version": 1, "n": Infinity}'),
+    ),
+    release_case("release-n-1e18", _set(["n"], 1e18), says="n"),
+    release_case("release-n-negative", _set(["n"], -5), says="n"),
+    release_case("release-n-zero", _set(["n"], 0), says="n"),
+    release_case("release-n-float", _set(["n"], 300.5), says="n"),
+    release_case("release-version-99", _set(["version"], 99), says="version"),
+    release_case("release-version-string", _set(["version"], "1"), says="version"),
+    release_case("release-format-wrong", _set(["format"], "something-else"), says="format"),
+    release_case(
+        "release-modalities-int",
+        lambda m: m["features"][0].__setitem__("modalities", 5),
+        says="modalities",
+    ),
+    release_case(
+        "release-modalities-30k-squared",
+        _wide_release,
+        notes="size budget: 9·10⁸ rows refused before allocation",
+    ),
+    release_case("release-noise-string", _set(["noise"], "gaussian"), says="noise"),
+    release_case("release-features-empty", _set(["features"], [])),
+    release_case(
+        "release-features-duplicate", lambda m: m["features"].__setitem__(1, dict(m["features"][0]))
+    ),
+    release_case("release-label-not-string", _set(["label"], {"a": 1})),
+    release_case("release-tables-not-list", _set(["tables"], 3)),
     Case("release-file-traversal", "release", RUN_REL, build=table_file_to("../../etc/passwd")),
     Case("release-file-absolute", "release", RUN_REL, build=table_file_to("/etc/passwd")),
     Case("release-file-symlink", "release", RUN_REL, build=_symlink_out),
@@ -539,251 +635,445 @@ CASES: list[Case] = [
     Case("release-file-dot", "release", RUN_REL, build=table_file_to(".")),
     Case("release-file-missing", "release", RUN_REL, build=table_file_to("nope.csv")),
     Case("release-file-huge", "release", RUN_REL, build=_huge_table_file, hang=True),
-    Case("table-count-nan", "release", RUN_REL,
-         build=edit_table_csv(lambda t: t.assign(count="nan"))),  # fmt: skip
-    Case("table-count-inf", "release", RUN_REL,
-         build=edit_table_csv(lambda t: t.assign(count="inf"))),  # fmt: skip
-    Case("table-count-text", "release", RUN_REL,
-         build=edit_table_csv(lambda t: t.assign(count="many"))),  # fmt: skip
-    Case("table-count-negative-exact", "release", RUN_REL,
-         build=edit_table_csv(lambda t: t.assign(count="-4"))),  # fmt: skip
-    Case("table-labelsum-above-count", "release", RUN_REL,
-         build=edit_table_csv(lambda t: t.assign(label_sum=(t["count"].astype(float) + 5).astype(str)))),  # fmt: skip
-    Case("table-unknown-modality", "release", RUN_REL,
-         build=edit_table_csv(lambda t: pd.concat([t, t.iloc[:1].assign(**{t.columns[0]: "zzz"})]))),  # fmt: skip
-    Case("table-row-missing", "release", RUN_REL, build=edit_table_csv(lambda t: t.iloc[1:])),
-    Case("table-row-duplicated", "release", RUN_REL,
-         build=edit_table_csv(lambda t: pd.concat([t, t.iloc[:1]]))),  # fmt: skip
-    Case("table-column-missing", "release", RUN_REL,
-         build=edit_table_csv(lambda t: t.drop(columns=["label_sum"]))),  # fmt: skip
-    Case("table-empty-file", "release", RUN_REL,
-         build=edit_table_csv(lambda t: t.iloc[:0])),  # fmt: skip
-    Case("release-intercept-negative", "release", RUN_REL, says="intercept",
-         build=release_with(_set(["intercept"], {"count": 300, "label_sum": -50}))),  # fmt: skip
-    Case("release-n-inconsistent-warns", "release", [*RUN_REL, "--json"], expect="ok", warns=True,
-         build=release_with(_set(["n"], 3000)),
-         check=_json_out(lambda r: None), notes="n disagrees with the table totals"),  # fmt: skip
-    Case("run-tables-no-json-no-nan", "release", ["run", "--tables", f"{D}/release", *FAST],
-         expect="ok", check=lambda d, out, err: None if "nan" not in out.lower() else
-         (_ for _ in ()).throw(AssertionError(out))),  # fmt: skip
+    table_case("table-count-nan", lambda t: t.assign(count="nan")),
+    table_case("table-count-inf", lambda t: t.assign(count="inf")),
+    table_case("table-count-text", lambda t: t.assign(count="many")),
+    table_case("table-count-negative-exact", lambda t: t.assign(count="-4")),
+    table_case(
+        "table-labelsum-above-count",
+        lambda t: t.assign(label_sum=(t["count"].astype(float) + 5).astype(str)),
+    ),
+    table_case(
+        "table-unknown-modality",
+        lambda t: pd.concat([t, t.iloc[:1].assign(**{t.columns[0]: "zzz"})]),
+    ),
+    table_case("table-row-missing", lambda t: t.iloc[1:]),
+    table_case("table-row-duplicated", lambda t: pd.concat([t, t.iloc[:1]])),
+    table_case("table-column-missing", lambda t: t.drop(columns=["label_sum"])),
+    table_case("table-empty-file", lambda t: t.iloc[:0]),
+    release_case(
+        "release-intercept-negative",
+        _set(["intercept"], {"count": 300, "label_sum": -50}),
+        says="intercept",
+    ),
+    Case(
+        "release-n-inconsistent-warns",
+        "release",
+        [*RUN_REL, "--json"],
+        expect="ok",
+        warns=True,
+        build=release_with(_set(["n"], 3000)),
+        check=_json_out(lambda r: None),
+        notes="n disagrees with the table totals",
+    ),
+    Case(
+        "run-tables-no-json-no-nan",
+        "release",
+        RUN_RELEASE,
+        expect="ok",
+        check=lambda d, out, err: (
+            None if "nan" not in out.lower() else (_ for _ in ()).throw(AssertionError(out))
+        ),
+    ),
     # ------------------------------------------------------------- models
     Case("model-missing", "model", PREDICT, says="bad_model.json"),
     Case("model-directory", "model", ["predict", "--model", D, "--csv", f"{D}/test.csv"]),
     Case("model-not-json", "model", PREDICT, build=model_raw("{nope")),
     Case("model-empty", "model", PREDICT, build=model_raw("")),
     Case("model-array", "model", PREDICT, build=model_raw("[]")),
-    Case("model-theta-infinity", "model", PREDICT, says="theta",
-         build=model_with(_theta(float("inf")))),  # fmt: skip
-    Case("model-theta-1e308", "model", PREDICT, says="theta", build=model_with(_theta(1e308))),
-    Case("model-theta-nan", "model", PREDICT, says="theta", build=model_with(_theta(float("nan")))),
-    Case("model-theta-string", "model", PREDICT, says="theta", build=model_with(_theta("x"))),
-    Case("model-theta-short", "model", PREDICT, build=model_with(_theta_len)),
-    Case("model-version-2", "model", PREDICT, says="version", build=model_with(_set(["version"], 2))),
-    Case("model-version-banana", "model", PREDICT, says="version",
-         build=model_with(_set(["version"], "banana"))),  # fmt: skip
-    Case("model-format-wrong", "model", PREDICT, says="format",
-         build=model_with(_set(["format"], "other"))),  # fmt: skip
-    Case("predict-unseen-value", "model",
-         ["predict", "--model", f"{D}/model.json", "--csv", f"{D}/bad.csv"], expect="ok",
-         warns=True, check=lambda d, out, err: _assert("'purple'" in err, err),
-         build=csv_frame(lambda: small_frame(50).assign(color="purple"))),  # fmt: skip
-    Case("predict-missing-column", "model",
-         ["predict", "--model", f"{D}/model.json", "--csv", f"{D}/bad.csv"], says="color",
-         build=csv_frame(lambda: small_frame(50).drop(columns=["color"]))),  # fmt: skip
-    Case("predict-good", "model",
-         ["predict", "--model", f"{D}/model.json", "--csv", f"{D}/test.csv", "--out",
-          f"{D}/p.csv"], expect="ok", check=_finite_probabilities),  # fmt: skip
-    Case("predict-csv-model", "model",
-         ["predict", "--model", f"{D}/model.csv", "--csv", f"{D}/test.csv", "--out",
-          f"{D}/p.csv"], expect="ok", check=_finite_probabilities),  # fmt: skip
+    model_case("model-theta-infinity", _theta(float("inf")), says="theta"),
+    model_case("model-theta-1e308", _theta(1e308), says="theta"),
+    model_case("model-theta-nan", _theta(float("nan")), says="theta"),
+    model_case("model-theta-string", _theta("x"), says="theta"),
+    model_case("model-theta-short", _theta_len),
+    model_case("model-version-2", _set(["version"], 2), says="version"),
+    model_case("model-version-banana", _set(["version"], "banana"), says="version"),
+    model_case("model-format-wrong", _set(["format"], "other"), says="format"),
+    Case(
+        "predict-unseen-value",
+        "model",
+        ["predict", "--model", f"{D}/model.json", "--csv", f"{D}/bad.csv"],
+        expect="ok",
+        warns=True,
+        check=lambda d, out, err: _assert("'purple'" in err, err),
+        build=csv_frame(lambda: small_frame(50).assign(color="purple")),
+    ),
+    Case(
+        "predict-missing-column",
+        "model",
+        ["predict", "--model", f"{D}/model.json", "--csv", f"{D}/bad.csv"],
+        says="color",
+        build=csv_frame(lambda: small_frame(50).drop(columns=["color"])),
+    ),
+    Case(
+        "predict-good",
+        "model",
+        [*PREDICT_GOOD, "--out", f"{D}/p.csv"],
+        expect="ok",
+        check=_finite_probabilities,
+    ),
+    Case(
+        "predict-csv-model",
+        "model",
+        ["predict", "--model", f"{D}/model.csv", "--csv", f"{D}/test.csv", "--out", f"{D}/p.csv"],
+        expect="ok",
+        check=_finite_probabilities,
+    ),
     # ------------------------------------------------------------- outputs
-    Case("predict-out-missing-dir", "output",
-         ["predict", "--model", f"{D}/model.json", "--csv", f"{D}/test.csv", "--out",
-          f"{D}/nodir/p.csv"], says="nodir"),  # fmt: skip
-    Case("predict-out-is-dir", "output",
-         ["predict", "--model", f"{D}/model.json", "--csv", f"{D}/test.csv", "--out", D]),  # fmt: skip
-    Case("export-model-bad-extension", "output",
-         ["run", "--tables", f"{D}/release", *FAST, "--export-model", f"{D}/m.txt"],
-         says=".json"),  # fmt: skip
-    Case("export-model-missing-dir", "output",
-         ["run", "--tables", f"{D}/release", *FAST, "--export-model", f"{D}/nodir/m.json"],
-         says="nodir"),  # fmt: skip
-    Case("aggregate-out-is-file", "output",
-         ["aggregate", "--csv", f"{D}/good.csv", "--label", "bought", "--out", f"{D}/good.csv"]),  # fmt: skip
+    Case(
+        "predict-out-missing-dir",
+        "output",
+        [*PREDICT_GOOD, "--out", f"{D}/nodir/p.csv"],
+        says="nodir",
+    ),
+    Case("predict-out-is-dir", "output", [*PREDICT_GOOD, "--out", D]),
+    Case(
+        "export-model-bad-extension",
+        "output",
+        [*RUN_RELEASE, "--export-model", f"{D}/m.txt"],
+        says=".json",
+    ),
+    Case(
+        "export-model-missing-dir",
+        "output",
+        [*RUN_RELEASE, "--export-model", f"{D}/nodir/m.json"],
+        says="nodir",
+    ),
+    Case("aggregate-out-is-file", "output", [*AGG_GOOD, "--out", f"{D}/good.csv"]),
     # ------------------------------------------------------------- more CLI numbers
     Case("seed-hex", "cli-number", [*RUN_TOY, "--seed", "0x10"], says="seed"),
-    Case("seed-max-ok", "cli-number", [*RUN_TOY, "--seed", str(2**63 - 1), "--json"], expect="ok",
-         check=_json_out(lambda r: _assert(r["settings"]["seed"] == 2**63 - 1, r))),  # fmt: skip
+    Case(
+        "seed-max-ok",
+        "cli-number",
+        [*RUN_TOY, "--seed", str(2**63 - 1), "--json"],
+        expect="ok",
+        check=_json_out(lambda r: _assert(r["settings"]["seed"] == 2**63 - 1, r)),
+    ),
     Case("gibbs-negative", "cli-number", [*RUN_TOY, "--gibbs-samples", "-5"], says="gibbs"),
-    Case("iterations-huge", "cli-number", [*RUN_TOY, "--iterations", "10000000000"],
-         says="iterations"),  # fmt: skip
-    Case("epsilon-inf", "cli-number", [*RUN_TOY, "--mechanism", "gaussian", "--epsilon", "inf"],
-         says="epsilon"),  # fmt: skip
-    Case("delta-nan", "cli-number", [*RUN_TOY, "--mechanism", "gaussian", "--epsilon", "1",
-                                      "--delta", "nan"], says="delta"),  # fmt: skip
-    Case("mechanism-without-epsilon", "cli-number", [*RUN_TOY, "--mechanism", "laplace"],
-         says="epsilon"),  # fmt: skip
+    Case(
+        "iterations-huge",
+        "cli-number",
+        [*RUN_TOY, "--iterations", "10000000000"],
+        says="iterations",
+    ),
+    Case("epsilon-inf", "cli-number", [*GAUSSIAN, "--epsilon", "inf"], says="epsilon"),
+    Case("delta-nan", "cli-number", [*GAUSSIAN, "--epsilon", "1", "--delta", "nan"], says="delta"),
+    Case("mechanism-without-epsilon", "cli-number", LAPLACE, says="epsilon"),
     Case("delta-without-mechanism", "cli-number", [*RUN_TOY, "--delta", "1e-6"], says="delta"),
-    Case("sweep-delta-laplace", "cli-number",
-         ["sweep", "--dataset", "toy", "--mechanism", "laplace", "--delta", "1e-6",
-          "--epsilons", "1", "--out", f"{D}/sw"], says="delta"),  # fmt: skip
-    Case("test-fraction-nan", "cli-number",
-         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--test-fraction", "nan", *FAST],
-         says="test-fraction"),  # fmt: skip
-    Case("bins-huge", "cli-number",
-         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--bins", "10000000", *FAST],
-         says="bins"),  # fmt: skip
+    Case(
+        "sweep-delta-laplace",
+        "cli-number",
+        [*SWEEP_TOY, "--mechanism", "laplace", "--delta", "1e-6", "--epsilons", "1", "--out", SW],
+        says="delta",
+    ),
+    Case(
+        "test-fraction-nan",
+        "cli-number",
+        [*RUN_GOOD, "--test-fraction", "nan", *FAST],
+        says="test-fraction",
+    ),
+    Case("bins-huge", "cli-number", [*RUN_GOOD, "--bins", "10000000", *FAST], says="bins"),
     Case("n-zero", "cli-number", ["run", "--dataset", "xor", "--n", "0", *FAST], says="n"),
     Case("xor-n-negative", "cli-number", ["xor", "--n", "-5"], says="n"),
     Case("xor-seed-negative", "cli-number", ["xor", "--seed", "-1"], says="seed"),
     Case("max-rows-zero", "cli-number", [*RUN_TOY, "--max-rows", "0"], says="max-rows"),
-    Case("min-count-zero", "cli-number",
-         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--min-count", "0", *FAST],
-         says="min-count"),  # fmt: skip
+    Case("min-count-zero", "cli-number", [*RUN_GOOD, "--min-count", "0", *FAST], says="min-count"),
     Case("features-empty-list", "cli-number", [*RUN_TOY, "--features", ","]),
-    Case("sweep-epsilons-zero", "cli-number",
-         ["sweep", "--dataset", "toy", "--epsilons", "0", "--out", f"{D}/sw"], says="epsilon"),  # fmt: skip
+    Case(
+        "sweep-epsilons-zero",
+        "cli-number",
+        [*SWEEP_TOY, "--epsilons", "0", "--out", SW],
+        says="epsilon",
+    ),
     Case("no-command", "cli-number", []),
     Case("unknown-command", "cli-number", ["frobnicate"]),
-    Case("tables-with-epsilon", "cli-number",
-         ["run", "--tables", f"{D}/release", "--mechanism", "gaussian", "--epsilon", "1", *FAST],
-         says="release"),  # fmt: skip
+    Case(
+        "tables-with-epsilon",
+        "cli-number",
+        ["run", "--tables", f"{D}/release", "--mechanism", "gaussian", "--epsilon", "1", *FAST],
+        says="release",
+    ),
     # ------------------------------------------------------------- more CSV inputs
-    Case("csv-fifo", "csv", ["run", "--csv", f"{D}/fifo_records.csv", "--label", "y", *FAST],
-         build=_fifo_csv, hang=True, says="FIFO"),  # fmt: skip
-    Case("csv-dev-zero", "csv", ["run", "--csv", "/dev/zero", "--label", "y", *FAST], hang=True,
-         says="device"),  # fmt: skip
-    Case("csv-duplicate-after-strip", "csv", RUN_CSV, says="duplicate",
-         build=csv_text("a, a ,y\n" + "x,z,1\nz,x,0\n" * 50)),  # fmt: skip
-    Case("csv-id-column", "csv", RUN_CSV, says="drop-features",
-         build=csv_frame(one_wide_column), notes="an identifier column is refused"),  # fmt: skip
-    Case("aggregate-two-ids-min-count", "csv",
-         ["aggregate", "--csv", f"{D}/bad.csv", "--label", "y", "--min-count", "2", "--out",
-          f"{D}/r_ids_ok"], expect="ok", build=csv_frame(two_id_columns),
-         check=_is_ok_release("r_ids_ok", 20_000),
-         notes="--min-count merges the one-off IDs into '(other)': the budget fix works"),  # fmt: skip
-    Case("aggregate-max-rows-tiny", "csv",
-         ["aggregate", "--csv", f"{D}/good.csv", "--label", "bought", "--max-rows", "10", "--out",
-          f"{D}/r_small"], says="max-rows"),  # fmt: skip
-    Case("csv-latin1", "csv", ["aggregate", "--csv", f"{D}/bad.csv", "--label", "bought",
-                               "--out", f"{D}/r_latin1"], expect="ok",
-         build=csv_text(_latin1_frame()), check=_is_ok_release("r_latin1", 200),
-         notes="Latin-1 text is read (documented acceptance)"),  # fmt: skip
-    Case("csv-gzip-garbage", "csv", RUN_CSV, says="gzip",
-         build=csv_text(b"\x1f\x8b" + b"not really gzip" * 10)),  # fmt: skip
-    Case("csv-label-is-feature-name", "csv",
-         ["run", "--csv", f"{D}/good.csv", "--label", "bought", "--features", "bought", *FAST]),  # fmt: skip
+    Case(
+        "csv-fifo",
+        "csv",
+        ["run", "--csv", f"{D}/fifo_records.csv", "--label", "y", *FAST],
+        build=_fifo_csv,
+        hang=True,
+        says="FIFO",
+    ),
+    Case(
+        "csv-dev-zero",
+        "csv",
+        ["run", "--csv", "/dev/zero", "--label", "y", *FAST],
+        hang=True,
+        says="device",
+    ),
+    Case(
+        "csv-duplicate-after-strip",
+        "csv",
+        RUN_CSV,
+        says="duplicate",
+        build=csv_text("a, a ,y\n" + "x,z,1\nz,x,0\n" * 50),
+    ),
+    Case(
+        "csv-id-column",
+        "csv",
+        RUN_CSV,
+        says="drop-features",
+        build=csv_frame(one_wide_column),
+        notes="an identifier column is refused",
+    ),
+    Case(
+        "aggregate-two-ids-min-count",
+        "csv",
+        [*AGG_BAD, "--min-count", "2", "--out", f"{D}/r_ids_ok"],
+        expect="ok",
+        build=csv_frame(two_id_columns),
+        check=_is_ok_release("r_ids_ok", 20_000),
+        notes="--min-count merges the one-off IDs into '(other)': the budget fix works",
+    ),
+    Case(
+        "aggregate-max-rows-tiny",
+        "csv",
+        [*AGG_GOOD, "--max-rows", "10", "--out", f"{D}/r_small"],
+        says="max-rows",
+    ),
+    Case(
+        "csv-latin1",
+        "csv",
+        ["aggregate", "--csv", f"{D}/bad.csv", "--label", "bought", "--out", f"{D}/r_latin1"],
+        expect="ok",
+        build=csv_text(_latin1_frame()),
+        check=_is_ok_release("r_latin1", 200),
+        notes="Latin-1 text is read (documented acceptance)",
+    ),
+    Case(
+        "csv-gzip-garbage",
+        "csv",
+        RUN_CSV,
+        says="gzip",
+        build=csv_text(b"\x1f\x8b" + b"not really gzip" * 10),
+    ),
+    Case("csv-label-is-feature-name", "csv", [*RUN_GOOD, "--features", "bought", *FAST]),
     # ------------------------------------------------------------- more releases
-    Case("release-file-subdir", "release", RUN_REL, build=table_file_to("sub/x.csv"),
-         says="plain file name"),  # fmt: skip
-    Case("release-file-backslash", "release", RUN_REL, build=table_file_to("..\\x.csv"),
-         says="plain file name"),  # fmt: skip
+    Case(
+        "release-file-subdir",
+        "release",
+        RUN_REL,
+        build=table_file_to("sub/x.csv"),
+        says="plain file name",
+    ),
+    Case(
+        "release-file-backslash",
+        "release",
+        RUN_REL,
+        build=table_file_to("..\\x.csv"),
+        says="plain file name",
+    ),
     Case("release-file-empty-name", "release", RUN_REL, build=table_file_to("")),
     Case("release-file-dotdot", "release", RUN_REL, build=table_file_to("..")),
     Case("release-file-list", "release", RUN_REL, build=table_file_to(["a.csv"])),  # type: ignore[arg-type]
-    Case("release-file-symlink-inside", "release", [*RUN_REL, "--json"], expect="ok",
-         build=_symlink_inside, check=_release_reads_back,
-         notes="a symlink to a file inside the release directory is followed"),  # fmt: skip
-    Case("release-json-duplicate-key", "release", RUN_REL, says="twice",
-         build=raw_manifest(b'{"n": 300, "n": 3000}')),  # fmt: skip
+    Case(
+        "release-file-symlink-inside",
+        "release",
+        [*RUN_REL, "--json"],
+        expect="ok",
+        build=_symlink_inside,
+        check=_release_reads_back,
+        notes="a symlink to a file inside the release directory is followed",
+    ),
+    Case(
+        "release-json-duplicate-key",
+        "release",
+        RUN_REL,
+        says="twice",
+        build=raw_manifest(b'{"n": 300, "n": 3000}'),
+    ),
     Case("release-json-deep", "release", RUN_REL, build=raw_manifest(_nested_json(100_000))),
-    Case("release-json-utf16", "release", RUN_REL, says="must be",
-         build=raw_manifest('{"n": "many"}'.encode("utf-16"))),  # fmt: skip
-    Case("release-feature-name-int", "release", RUN_REL, says="name",
-         build=release_with(_feature(0, "name", 5))),  # fmt: skip
-    Case("release-modality-object", "release", RUN_REL, says="modalities",
-         build=release_with(_feature(0, "modalities", [{"a": 1}, "b"]))),  # fmt: skip
-    Case("release-modalities-empty", "release", RUN_REL, says="modalities",
-         build=release_with(_feature(0, "modalities", []))),  # fmt: skip
-    Case("release-codes-out-of-range", "release", RUN_REL, says="code",
-         build=release_with(_feature(0, "codes", [0, 1, 99]))),  # fmt: skip
-    Case("release-kind-unknown", "release", RUN_REL, says="kind",
-         build=release_with(_feature(0, "kind", "ordinal"))),  # fmt: skip
-    Case("release-edges-strings", "release", RUN_REL, says="edges",
-         build=release_with(_feature(2, "edges", ["a", "b"]))),  # fmt: skip
-    Case("release-table-four-features", "release", RUN_REL, says="features",
-         build=release_with(_table_entry(3, "features", ["a", "b", "c", "d"]))),  # fmt: skip
-    Case("release-table-unknown-feature", "release", RUN_REL, says="zzz",
-         build=release_with(_table_entry(3, "features", ["zzz"]))),  # fmt: skip
-    Case("release-noise-epsilon-negative", "release", RUN_REL, says="epsilon",
-         build=release_with(_set(["noise"], {"mechanism": "gaussian", "epsilon": -1}))),  # fmt: skip
-    Case("release-noise-delta-2", "release", RUN_REL, says="delta",
-         build=release_with(_set(["noise"], {"mechanism": "gaussian", "epsilon": 1,
-                                             "delta": 2}))),  # fmt: skip
-    Case("release-noise-mechanism-unknown", "release", RUN_REL, says="mechanism",
-         build=release_with(_set(["noise"], {"mechanism": "uniform", "sigma": 3}))),  # fmt: skip
-    Case("release-noise-sigma-string", "release", RUN_REL, says="sigma",
-         build=release_with(_set(["noise"], {"mechanism": "gaussian", "sigma": "3"}))),  # fmt: skip
-    Case("release-intercept-string", "release", RUN_REL, says="intercept",
-         build=release_with(_set(["intercept"], "300"))),  # fmt: skip
-    Case("release-intercept-count-text", "release", RUN_REL, says="count",
-         build=release_with(_set(["intercept"], {"count": "300", "label_sum": 3}))),  # fmt: skip
-    Case("release-positive-label-list", "release", RUN_REL, says="positive_label",
-         build=release_with(_set(["positive_label"], [1]))),  # fmt: skip
-    Case("release-classes-three", "release", RUN_REL, says="classes",
-         build=release_with(_set(["classes"], ["a", "b", "c"]))),  # fmt: skip
-    Case("release-version-bool", "release", RUN_REL, says="version",
-         build=release_with(_set(["version"], True))),  # fmt: skip
-    Case("table-duplicate-header", "release", RUN_REL, says="count",
-         build=_table_header("color,size,count,count")),  # fmt: skip
-    Case("table-utf16", "release", RUN_REL, says="UTF-16",
-         build=_table_bytes("color,count,label_sum\nred,1,0\n".encode("utf-16"))),  # fmt: skip
-    Case("table-nul-bytes", "release", RUN_REL, says="NUL",
-         build=_table_bytes(b"color,count,label_sum\n\x00\x00\x00\n")),  # fmt: skip
-    Case("table-not-a-table", "release", RUN_REL, says="none named",
-         build=_table_bytes(b"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1\n")),  # fmt: skip
-    Case("release-max-rows", "release", [*RUN_REL, "--max-rows", "20"], says="max-rows",
-         build=_copy_release),  # fmt: skip
+    Case(
+        "release-json-utf16",
+        "release",
+        RUN_REL,
+        says="must be",
+        build=raw_manifest('{"n": "many"}'.encode("utf-16")),
+    ),
+    release_case("release-feature-name-int", _feature(0, "name", 5), says="name"),
+    release_case(
+        "release-modality-object", _feature(0, "modalities", [{"a": 1}, "b"]), says="modalities"
+    ),
+    release_case("release-modalities-empty", _feature(0, "modalities", []), says="modalities"),
+    release_case("release-codes-out-of-range", _feature(0, "codes", [0, 1, 99]), says="code"),
+    release_case("release-kind-unknown", _feature(0, "kind", "ordinal"), says="kind"),
+    release_case("release-edges-strings", _feature(2, "edges", ["a", "b"]), says="edges"),
+    release_case(
+        "release-table-four-features",
+        _table_entry(3, "features", ["a", "b", "c", "d"]),
+        says="features",
+    ),
+    release_case("release-table-unknown-feature", _table_entry(3, "features", ["zzz"]), says="zzz"),
+    release_case(
+        "release-noise-epsilon-negative",
+        _set(["noise"], {"mechanism": "gaussian", "epsilon": -1}),
+        says="epsilon",
+    ),
+    release_case(
+        "release-noise-delta-2",
+        _set(["noise"], {"mechanism": "gaussian", "epsilon": 1, "delta": 2}),
+        says="delta",
+    ),
+    release_case(
+        "release-noise-mechanism-unknown",
+        _set(["noise"], {"mechanism": "uniform", "sigma": 3}),
+        says="mechanism",
+    ),
+    release_case(
+        "release-noise-sigma-string",
+        _set(["noise"], {"mechanism": "gaussian", "sigma": "3"}),
+        says="sigma",
+    ),
+    release_case("release-intercept-string", _set(["intercept"], "300"), says="intercept"),
+    release_case(
+        "release-intercept-count-text",
+        _set(["intercept"], {"count": "300", "label_sum": 3}),
+        says="count",
+    ),
+    release_case(
+        "release-positive-label-list", _set(["positive_label"], [1]), says="positive_label"
+    ),
+    release_case("release-classes-three", _set(["classes"], ["a", "b", "c"]), says="classes"),
+    release_case("release-version-bool", _set(["version"], True), says="version"),
+    Case(
+        "table-duplicate-header",
+        "release",
+        RUN_REL,
+        says="count",
+        build=_table_header("color,size,count,count"),
+    ),
+    Case(
+        "table-utf16",
+        "release",
+        RUN_REL,
+        says="UTF-16",
+        build=_table_bytes("color,count,label_sum\nred,1,0\n".encode("utf-16")),
+    ),
+    Case(
+        "table-nul-bytes",
+        "release",
+        RUN_REL,
+        says="NUL",
+        build=_table_bytes(b"color,count,label_sum\n\x00\x00\x00\n"),
+    ),
+    Case(
+        "table-not-a-table",
+        "release",
+        RUN_REL,
+        says="none named",
+        build=_table_bytes(b"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1\n"),
+    ),
+    Case(
+        "release-max-rows",
+        "release",
+        [*RUN_REL, "--max-rows", "20"],
+        says="max-rows",
+        build=_copy_release,
+    ),
     # ------------------------------------------------------------- more models
-    Case("model-fifo", "model", ["predict", "--model", f"{D}/fifo_model.json", "--csv",
-                                 f"{D}/test.csv"], hang=True, says="FIFO",
-         build=lambda d: None if (d / "fifo_model.json").exists() else os.mkfifo(d / "fifo_model.json")),  # fmt: skip
-    Case("model-dev-zero", "model", ["predict", "--model", "/dev/zero", "--csv", f"{D}/test.csv"],
-         hang=True, says="device"),  # fmt: skip
-    Case("model-intercept-string", "model", PREDICT, says="intercept",
-         build=model_with(_set(["intercept", "theta"], "big"))),  # fmt: skip
-    Case("model-mu-nan", "model", PREDICT, says="mu",
-         build=model_raw('{"format": "aggmrf-model", "version": 1, "intercept": {"theta": 0, "mu": NaN}}')),  # fmt: skip
-    Case("model-values-short", "model", PREDICT, says="values",
-         build=model_with(lambda m: m["tables"][1]["rows"][0].__setitem__("values", []))),  # fmt: skip
-    Case("model-features-four", "model", PREDICT, says="features",
-         build=model_with(lambda m: m["tables"][0].__setitem__("features", ["a", "b", "c", "d"]))),  # fmt: skip
-    Case("model-schema-missing", "model", PREDICT, says="schema",
-         build=model_with(lambda m: m.pop("schema"))),  # fmt: skip
-    Case("model-tables-object", "model", PREDICT, says="tables",
-         build=model_with(_set(["tables"], {"a": 1}))),  # fmt: skip
-    Case("model-duplicate-key", "model", PREDICT, says="twice",
-         build=model_raw('{"format": "aggmrf-model", "format": "x"}')),  # fmt: skip
-    Case("model-not-utf8", "model", PREDICT, says="UTF-8",
-         build=lambda d: (d / "bad_model.json").write_bytes(b'{"format": "\xff"}')),  # fmt: skip
-    Case("model-over-budget", "model", PREDICT, says="rows",
-         build=model_with(_model_schema_wide)),  # fmt: skip
-    Case("model-theta-saturates-warns", "model",
-         ["predict", "--model", f"{D}/bad_model.json", "--csv", f"{D}/test.csv", "--out",
-          f"{D}/p.csv"], expect="ok", warns=True,
-         build=model_with(_set(["intercept", "theta"], 5000.0)), check=_saturating_probabilities),  # fmt: skip
-    Case("model-csv-theta-text", "model",
-         ["predict", "--model", f"{D}/bad_model.csv", "--csv", f"{D}/test.csv"], says="theta",
-         build=_model_csv_theta("abc")),  # fmt: skip
-    Case("model-csv-theta-inf", "model",
-         ["predict", "--model", f"{D}/bad_model.csv", "--csv", f"{D}/test.csv"], says="theta",
-         build=_model_csv_theta("inf")),  # fmt: skip
-    Case("model-csv-duplicate-header", "model",
-         ["predict", "--model", f"{D}/bad_model.csv", "--csv", f"{D}/test.csv"], says="same name",
-         build=_model_csv_cell("theta,mu", "theta,theta")),  # fmt: skip
+    Case(
+        "model-fifo",
+        "model",
+        ["predict", "--model", f"{D}/fifo_model.json", "--csv", f"{D}/test.csv"],
+        hang=True,
+        says="FIFO",
+        build=lambda d: (
+            None if (d / "fifo_model.json").exists() else os.mkfifo(d / "fifo_model.json")
+        ),
+    ),
+    Case(
+        "model-dev-zero",
+        "model",
+        ["predict", "--model", "/dev/zero", "--csv", f"{D}/test.csv"],
+        hang=True,
+        says="device",
+    ),
+    model_case("model-intercept-string", _set(["intercept", "theta"], "big"), says="intercept"),
+    Case(
+        "model-mu-nan",
+        "model",
+        PREDICT,
+        says="mu",
+        build=model_raw(
+            '{"format": "aggmrf-model", "version": 1, "intercept": {"theta": 0, "mu": NaN}}'
+        ),
+    ),
+    model_case(
+        "model-values-short",
+        lambda m: m["tables"][1]["rows"][0].__setitem__("values", []),
+        says="values",
+    ),
+    model_case(
+        "model-features-four",
+        lambda m: m["tables"][0].__setitem__("features", ["a", "b", "c", "d"]),
+        says="features",
+    ),
+    model_case("model-schema-missing", lambda m: m.pop("schema"), says="schema"),
+    model_case("model-tables-object", _set(["tables"], {"a": 1}), says="tables"),
+    Case(
+        "model-duplicate-key",
+        "model",
+        PREDICT,
+        says="twice",
+        build=model_raw('{"format": "aggmrf-model", "format": "x"}'),
+    ),
+    Case(
+        "model-not-utf8",
+        "model",
+        PREDICT,
+        says="UTF-8",
+        build=lambda d: (d / "bad_model.json").write_bytes(b'{"format": "\xff"}'),
+    ),
+    model_case("model-over-budget", _model_schema_wide, says="rows"),
+    Case(
+        "model-theta-saturates-warns",
+        "model",
+        [*PREDICT, "--out", f"{D}/p.csv"],
+        expect="ok",
+        warns=True,
+        build=model_with(_set(["intercept", "theta"], 5000.0)),
+        check=_saturating_probabilities,
+    ),
+    Case("model-csv-theta-text", "model", PREDICT_CSV, says="theta", build=_model_csv_theta("abc")),
+    Case("model-csv-theta-inf", "model", PREDICT_CSV, says="theta", build=_model_csv_theta("inf")),
+    Case(
+        "model-csv-duplicate-header",
+        "model",
+        PREDICT_CSV,
+        says="same name",
+        build=_model_csv_cell("theta,mu", "theta,theta"),
+    ),
     # ------------------------------------------------------------- more outputs
-    Case("aggregate-out-missing-parent", "output",
-         ["aggregate", "--csv", f"{D}/good.csv", "--label", "bought", "--out",
-          f"{D}/nodir/rel"], says="nodir"),  # fmt: skip
-    Case("aggregate-long-out-missing-dir", "output",
-         ["aggregate", "--csv", f"{D}/good.csv", "--label", "bought", "--format", "long",
-          "--out", f"{D}/nodir/rel.csv"], says="nodir"),  # fmt: skip
-    Case("export-model-is-dir", "output",
-         ["run", "--tables", f"{D}/release", *FAST, "--export-model", D]),  # fmt: skip
-    Case("sweep-out-is-dir", "output",
-         ["sweep", "--dataset", "toy", "--epsilons", "1", "--iterations", "2", "--out", D]),  # fmt: skip
-    Case("sweep-out-missing-dir", "output",
-         ["sweep", "--dataset", "toy", "--epsilons", "1", "--iterations", "2", "--out",
-          f"{D}/nodir/deeper/sw"], says="nodir"),  # fmt: skip
+    Case(
+        "aggregate-out-missing-parent",
+        "output",
+        [*AGG_GOOD, "--out", f"{D}/nodir/rel"],
+        says="nodir",
+    ),
+    Case(
+        "aggregate-long-out-missing-dir",
+        "output",
+        [*AGG_GOOD, "--format", "long", "--out", f"{D}/nodir/rel.csv"],
+        says="nodir",
+    ),
+    Case("export-model-is-dir", "output", [*RUN_RELEASE, "--export-model", D]),
+    Case(
+        "sweep-out-is-dir",
+        "output",
+        [*SWEEP_TOY, "--epsilons", "1", "--iterations", "2", "--out", D],
+    ),
+    Case(
+        "sweep-out-missing-dir",
+        "output",
+        [*SWEEP_TOY, "--epsilons", "1", "--iterations", "2", "--out", f"{D}/nodir/deeper/sw"],
+        says="nodir",
+    ),
 ]
-# fmt: on
