@@ -43,11 +43,9 @@ def test_run_json_shape(capsys):
 def test_run_on_a_local_release(capsys):
     """``run --mechanism local``: randomized response on every training record, the same
     release call as the central mechanisms; MRF-N models its per-cell noise."""
-    code, out, _ = run_cli(
-        capsys,
-        ["run", "--dataset", "toy", *FAST, "--no-baselines", "--json", "--mechanism", "local",
-         "--epsilon", "8", "--noise-aware"],
-    )  # fmt: skip
+    local = ["--mechanism", "local", "--epsilon", "8", "--noise-aware"]
+    argv = ["run", "--dataset", "toy", *FAST, "--no-baselines", "--json", *local]
+    code, out, _ = run_cli(capsys, argv)
     assert code == 0
     res = json.loads(out)
     noise = res["noise"]
@@ -194,8 +192,8 @@ def test_trainer_settings_from_the_flags():
 
     layout = prepare("toy").layout
     parse = build_parser().parse_args
-    args = parse(["run", "--dataset", "toy", "--gibbs-samples", "123", "--lambda-theta",
-                  "auto", "--step-theta", "0.05", "--no-precondition", "--seed", "5"])  # fmt: skip
+    flags = ["--gibbs-samples", "123", "--lambda-theta", "auto", "--step-theta", "0.05"]
+    args = parse(["run", "--dataset", "toy", *flags, "--no-precondition", "--seed", "5"])
     s = trainer_settings(args, layout, 5)
     default = default_settings(layout, 5)
     assert (s.n_gibbs, s.step_theta, s.precondition, s.seed) == (123, 0.05, False, 5)
@@ -209,8 +207,12 @@ def test_python_dash_m_runs_the_command_line():
     import subprocess
     import sys
 
-    res = subprocess.run([sys.executable, "-m", "aggmrf_explore.cli", "xor", "--n", "50"],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "aggmrf_explore.cli", "xor", "--n", "50"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
     assert res.stderr.startswith("error: argument --n: must be an integer from 100 "), res.stderr
 

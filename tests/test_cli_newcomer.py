@@ -42,13 +42,28 @@ def test_the_run_table_lines_up_whatever_the_model_names(capsys):
         "naive_bayes_plain": {"nllh_test": 0.2008, "seconds": 0.1},
         "a_model_with_a_long_name": {"nllh_test": float("nan"), "seconds": 12.0},
     }
-    print_run({
-        "dataset": "xor", "n_train": 10, "n_test": 10, "n_features": 3, "n_tables": 6,
-        "n_rows": 19, "noise": {"mechanism": "none"}, "models": models,
-        "settings": {"iterations": 20, "n_gibbs": 2000, "lambda_mu": 1, "lambda_theta": 3,
-                     "step_mu": 0.3, "step_theta": 0.2, "gradient": "rescaled",
-                     "noise_aware": False},
-    })  # fmt: skip
+    print_run(
+        {
+            "dataset": "xor",
+            "n_train": 10,
+            "n_test": 10,
+            "n_features": 3,
+            "n_tables": 6,
+            "n_rows": 19,
+            "noise": {"mechanism": "none"},
+            "models": models,
+            "settings": {
+                "iterations": 20,
+                "n_gibbs": 2000,
+                "lambda_mu": 1,
+                "lambda_theta": 3,
+                "step_mu": 0.3,
+                "step_theta": 0.2,
+                "gradient": "rescaled",
+                "noise_aware": False,
+            },
+        }
+    )
     lines = capsys.readouterr().out.splitlines()
     table = lines[lines.index("") + 1 :]
     assert table[0].startswith("model") and len(table) == 4, table
@@ -66,10 +81,12 @@ def rare_value_csvs(tmp_path):
     train.csv lacks."""
     rng = np.random.default_rng(0)
     n = 300
-    df = pd.DataFrame({
-        "previous": rng.choice([0, 1, 2], n),
-        "job": rng.choice(["admin", "services", "student"], n),
-    })  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "previous": rng.choice([0, 1, 2], n),
+            "job": rng.choice(["admin", "services", "student"], n),
+        }
+    )
     df["y"] = np.where(rng.random(n) < 0.2 + 0.3 * (df["previous"] > 0), "yes", "no")
     df.to_csv(tmp_path / "train.csv", index=False)
     test = df.iloc[:100].copy()
@@ -126,8 +143,14 @@ def _on_a_terminal(args: list[str], timeout: float) -> str:
     fcntl.ioctl(term_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
     code = f"import sys; from aggmrf_explore.cli import main; sys.exit(main({args!r}))"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=term_fd, stdout=term_fd,
-                            stderr=term_fd, env=env, close_fds=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=term_fd,
+        stdout=term_fd,
+        stderr=term_fd,
+        env=env,
+        close_fds=True,
+    )
     os.close(term_fd)
     chunks, t0 = [], time.time()
     while time.time() - t0 < timeout:

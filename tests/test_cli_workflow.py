@@ -41,22 +41,19 @@ def _run(capsys, argv):
 
 def test_round_trip_same_model_and_nllh(csvs, capsys):
     d = csvs
-    a = json.loads(_run(capsys, ["run", "--csv", str(d / "train.csv"), "--test-csv", str(d / "test.csv"),
-                                  "--label", "y", "--no-baselines", "--json", "--export-model",
-                                  str(d / "m_csv.json"), *FAST]))  # fmt: skip
-    _run(
-        capsys,
-        ["aggregate", "--csv", str(d / "train.csv"), "--label", "y", "--out", str(d / "rel")],
-    )
-    b = json.loads(_run(capsys, ["run", "--tables", str(d / "rel"), "--test-csv", str(d / "test.csv"),
-                                  "--json", "--export-model", str(d / "m_tab.json"), *FAST]))  # fmt: skip
+    train, test = str(d / "train.csv"), str(d / "test.csv")
+    flags = ["--label", "y", "--no-baselines", "--json", "--export-model", str(d / "m_csv.json")]
+    a = json.loads(_run(capsys, ["run", "--csv", train, "--test-csv", test, *flags, *FAST]))
+    _run(capsys, ["aggregate", "--csv", train, "--label", "y", "--out", str(d / "rel")])
+    flags = ["--test-csv", test, "--json", "--export-model", str(d / "m_tab.json")]
+    b = json.loads(_run(capsys, ["run", "--tables", str(d / "rel"), *flags, *FAST]))
     assert a["models"]["mrf"]["nllh_test"] == b["models"]["mrf"]["nllh_test"]
     m1 = json.loads((d / "m_csv.json").read_text())
     m2 = json.loads((d / "m_tab.json").read_text())
     assert m1["tables"] == m2["tables"] and m1["intercept"] == m2["intercept"]
     # predict on raw records gives the in-memory probabilities' NLLH
-    _run(capsys, ["predict", "--model", str(d / "m_tab.json"), "--csv", str(d / "test.csv"),
-                  "--out", str(d / "p.csv"), "--label", "y"])  # fmt: skip
+    model, out = str(d / "m_tab.json"), str(d / "p.csv")
+    _run(capsys, ["predict", "--model", model, "--csv", test, "--out", out, "--label", "y"])
     p = pd.read_csv(d / "p.csv")["probability"].to_numpy()
     from aggmrf_explore.metrics import nllh
 
@@ -66,13 +63,15 @@ def test_round_trip_same_model_and_nllh(csvs, capsys):
 
 def test_second_release_and_auto(csvs, capsys):
     d = csvs
-    _run(capsys, ["aggregate", "--csv", str(d / "train.csv"), "--label", "y", "--out", str(d / "r1"),
-                  "--mechanism", "gaussian", "--epsilon", "5"])  # fmt: skip
-    _run(capsys, ["aggregate", "--csv", str(d / "test.csv"), "--label", "y", "--out", str(d / "r2"),
-                  "--schema", str(d / "r1" / "release.json")])  # fmt: skip
-    out = json.loads(_run(capsys, ["run", "--tables", str(d / "r1"), "--validation-tables",
-                                    str(d / "r2"), "--lambda-theta", "auto", "--noise-aware",
-                                    "--json", *FAST]))  # fmt: skip
+    train, test = str(d / "train.csv"), str(d / "test.csv")
+    r1, r2, schema = str(d / "r1"), str(d / "r2"), str(d / "r1" / "release.json")
+    noise = ["--mechanism", "gaussian", "--epsilon", "5"]
+    _run(capsys, ["aggregate", "--csv", train, "--label", "y", "--out", r1, *noise])
+    _run(capsys, ["aggregate", "--csv", test, "--label", "y", "--out", r2, "--schema", schema])
+    flags = ["--lambda-theta", "auto", "--noise-aware", "--json"]
+    out = json.loads(
+        _run(capsys, ["run", "--tables", r1, "--validation-tables", r2, *flags, *FAST])
+    )
     assert out["noise"]["mechanism"] == "discrete_gaussian"  # aggregate: integer noise
     auto = out["lambda_theta_auto"]
     assert auto["method"] == "second release" and len(auto["grid"]) == len(DEFAULT_MULTIPLIERS)
@@ -108,15 +107,16 @@ def test_a_release_that_declares_noise_trains_mrf_n_by_default(csvs, capsys):
     trains the plain MRF; an exact release trains the plain MRF."""
     d = csvs
     for name, noise in (("noisy", ["--mechanism", "laplace", "--epsilon", "2"]), ("exact", [])):
-        assert main(["aggregate", "--csv", str(d / "train.csv"), "--label", "y",
-                     "--out", str(d / name), *noise]) == 0  # fmt: skip
+        argv = ["aggregate", "--csv", str(d / "train.csv"), "--label", "y", "--out", str(d / name)]
+        assert main([*argv, *noise]) == 0
         capsys.readouterr()
     assert main(["run", "--tables", str(d / "noisy"), "--json", *FAST]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["settings"]["noise_aware"] is True
     assert "declares its noise (discrete_laplace" in err and "--no-noise-aware" in err
-    plain = json.loads(_run(capsys, ["run", "--tables", str(d / "noisy"), "--no-noise-aware",
-                                     "--json", *FAST]))  # fmt: skip
+    plain = json.loads(
+        _run(capsys, ["run", "--tables", str(d / "noisy"), "--no-noise-aware", "--json", *FAST])
+    )
     assert plain["settings"]["noise_aware"] is False
     exact = json.loads(_run(capsys, ["run", "--tables", str(d / "exact"), "--json", *FAST]))
     assert exact["settings"]["noise_aware"] is False

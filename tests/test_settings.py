@@ -40,8 +40,10 @@ def candidates(s: Setting) -> list[str]:
         if s.kind == "int":
             out += [str(int(edge) + d) for d in (-1, 0, 1)]
         else:
-            out += [repr(float(v)) for v in (np.nextafter(edge, -np.inf), edge,
-                                             np.nextafter(edge, np.inf))]  # fmt: skip
+            out += [
+                repr(float(v))
+                for v in (np.nextafter(edge, -np.inf), edge, np.nextafter(edge, np.inf))
+            ]
     mid = (s.lo + s.hi) / 2 if s.hi is not None else s.lo + 1
     out += [str(int(mid)) if s.kind == "int" else repr(mid), "2.5", "-3", "1e3", "007"]
     return out
