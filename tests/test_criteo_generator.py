@@ -49,10 +49,24 @@ def test_files_have_the_challenge_format(release):
     out, summary = release
     pairs = pd.read_csv(out / "aggregated_pairs.csv")
     singles = pd.read_csv(out / "aggregated_singles.csv")
-    assert list(pairs.columns) == ["Unnamed: 0", "feature_1_id", "feature_2_id",
-                                   "feature_1_value", "feature_2_value", "c", "click", "sale"]  # fmt: skip
-    assert list(singles.columns) == ["Unnamed: 0", "feature_1_id", "feature_1_value", "c",
-                                     "click", "sale"]  # fmt: skip
+    assert list(pairs.columns) == [
+        "Unnamed: 0",
+        "feature_1_id",
+        "feature_2_id",
+        "feature_1_value",
+        "feature_2_value",
+        "c",
+        "click",
+        "sale",
+    ]
+    assert list(singles.columns) == [
+        "Unnamed: 0",
+        "feature_1_id",
+        "feature_1_value",
+        "c",
+        "click",
+        "sale",
+    ]
     got = set(map(tuple, pairs[["feature_1_id", "feature_2_id"]].drop_duplicates().to_numpy()))
     assert got == set(combinations(range(19), 2)) and len(got) == 171
     for name in ("granular_sample.csv", "test.csv"):

@@ -57,9 +57,24 @@ def files(known, tmp_path_factory):
 def test_written_files_have_the_challenge_schema(files):
     p, s = files
     pairs, singles = pd.read_csv(p), pd.read_csv(s)
-    assert list(pairs.columns) == ["Unnamed: 0", "feature_1_id", "feature_2_id",
-                                   "feature_1_value", "feature_2_value", "c", "click", "sale"]  # fmt: skip
-    assert list(singles.columns) == ["Unnamed: 0", "feature_1_id", "feature_1_value", "c", "click", "sale"]  # fmt: skip
+    assert list(pairs.columns) == [
+        "Unnamed: 0",
+        "feature_1_id",
+        "feature_2_id",
+        "feature_1_value",
+        "feature_2_value",
+        "c",
+        "click",
+        "sale",
+    ]
+    assert list(singles.columns) == [
+        "Unnamed: 0",
+        "feature_1_id",
+        "feature_1_value",
+        "c",
+        "click",
+        "sale",
+    ]
     assert set(singles["feature_1_id"]) == {0, 1, 2, 5}
 
 
@@ -128,7 +143,7 @@ def test_max_modalities_folds_rare_values(files):
                 else [int(lay.modality_labels[f][0])] * 2
                 for f, name in enumerate(lay.feature_names)
             }
-        )  # fmt: skip
+        )
     )
     assert list(X[:, f0]) == [lay.n_modalities[f0] - 1] * 2
 
@@ -146,7 +161,7 @@ def _write(df: pd.DataFrame, path) -> str:
         (
             lambda p, s: (p.assign(feature_2_id=p["feature_2_id"].where(p.index != 3, 42)), s),
             "feature_2_id = 42 is not a feature id",
-        ),  # fmt: skip
+        ),
         (lambda p, s: (pd.concat([p, p.iloc[[5]]], ignore_index=True), s), "are the same row"),
         (lambda p, s: (p.assign(c=p["c"].where(p.index != 2, -500.0)), s), "below"),
         (lambda p, s: (p, s.assign(click=s["click"].where(s.index != 1, np.nan))), "not a finite"),
@@ -158,14 +173,14 @@ def _write(df: pd.DataFrame, path) -> str:
                 s,
             ),
             "not a non-negative integer",
-        ),  # fmt: skip
+        ),
         (
             lambda p, s: (
                 p.assign(feature_2_value=p["feature_2_value"].where(p.index != 0, 777)),
                 s,
             ),
             "is not a value of",
-        ),  # fmt: skip
+        ),
         (lambda p, s: (p.assign(feature_2_id=p["feature_1_id"]), s), "the same feature"),
     ],
 )
@@ -183,17 +198,18 @@ def test_malformed_challenge_files_are_clear_errors(files, tmp_path, capsys, bre
 def test_cli_import_then_run_each_label(tmp_path, capsys):
     """The generator's files → import-criteo → run --tables --label click|sale --test-csv."""
     src = tmp_path / "src"
-    write_criteo_release(src, n=8_000, seed=3, n_sample=500, n_test=3000,
-                         cardinalities=np.array([16, 10, 6, 4]))  # fmt: skip
+    write_criteo_release(
+        src, n=8_000, seed=3, n_sample=500, n_test=3000, cardinalities=np.array([16, 10, 6, 4])
+    )
     out = tmp_path / "rel"
-    assert main(["import-criteo", str(src / "aggregated_pairs.csv"),
-                 str(src / "aggregated_singles.csv"), "--out", str(out), "--json"]) == 0  # fmt: skip
+    pairs, singles = str(src / "aggregated_pairs.csv"), str(src / "aggregated_singles.csv")
+    assert main(["import-criteo", pairs, singles, "--out", str(out), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["pair_cells_suppressed"] > 0 and rep["noise_sigma"] == 17.0
+    test_csv = str(src / "test.csv")
     for label in ("click", "sale"):
-        code = main(["run", "--tables", str(out), "--label", label, "--test-csv",
-                     str(src / "test.csv"), "--iterations", "30", "--gibbs-samples", "2000",
-                     "--json"])  # fmt: skip
+        flags = ["--iterations", "30", "--gibbs-samples", "2000", "--json"]
+        code = main(["run", "--tables", str(out), "--label", label, "--test-csv", test_csv, *flags])
         assert code == 0
         res = json.loads(capsys.readouterr().out)
         assert res["label"] == label and res["n_test"] == 3000
@@ -213,8 +229,9 @@ def test_cli_import_then_run_each_label(tmp_path, capsys):
     assert "suppressed rows:" in text and "k = 10" in text
     assert "the model's d̂ on them:" in text and "outside [0, k]" in text
     # with --validation-csv (no trainer left: a fresh chain at the chosen model, burnt in)
-    code = main(["run", "--tables", str(out), "--validation-csv", str(src / "granular_sample.csv"),
-                 "--iterations", "20", "--gibbs-samples", "1000", "--json"])  # fmt: skip
+    sample = str(src / "granular_sample.csv")
+    flags = ["--iterations", "20", "--gibbs-samples", "1000", "--json"]
+    code = main(["run", "--tables", str(out), "--validation-csv", sample, *flags])
     assert code == 0
     sup = json.loads(capsys.readouterr().out)["suppression"]
     assert 0 <= sup["outside"] <= sup["suppressed_rows"] == rep["pair_cells_suppressed"]

@@ -13,17 +13,25 @@ from aggmrf_explore.cli import main
 
 SMALL = ["--dataset", "synthetic", "--n", "3000", "--iterations", "40", "--gibbs-samples", "1000"]
 COLUMNS = [
-    "epsilon", "delta", "mechanism", "sigma", "model", "noise_seed", "nllh_test", "seconds",
-    "mrf_noiseless", "logistic_pairs",
-]  # fmt: skip
+    "epsilon",
+    "delta",
+    "mechanism",
+    "sigma",
+    "model",
+    "noise_seed",
+    "nllh_test",
+    "seconds",
+    "mrf_noiseless",
+    "logistic_pairs",
+]
 MODELS = ["MRF (raw)", "MRF (projected)", "MRF-N"]
 
 
 def test_sweep_writes_csv_and_png(tmp_path, capsys):
     out = tmp_path / "sub" / "sweep_small"
     (tmp_path / "sub").mkdir()  # the command line never creates directories
-    status = main(["sweep", *SMALL, "--epsilons", "1,10", "--mechanism", "gaussian",
-                   "--delta", "1e-7", "--noise-seeds", "2", "--out", str(out), "--json"])  # fmt: skip
+    noise = ["--mechanism", "gaussian", "--delta", "1e-7", "--noise-seeds", "2"]
+    status = main(["sweep", *SMALL, "--epsilons", "1,10", *noise, "--out", str(out), "--json"])
     assert status == 0
     report = json.loads(capsys.readouterr().out)
     csv, png = tmp_path / "sub" / "sweep_small.csv", tmp_path / "sub" / "sweep_small.png"
@@ -53,8 +61,8 @@ def test_sweep_writes_csv_and_png(tmp_path, capsys):
 
 def test_sweep_laplace(tmp_path):
     out = tmp_path / "lap"
-    assert main(["sweep", *SMALL, "--iterations", "10", "--epsilons", "2",
-                 "--mechanism", "laplace", "--out", str(out)]) == 0  # fmt: skip
+    argv = ["sweep", *SMALL, "--iterations", "10", "--epsilons", "2", "--mechanism", "laplace"]
+    assert main([*argv, "--out", str(out)]) == 0
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert list(frame["model"]) == MODELS * 3 and set(frame["mechanism"]) == {"laplace"}
     assert list(frame["noise_seed"]) == [0] * 3 + [1] * 3 + [2] * 3  # 3 seeds by default
@@ -72,8 +80,8 @@ def test_sweep_quick(tmp_path):
         1,
     ]
     assert len(frame) == 2 * 2 * 3
-    assert main(["sweep", *small, "--quick", "--epsilons", "3", "--noise-seeds", "1",
-                 "--iterations", "5", "--out", str(out)]) == 0  # fmt: skip
+    flags = ["--epsilons", "3", "--noise-seeds", "1", "--iterations", "5"]
+    assert main(["sweep", *small, "--quick", *flags, "--out", str(out)]) == 0
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert set(frame["epsilon"]) == {3.0} and len(frame) == 3
 
@@ -112,8 +120,8 @@ def test_sweep_bad_input(extra, match, tmp_path, capsys):
     ],
 )
 def test_run_json_reports_noise(mechanism, keys, capsys):
-    status = main(["run", *SMALL, "--iterations", "5", "--mechanism", mechanism,
-                   "--epsilon", "1", "--json", "--no-baselines", "--noise-aware"])  # fmt: skip
+    argv = ["run", *SMALL, "--iterations", "5", "--mechanism", mechanism, "--epsilon", "1"]
+    status = main([*argv, "--json", "--no-baselines", "--noise-aware"])
     assert status == 0
     out = json.loads(capsys.readouterr().out)
     noise = out["noise"]
@@ -163,9 +171,8 @@ def test_mrf_n_gradient_with_negative_counts():
 def test_sweep_central_and_local(tmp_path, capsys):
     """``--privacy central,local``: four models per ε and seed; local MRF-N beats local MRF."""
     out = tmp_path / "cl"
-    status = main(["sweep", *SMALL, "--epsilons", "2,8", "--noise-seeds", "2",
-                   "--privacy", "central,local", "--sizes", "1", "--out", str(out),
-                   "--json"])  # fmt: skip
+    flags = ["--epsilons", "2,8", "--noise-seeds", "2", "--privacy", "central,local"]
+    status = main(["sweep", *SMALL, *flags, "--sizes", "1", "--out", str(out), "--json"])
     assert status == 0
     report = json.loads(capsys.readouterr().out)
     frame = pd.read_csv(tmp_path / "cl.csv")

@@ -97,12 +97,13 @@ def test_records_needed_extrapolates_beyond_and_below():
 def test_records_table_pairs_each_central_size_with_the_local_curve():
     rows = []
     for n in (100, 1000, 10_000):
+        central = 0.1 * math.log10(n)
         rows += [
-            {"epsilon": 2.0, "model": "central MRF-N", "n_records": n, "mean": 0.1 * math.log10(n)},
-            {"epsilon": 2.0, "model": "local MRF-N", "n_records": n, "mean": 0.1 * math.log10(n) - 0.05},
+            {"epsilon": 2.0, "model": "central MRF-N", "n_records": n, "mean": central},
+            {"epsilon": 2.0, "model": "local MRF-N", "n_records": n, "mean": central - 0.05},
             {"epsilon": 2.0, "model": "central MRF", "n_records": n, "mean": 0.3},
             {"epsilon": 2.0, "model": "local MRF", "n_records": n, "mean": float("nan")},
-        ]  # fmt: skip
+        ]
     need = records_table(pd.DataFrame(rows), {2.0: lambda nc: 7.0 * nc})
     assert list(need["pair"]) == ["MRF-N"] * 3  # the all-NaN local MRF curve gives no rows
     assert list(need["n_central"]) == [100, 1000, 10_000]
@@ -188,8 +189,8 @@ SMALL = ["--dataset", "synthetic", "--n", "3000", "--iterations", "40", "--gibbs
 
 def test_sweep_sizes_writes_records_needed(tmp_path, capsys):
     out = tmp_path / "rn"
-    status = main(["sweep", *SMALL, "--epsilons", "8", "--noise-seeds", "2", "--privacy",
-                   "central,local", "--sizes", "0.25,0.5,1", "--out", str(out), "--json"])  # fmt: skip
+    flags = ["--epsilons", "8", "--noise-seeds", "2", "--privacy", "central,local"]
+    status = main(["sweep", *SMALL, *flags, "--sizes", "0.25,0.5,1", "--out", str(out), "--json"])
     assert status == 0
     report = json.loads(capsys.readouterr().out)
     frame = pd.read_csv(out.with_suffix(".csv"))
@@ -207,8 +208,7 @@ def test_sweep_sizes_writes_records_needed(tmp_path, capsys):
     assert cen.nunique() == 3
     # the full size's rows are those of a sweep on all the records (no subsample drawn)
     out1 = tmp_path / "one"
-    assert main(["sweep", *SMALL, "--epsilons", "8", "--noise-seeds", "2", "--privacy",
-                 "central,local", "--sizes", "1", "--out", str(out1)]) == 0  # fmt: skip
+    assert main(["sweep", *SMALL, *flags, "--sizes", "1", "--out", str(out1)]) == 0
     one = pd.read_csv(out1.with_suffix(".csv"))
     assert not (tmp_path / "one_records.csv").exists()  # one size: no records-needed
     full = frame[frame["n_records"] == 3000].reset_index(drop=True)
@@ -228,8 +228,9 @@ def test_sweep_sizes_writes_records_needed(tmp_path, capsys):
 )
 def test_sweep_bad_sizes(sizes, match, tmp_path, capsys):
     out = tmp_path / "never"
-    status = main(["sweep", *SMALL, "--privacy", "central,local", "--sizes", sizes,
-                   "--out", str(out)])  # fmt: skip
+    status = main(
+        ["sweep", *SMALL, "--privacy", "central,local", "--sizes", sizes, "--out", str(out)]
+    )
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert status == 2 and len(lines) == 1 and lines[0].startswith("error:") and match in lines[0]
