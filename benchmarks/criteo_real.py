@@ -82,21 +82,25 @@ def main() -> None:
         args.iterations, args.oracle_records = 200, 200_000
     work = Path(args.dir)
     src = work / f"n{args.n}"
-    results: dict = {"n": args.n, "max_modalities": args.max_modalities,
-                     "iterations": args.iterations, "gibbs_samples": args.gibbs_samples}  # fmt: skip
+    results: dict = {
+        "n": args.n,
+        "max_modalities": args.max_modalities,
+        "iterations": args.iterations,
+        "gibbs_samples": args.gibbs_samples,
+    }
     if not (src / "truth.json").exists():
         t0 = time.perf_counter()
         results["generated"] = write_criteo_release(src, n=args.n, seed=0)
         results["generate_seconds"] = time.perf_counter() - t0
     rel = work / f"release_n{args.n}_m{args.max_modalities}"
     cli = [sys.executable, "-m", "aggmrf_explore.cli"]
-    rep, s, rss = timed([*cli, "import-criteo", str(src / "aggregated_pairs.csv"),
-                         str(src / "aggregated_singles.csv"), "--out", str(rel),
-                         "--max-modalities", str(args.max_modalities), "--json"])  # fmt: skip
+    pairs, singles = str(src / "aggregated_pairs.csv"), str(src / "aggregated_singles.csv")
+    fold = ["--max-modalities", str(args.max_modalities)]
+    rep, s, rss = timed([*cli, "import-criteo", pairs, singles, "--out", str(rel), *fold, "--json"])
     results["import"] = {"seconds": s, "peak_rss_mb": rss, "report": rep}
     print(f"import: {s:.1f}s, {rss:.0f} MB, K = {rep['n_rows']} rows", flush=True)
-    common = ["--iterations", str(args.iterations), "--gibbs-samples", str(args.gibbs_samples),
-              "--test-csv", str(src / "test.csv"), "--json"]  # fmt: skip
+    common = ["--iterations", str(args.iterations), "--gibbs-samples", str(args.gibbs_samples)]
+    common += ["--test-csv", str(src / "test.csv"), "--json"]
     schema = read_schema(rel)
     test = pd.read_csv(src / "test.csv")
     sample = pd.read_csv(src / "granular_sample.csv")
@@ -111,23 +115,31 @@ def main() -> None:
         sale_or.append(s_)
     oracle = pd.DataFrame(np.concatenate(X_or), columns=feature_columns())
     oracle["click"], oracle["sale"] = np.concatenate(click_or), np.concatenate(sale_or)
-    layout = schema.layout([(f,) for f in range(len(schema.feature_names))]
-                           + [(f, g) for f in range(len(schema.feature_names))
-                              for g in range(f + 1, len(schema.feature_names))])  # fmt: skip
+    n_f = len(schema.feature_names)
+    layout = schema.layout(
+        [(f,) for f in range(n_f)] + [(f, g) for f in range(n_f) for g in range(f + 1, n_f)]
+    )
     for label in LABELS:
         row: dict = {}
-        out, s, rss = timed([*cli, "run", "--tables", str(rel), "--label", label, *common])
-        row["mrf"] = {"nllh": out["models"]["mrf"]["nllh_test"], "seconds": s, "peak_rss_mb": rss,
-                      "lambda_theta": out["settings"]["lambda_theta"]}  # fmt: skip
+        run = [*cli, "run", "--tables", str(rel), "--label", label, *common]
+        out, s, rss = timed(run)
+        row["mrf"] = {
+            "nllh": out["models"]["mrf"]["nllh_test"],
+            "seconds": s,
+            "peak_rss_mb": rss,
+            "lambda_theta": out["settings"]["lambda_theta"],
+        }
         print(f"{label}: MRF {row['mrf']['nllh']:.4f} ({s:.0f}s, {rss:.0f} MB)", flush=True)
-        out, s, rss = timed([*cli, "run", "--tables", str(rel), "--label", label, *common,
-                             "--validation-csv", str(src / "granular_sample.csv")])  # fmt: skip
+        out, s, rss = timed([*run, "--validation-csv", str(src / "granular_sample.csv")])
         v = out["validation_csv"]
         row["mrf_validation_csv"] = {
-            "nllh": out["models"]["mrf"]["nllh_test"], "seconds": s, "peak_rss_mb": rss,
-            "lambda_theta": v["lambda_theta"], "iterations": v["iterations"],
+            "nllh": out["models"]["mrf"]["nllh_test"],
+            "seconds": s,
+            "peak_rss_mb": rss,
+            "lambda_theta": v["lambda_theta"],
+            "iterations": v["iterations"],
             "sample_nllh": v["sample_nllh"],
-        }  # fmt: skip
+        }
         print(
             f"{label}: MRF + sample {row['mrf_validation_csv']['nllh']:.4f} ({s:.0f}s)", flush=True
         )
@@ -137,8 +149,12 @@ def main() -> None:
             X, y = coded(schema, frame, label)
             model, lam, _ = fit_logistic(X, y, layout, max_iter=100)
             p = model.predict_proba(model.layout_.phi(Xt))[:, 1]
-            row[name] = {"nllh": nllh(yt, p), "seconds": time.perf_counter() - t0,
-                         "lambda": lam, "records": len(y)}  # fmt: skip
+            row[name] = {
+                "nllh": nllh(yt, p),
+                "seconds": time.perf_counter() - t0,
+                "lambda": lam,
+                "records": len(y),
+            }
             print(
                 f"{label}: {name} {row[name]['nllh']:.4f} ({row[name]['seconds']:.0f}s)", flush=True
             )
@@ -146,14 +162,19 @@ def main() -> None:
         results[label] = row
     out_path = Path(args.out) if args.out else work / f"results_n{args.n}.json"
     out_path.write_text(json.dumps(results, indent=1, default=float))
-    print(f"\n{args.n:,} records aggregated; --max-modalities {args.max_modalities}; "
-          f"K = {rep['n_rows']:,} rows; test NLLH on {len(test):,} records\n")  # fmt: skip
+    print(
+        f"\n{args.n:,} records aggregated; --max-modalities {args.max_modalities}; "
+        f"K = {rep['n_rows']:,} rows; test NLLH on {len(test):,} records\n"
+    )
     print("| model | click | sale | wall time (click, sale) | peak RSS |")
     print("|---|---|---|---|---|")
-    names = [("mrf", "MRF, aggregates only"), ("mrf_validation_csv", "MRF + `--validation-csv`"),
-             ("logistic_sample", f"logistic, granular sample ({len(sample):,})"),
-             ("logistic_oracle", f"logistic, first {args.oracle_records:,} records (oracle)"),
-             ("truth", "true P(y | x) (Bayes limit)")]  # fmt: skip
+    names = [
+        ("mrf", "MRF, aggregates only"),
+        ("mrf_validation_csv", "MRF + `--validation-csv`"),
+        ("logistic_sample", f"logistic, granular sample ({len(sample):,})"),
+        ("logistic_oracle", f"logistic, first {args.oracle_records:,} records (oracle)"),
+        ("truth", "true P(y | x) (Bayes limit)"),
+    ]
     for key, title in names:
         c, sa = results["click"][key], results["sale"][key]
         secs = f"{c['seconds']:.0f} s, {sa['seconds']:.0f} s" if "seconds" in c else ""

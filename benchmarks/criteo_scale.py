@@ -72,8 +72,15 @@ def _agg_worker(kind: str, path: str, q) -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MB
     if kind == "duckdb":
         np.savez(path + ".agg.npz", d=agg.d, c=agg.c, n=agg.n)
-    q.put({"seconds": round(secs, 2), "peak_rss_mb": round(rss), "n": agg.n,
-           "d_sum": float(agg.d.sum()), "c_sum": float(agg.c.sum())})  # fmt: skip
+    q.put(
+        {
+            "seconds": round(secs, 2),
+            "peak_rss_mb": round(rss),
+            "n": agg.n,
+            "d_sum": float(agg.d.sum()),
+            "c_sum": float(agg.c.sum()),
+        }
+    )
 
 
 def _in_process(kind: str, path: str) -> dict:
@@ -200,11 +207,17 @@ def cluster(args, n_gibbs: int) -> tuple[dict, dict]:
     data = _data(args["path"])
     t0 = time.perf_counter()
     out = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as lc, Client(lc) as client:  # fmt: skip
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as lc,
+        Client(lc) as client,
+    ):
         start = time.perf_counter() - t0
-        for shared, label in (("auto", "mh (2 workers, mapped files)"),
-                              (False, "mh (2 workers, arrays sent)")):  # fmt: skip
+        for shared, label in (
+            ("auto", "mh (2 workers, mapped files)"),
+            (False, "mh (2 workers, arrays sent)"),
+        ):
             factory = sharded_chain_factory(client, checkpoint_every=0, shared=shared)
             r = pcd_times(data, n_gibbs, args["iterations"], factory, label)
             r["cluster_start_seconds"] = round(start, 1)
@@ -216,9 +229,12 @@ def projection(single1: dict, single2: dict, clus: dict, update_ms: float, K: in
     """t(W) = update + compute(1 thread)/W + W · comm per shard (module docstring)."""
     compute1 = single1["pcd_iteration_ms"] - update_ms
     comm = max(0.0, (clus["pcd_iteration_ms"] - update_ms - clus["shard_compute_ms"]) / 2)
-    out = {"update_ms": round(update_ms, 1), "compute_1_thread_ms": round(compute1, 1),
-           "comm_per_shard_ms": round(comm, 1),
-           "bytes_per_shard_per_iteration": 3 * 8 * K}  # fmt: skip
+    out = {
+        "update_ms": round(update_ms, 1),
+        "compute_1_thread_ms": round(compute1, 1),
+        "comm_per_shard_ms": round(comm, 1),
+        "bytes_per_shard_per_iteration": 3 * 8 * K,
+    }
     table = {}
     for W in (1, 2, 4, 8, 16, 32, 64, 200):
         t = update_ms + compute1 / W + W * comm
@@ -270,8 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=None, help="timed iterations (3; quick 1)")
     ap.add_argument("--old", action="store_true", help="also time the old dense GibbsChain")
     ap.add_argument("--workdir", default=None)
-    ap.add_argument("--skip-aggregation", action="store_true",
-                    help="reuse the records and DuckDB tables already in --workdir")  # fmt: skip
+    ap.add_argument(
+        "--skip-aggregation",
+        action="store_true",
+        help="reuse the records and DuckDB tables already in --workdir",
+    )
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     n = a.records or (N_QUICK if a.quick else N_FULL)
@@ -292,13 +311,16 @@ def main(argv: list[str] | None = None) -> int:
     upd = update_ms(data, n_gibbs)
     # the projection to W machines uses the communication of the arrays sent through Dask
     res["projection"] = projection(
-        res["one_process_1_thread"][0], res["one_process_2_threads"][0],
-        res["cluster_2_workers_sent"], upd, data.layout.K,
-    )  # fmt: skip
-    res["projection"]["cluster_overhead_vs_2_threads_mapped_files"] = round(
-        res["cluster_2_workers"]["pcd_iteration_ms"]
-        / res["one_process_2_threads"][0]["pcd_iteration_ms"] - 1.0, 3
-    )  # fmt: skip
+        res["one_process_1_thread"][0],
+        res["one_process_2_threads"][0],
+        res["cluster_2_workers_sent"],
+        upd,
+        data.layout.K,
+    )
+    cluster_ms = res["cluster_2_workers"]["pcd_iteration_ms"]
+    threads_ms = res["one_process_2_threads"][0]["pcd_iteration_ms"]
+    overhead = round(cluster_ms / threads_ms - 1.0, 3)
+    res["projection"]["cluster_overhead_vs_2_threads_mapped_files"] = overhead
     res["K"] = data.layout.K
     res["load_after"] = os.getloadavg()[0]
     res["total_seconds"] = round(time.perf_counter() - t_all, 1)

@@ -42,10 +42,15 @@ def run(datasets, epsilons, draws, delta=1e-7, iterations=None):
                     t0 = time.perf_counter()
                     res = train_mrf(problem, settings, iterations, data=data, eval_every=10**9)
                     row = {
-                        "dataset": name, "epsilon": eps, "mechanism": mech_name,
-                        "sigma": mech.std, "draw": draw, "nllh_test": res.nllh_test,
-                        "seconds": time.perf_counter() - t0, "load": os.getloadavg()[0],
-                    }  # fmt: skip
+                        "dataset": name,
+                        "epsilon": eps,
+                        "mechanism": mech_name,
+                        "sigma": mech.std,
+                        "draw": draw,
+                        "nllh_test": res.nllh_test,
+                        "seconds": time.perf_counter() - t0,
+                        "load": os.getloadavg()[0],
+                    }
                     rows.append(row)
                     print(
                         f"{name:10s} ε={eps:<4g} {mech_name:18s} σ={mech.std:8.3f} draw {draw}: "
@@ -84,9 +89,11 @@ def main():
     p.add_argument("--json", help="write the rows to this file")
     a = p.parse_args()
     rows = run(
-        a.datasets.split(","), [float(e) for e in a.epsilons.split(",")], a.draws,
+        a.datasets.split(","),
+        [float(e) for e in a.epsilons.split(",")],
+        a.draws,
         iterations=a.iterations,
-    )  # fmt: skip
+    )
     summary(rows)
     if a.json:
         with open(a.json, "w") as f:

@@ -22,8 +22,12 @@ import time
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--build", choices=("parallel", "serial", "numpy"), default="parallel",
-                    help="the chain's build (kernels.make_chain)")  # fmt: skip
+    ap.add_argument(
+        "--build",
+        choices=("parallel", "serial", "numpy"),
+        default="parallel",
+        help="the chain's build (kernels.make_chain)",
+    )
     args = ap.parse_args()
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="aggmrf-kernels-")
     from numba.core import dispatcher

@@ -61,15 +61,17 @@ ERROR_LINES = ("Traceback", "AssertionError", "ERROR")
 def start_server(port: int, num_procs: int = 1, env: dict | None = None, timeout: float = 120):
     """``panel serve apps/explorer.py`` on ``port``; returns the process once it answers."""
     log = tempfile.NamedTemporaryFile("w+", prefix="aggmrf-load-", suffix=".log", delete=False)
-    cmd = [
-        sys.executable, "-m", "panel", "serve", str(ROOT / "apps" / "explorer.py"),
-        "--port", str(port), "--address", "127.0.0.1",
-        "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", str(num_procs),
-    ]  # fmt: skip
+    cmd = [sys.executable, "-m", "panel", "serve", str(ROOT / "apps" / "explorer.py")]
+    cmd += ["--port", str(port), "--address", "127.0.0.1"]
+    cmd += ["--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", str(num_procs)]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
+        cmd,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "AGGMRF_EXPLORER_LOG": "1", **(env or {})},
-    )  # fmt: skip
+    )
     proc.log_path = log.name
     url = f"http://127.0.0.1:{port}/static/js/bokeh.min.js"
     t0 = time.perf_counter()
@@ -450,8 +452,10 @@ def run(
             gaps = [s.longest_gap(t0, t1) for s in everyone]
             res["rates"] = rates
             res["rate_min"], res["rate_median"], res["rate_max"] = (
-                min(rates), statistics.median(rates), max(rates),
-            )  # fmt: skip
+                min(rates),
+                statistics.median(rates),
+                max(rates),
+            )
             res["rate_total"] = sum(rates)
             res["status_gap_max"] = max(gaps)
             res["stalled"] = sum(r < 0.5 * res["rate_median"] for r in rates)
@@ -642,10 +646,12 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=2, help="Pause/Step/Step/Play rounds per page")
     ap.add_argument("--json", help="append each run's figures to this JSON-lines file")
     ap.add_argument(
-        "--memory-rounds", type=int, default=0,
+        "--memory-rounds",
+        type=int,
+        default=0,
         help="instead: this many classes of --sessions clients, one after the other on one "
         "server, and the server's memory after each",
-    )  # fmt: skip
+    )
     a = ap.parse_args()
     if a.memory_rounds:
         memory_rounds(a.memory_rounds, a.sessions[0], say=lambda m: print(m, flush=True))
@@ -655,8 +661,16 @@ def main() -> None:
         print(
             f"== N = {n} ({time.strftime('%H:%M:%S')}, load {os.getloadavg()[0]:.2f})", flush=True
         )
-        r = run(n, a.browsers, a.seconds, a.dataset, a.n_gibbs, a.num_procs, a.cycles,
-                say=lambda m: print(m, flush=True))  # fmt: skip
+        r = run(
+            n,
+            a.browsers,
+            a.seconds,
+            a.dataset,
+            a.n_gibbs,
+            a.num_procs,
+            a.cycles,
+            say=lambda m: print(m, flush=True),
+        )
         rows.append(table_row(r))
         if a.json:
             with open(a.json, "a") as f:

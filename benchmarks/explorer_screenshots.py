@@ -28,11 +28,10 @@ from tests.test_browser import (  # noqa: E402
 )
 
 SIZES = {"1280x720": (1280, 720), "1600x1000": (1600, 1000)}
-LESSON = (
-    "?dataset=adult&gradient=true&hide=lambda_mu,step_mu,presets,privacy&lesson="
-    + quote("Exercise 2: the true gradient. Press Play: how does the NLLH curve differ "
-            "from the rescaled one? Pin the run, switch back, compare.")
-)  # fmt: skip
+LESSON = "?dataset=adult&gradient=true&hide=lambda_mu,step_mu,presets,privacy&lesson=" + quote(
+    "Exercise 2: the true gradient. Press Play: how does the NLLH curve differ "
+    "from the rescaled one? Pin the run, switch back, compare."
+)
 
 
 def wait_status(page, cond, timeout: float = 120.0) -> str:
@@ -87,8 +86,9 @@ def main() -> None:
                 page.wait_for_timeout(2500)
                 page.screenshot(path=str(out / f"explorer_xor_{tag}.png"))
                 # Privacy: three ε values, each a point of the session's curve
-                page.goto(url + "?dataset=xor&n_samples=4000&n_gibbs=2000&mechanism=gaussian"
-                          "&epsilon=0.5")  # fmt: skip
+                page.goto(
+                    url + "?dataset=xor&n_samples=4000&n_gibbs=2000&mechanism=gaussian&epsilon=0.5"
+                )
                 wait_status(page, lambda t: "iteration 0" in t and t.endswith("XOR"))
                 page.locator(".bk-tab").filter(has_text="Privacy").first.click()
                 page.get_by_role("button", name="▶ Play").first.click()

@@ -216,8 +216,10 @@ def run(args) -> None:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             t0 = time.perf_counter()
             p = Page(browser, url)
-            print(f"panel serve → usable page: {http_s + (time.perf_counter() - t0):.1f} s "
-                  f"(page load {p.load_seconds:.1f} s)")  # fmt: skip
+            print(
+                f"panel serve → usable page: {http_s + (time.perf_counter() - t0):.1f} s "
+                f"(page load {p.load_seconds:.1f} s)"
+            )
             print(f"first Play → training: {p.play():.2f} s")
             p.close()
 
@@ -228,8 +230,10 @@ def run(args) -> None:
                 rate1 = p.rate(args.adult_seconds / 2)
                 slider, before, after = p.slider_latency("lambda_theta")
                 rate2 = p.rate(args.adult_seconds / 2)
-                print(f"adult n'=10000: {(rate1 + rate2) / 2:.1f} iterations/s in the browser "
-                      f"over {args.adult_seconds:.0f} s; status: {p.status()}")  # fmt: skip
+                print(
+                    f"adult n'=10000: {(rate1 + rate2) / 2:.1f} iterations/s in the browser "
+                    f"over {args.adult_seconds:.0f} s; status: {p.status()}"
+                )
                 print(f"adult: slider display {before!r} → {after!r} {slider:.2f} s after the key")
                 p.close()
 
@@ -240,8 +244,10 @@ def run(args) -> None:
             closed, waited = wait_closed(proc, 0, opened, timeout=120)
             time.sleep(args.settle)
             base = rss_mb(proc.pid)
-            print(f"server RSS before the 3-session rounds (the {closed} earlier sessions "
-                  f"destroyed after {waited:.0f} s, + {args.settle:.0f} s): {base:.0f} MB")  # fmt: skip
+            print(
+                f"server RSS before the 3-session rounds (the {closed} earlier sessions "
+                f"destroyed after {waited:.0f} s, + {args.settle:.0f} s): {base:.0f} MB"
+            )
             queries = (
                 ("?dataset=xor", "XOR"),
                 ("?dataset=toy&n_gibbs=2000", "toy (Table 1)"),
@@ -262,17 +268,21 @@ def run(args) -> None:
                 end = [pg.iteration() for pg in pages]
                 dt = time.perf_counter() - t0
                 rates = [(e - s) / dt for s, e in zip(start, end, strict=True)]
-                print(f"round {rnd + 1}: 3 sessions for {dt:.0f} s: iterations {start} → {end}; "
-                      f"it/s {[round(r, 1) for r in rates]}; peak RSS {peak:.0f} MB")  # fmt: skip
+                print(
+                    f"round {rnd + 1}: 3 sessions for {dt:.0f} s: iterations {start} → {end}; "
+                    f"it/s {[round(r, 1) for r in rates]}; peak RSS {peak:.0f} MB"
+                )
                 errors = [e for pg in pages for e in pg.errors]
                 print(f"round {rnd + 1}: console errors: {len(errors)}")
                 for pg in pages:
                     pg.close()
                 closed, waited = wait_closed(proc, closed, len(pages), timeout=120)
                 time.sleep(args.settle)
-                print(f"round {rnd + 1}: sessions destroyed by the server {waited:.0f} s after "
-                      f"closing ({closed} in all); server RSS {args.settle:.0f} s later: "
-                      f"{rss_mb(proc.pid):.0f} MB; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+                print(
+                    f"round {rnd + 1}: sessions destroyed by the server {waited:.0f} s after "
+                    f"closing ({closed} in all); server RSS {args.settle:.0f} s later: "
+                    f"{rss_mb(proc.pid):.0f} MB; load average {os.getloadavg()[0]:.1f}"
+                )
             browser.close()
     finally:
         stop_server(proc)

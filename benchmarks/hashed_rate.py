@@ -52,8 +52,11 @@ def criteo_data(records: int, hash_size: int, seed: int = 0, chunk: int = 200_00
     m = truth.cardinalities
     names = feature_columns(truth.n_features)
     exact = TableLayout.all_pairs(m, names)
-    hashed = {t: int(hash_size) for t, s in zip(exact.tables, exact.table_sizes, strict=True)
-              if len(t) == 2 and s > hash_size}  # fmt: skip
+    hashed = {
+        t: int(hash_size)
+        for t, s in zip(exact.tables, exact.table_sizes, strict=True)
+        if len(t) == 2 and s > hash_size
+    }
     lay = TableLayout.all_pairs(m, names, hash_sizes=hashed, hash_seed=seed)
     d = np.zeros(lay.K)
     c = np.zeros(lay.K)
@@ -131,13 +134,13 @@ def main() -> None:
     adult = adult_data()
     criteo, n_hashed = criteo_data(args.records, args.hash_size)
     out["data_s"] = round(time.perf_counter() - t0, 1)
+    timing = (args.gibbs_samples, args.warm, args.sweeps)
+    hashed_title = f"Criteo shape, hashed ({n_hashed} pair tables → H = {args.hash_size})"
     rows = [
-        sweep_rate(adult, args.gibbs_samples, args.warm, args.sweeps, "Adult, dense"),
-        sweep_rate(criteo, args.gibbs_samples, args.warm, args.sweeps,
-                   f"Criteo shape, hashed ({n_hashed} pair tables → H = {args.hash_size})"),
-        sweep_rate(criteo, args.gibbs_samples, args.warm, args.sweeps,
-                   "Criteo shape, hashed, Metropolis-within-Gibbs", sampler="mh"),
-    ]  # fmt: skip
+        sweep_rate(adult, *timing, "Adult, dense"),
+        sweep_rate(criteo, *timing, hashed_title),
+        sweep_rate(criteo, *timing, "Criteo shape, hashed, Metropolis-within-Gibbs", sampler="mh"),
+    ]
     out["load_after"] = _load()
     ref = rows[0]
     for r in rows:
@@ -149,13 +152,17 @@ def main() -> None:
         print(json.dumps(out, indent=1))
         return
     print(out["load_before"])
-    print(f"{'problem':<58}{'chain':<18}{'K':>9}{'ΣM':>6}{'sweep s':>9}"
-          f"{'sites/s':>11}{'× Adult':>8}{'gathers/s':>11}{'× Adult':>8}")  # fmt: skip
+    print(
+        f"{'problem':<58}{'chain':<18}{'K':>9}{'ΣM':>6}{'sweep s':>9}"
+        f"{'sites/s':>11}{'× Adult':>8}{'gathers/s':>11}{'× Adult':>8}"
+    )
     for r in rows:
-        print(f"{r['problem']:<58}{r['chain']:<18}{r['K']:>9}{r['sum_M']:>6}"
-              f"{r['sweep_s_median']:>9.3f}{r['site_updates_per_s']:>11.3g}"
-              f"{r['site_rate_vs_adult']:>8.3f}{r['gathers_per_s']:>11.3g}"
-              f"{r['gather_rate_vs_adult']:>8.2f}")  # fmt: skip
+        print(
+            f"{r['problem']:<58}{r['chain']:<18}{r['K']:>9}{r['sum_M']:>6}"
+            f"{r['sweep_s_median']:>9.3f}{r['site_updates_per_s']:>11.3g}"
+            f"{r['site_rate_vs_adult']:>8.3f}{r['gathers_per_s']:>11.3g}"
+            f"{r['gather_rate_vs_adult']:>8.2f}"
+        )
     print(
         f"n' = {args.gibbs_samples}, {args.records} Criteo records, median of "
         f"{args.sweeps} sweeps after {args.warm} PCD iterations; {out['load_after']}"

@@ -226,8 +226,13 @@ def target_encoding_compare(n: int = 200_000, seed: int = 0, iterations: int = 6
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--H", type=int, nargs="+", default=[2**10, 2**12, 2**14],
-                    help="hash size of each hashed table (one run per value)")  # fmt: skip
+    ap.add_argument(
+        "--H",
+        type=int,
+        nargs="+",
+        default=[2**10, 2**12, 2**14],
+        help="hash size of each hashed table (one run per value)",
+    )
     ap.add_argument("--n", type=int, default=100_000, help="training records")
     ap.add_argument("--sites", type=int, default=5_000)
     ap.add_argument("--advertisers", type=int, default=1_000)
@@ -236,16 +241,20 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-exact", action="store_true", help="skip the exact-tables run")
     ap.add_argument("--json", action="store_true", help="one JSON object per run, nothing else")
-    ap.add_argument("--single", choices=("hashed", "exact"),
-                    help="run one experiment (the first H) in this process, print its JSON")  # fmt: skip
+    ap.add_argument(
+        "--single",
+        choices=("hashed", "exact"),
+        help="run one experiment (the first H) in this process, print its JSON",
+    )
     return ap
 
 
 def _single(a: argparse.Namespace) -> dict:
     if a.single == "exact":
         return exact_memory(a.n, a.seed, a.sites, a.advertisers, n_gibbs=a.n_gibbs)
-    return hashed_compare(a.n, a.seed, a.H[0], a.sites, a.advertisers, n_gibbs=a.n_gibbs,
-                          iterations=a.iterations)  # fmt: skip
+    return hashed_compare(
+        a.n, a.seed, a.H[0], a.sites, a.advertisers, n_gibbs=a.n_gibbs, iterations=a.iterations
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -253,8 +262,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if a.single:
         print(json.dumps(_single(a)))
         return
-    common = ["--n", str(a.n), "--sites", str(a.sites), "--advertisers", str(a.advertisers),
-              "--n-gibbs", str(a.n_gibbs), "--seed", str(a.seed)]  # fmt: skip
+    common = ["--n", str(a.n), "--sites", str(a.sites), "--advertisers", str(a.advertisers)]
+    common += ["--n-gibbs", str(a.n_gibbs), "--seed", str(a.seed)]
 
     def run(args: list[str]) -> dict:
         cmd = [sys.executable, __file__, *args, *common]
@@ -264,8 +273,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(json.dumps(res), flush=True)
         return res
 
-    rows = [run(["--single", "hashed", "--H", str(H), "--iterations", str(a.iterations)])
-            for H in a.H]  # fmt: skip
+    rows = [
+        run(["--single", "hashed", "--H", str(H), "--iterations", str(a.iterations)]) for H in a.H
+    ]
     exact = None if a.no_exact else run(["--single", "exact"])
     if a.json:
         return

@@ -77,12 +77,21 @@ def run_dataset(name: str, iterations: int, multipliers, seed: int = 0, lto: boo
     for m, lam in zip(multipliers, lams, strict=True):
         run, sc, cpu = _train(problem, lam, iterations, seed, second)
         xf = cross_fit_nllh(run.trainer.model, ref, ref_codes, rate2)
-        rows.append({"multiplier": m, "lambda_theta": lam, "test_nllh": run.nllh_test,
-                     "second_cell_nllh": sc.score, "second_xfit_nllh": xf,
-                     "run_cpu_seconds": cpu})  # fmt: skip
-        print(f"  {name} λθ={lam:8.3f}: test NLLH {run.nllh_test:.4f}, second release: cell "
-              f"{sc.score:.4f}, cross-fit {xf:.4f} ({run.seconds:.0f}s, {cpu:.0f}s CPU)",
-              flush=True)  # fmt: skip
+        rows.append(
+            {
+                "multiplier": m,
+                "lambda_theta": lam,
+                "test_nllh": run.nllh_test,
+                "second_cell_nllh": sc.score,
+                "second_xfit_nllh": xf,
+                "run_cpu_seconds": cpu,
+            }
+        )
+        print(
+            f"  {name} λθ={lam:8.3f}: test NLLH {run.nllh_test:.4f}, second release: cell "
+            f"{sc.score:.4f}, cross-fit {xf:.4f} ({run.seconds:.0f}s, {cpu:.0f}s CPU)",
+            flush=True,
+        )
     grid = pd.DataFrame(rows)
     one_run_cpu = float(grid["run_cpu_seconds"].median())
 
@@ -92,8 +101,14 @@ def run_dataset(name: str, iterations: int, multipliers, seed: int = 0, lto: boo
     grid["split_xfit_nllh"] = [float(cv.loc[m, "score"]) for m in grid["multiplier"]]
     grid["split_cell_nllh"] = [float(cv.loc[m, "cell_score"]) for m in grid["multiplier"]]
     if lto:
-        lt = leave_tables_out(agg, multipliers, n_folds=2, seed=seed,
-                              iterations=iterations // 2, warm_iterations=iterations // 10)  # fmt: skip
+        lt = leave_tables_out(
+            agg,
+            multipliers,
+            n_folds=2,
+            seed=seed,
+            iterations=iterations // 2,
+            warm_iterations=iterations // 10,
+        )
         grid["lto_cell_nllh"] = lt["score"].to_numpy()
     print(grid.to_string(**FMT), flush=True)
 
@@ -110,11 +125,13 @@ def run_dataset(name: str, iterations: int, multipliers, seed: int = 0, lto: boo
     for label, col in metrics.items():
         r = grid.iloc[_pick(grid[col])]
         choices[label] = {
-            "metric": col, "multiplier": float(r["multiplier"]),
-            "lambda_theta": float(r["lambda_theta"]), "test_nllh": float(r["test_nllh"]),
+            "metric": col,
+            "multiplier": float(r["multiplier"]),
+            "lambda_theta": float(r["lambda_theta"]),
+            "test_nllh": float(r["test_nllh"]),
             "gap": float(best["test_nllh"] - r["test_nllh"]),
             "spearman": float(spearmanr(grid[col], grid["test_nllh"]).statistic),
-        }  # fmt: skip
+        }
     auto = choices["auto: split CV, cross-fit (split_xfit_nllh)"]
     assert auto["multiplier"] == choice.multiplier
 
@@ -123,13 +140,18 @@ def run_dataset(name: str, iterations: int, multipliers, seed: int = 0, lto: boo
     noise = []
     for i in range(max(0, ib - 1), min(len(grid), ib + 2)):
         run, sc, _ = _train(problem, lams[i], iterations, seed + 1, second)
-        noise.append({"multiplier": float(grid["multiplier"].iloc[i]), "lambda_theta": lams[i],
-                      f"test_nllh_seed{seed}": float(grid["test_nllh"].iloc[i]),
-                      f"test_nllh_seed{seed + 1}": run.nllh_test,
-                      f"second_cell_seed{seed}": float(grid["second_cell_nllh"].iloc[i]),
-                      f"second_cell_seed{seed + 1}": sc.score,
-                      f"second_xfit_seed{seed + 1}":
-                          cross_fit_nllh(run.trainer.model, ref, ref_codes, rate2)})  # fmt: skip
+        xf = cross_fit_nllh(run.trainer.model, ref, ref_codes, rate2)
+        noise.append(
+            {
+                "multiplier": float(grid["multiplier"].iloc[i]),
+                "lambda_theta": lams[i],
+                f"test_nllh_seed{seed}": float(grid["test_nllh"].iloc[i]),
+                f"test_nllh_seed{seed + 1}": run.nllh_test,
+                f"second_cell_seed{seed}": float(grid["second_cell_nllh"].iloc[i]),
+                f"second_cell_seed{seed + 1}": sc.score,
+                f"second_xfit_seed{seed + 1}": xf,
+            }
+        )
     noise = pd.DataFrame(noise)
     cost_cpu = choice.details["cpu_seconds"] / one_run_cpu
     out = {
@@ -151,30 +173,38 @@ def run_dataset(name: str, iterations: int, multipliers, seed: int = 0, lto: boo
             "multiplier": float(best["multiplier"]),
             "lambda_theta": float(best["lambda_theta"]),
             "test_nllh": float(best["test_nllh"]),
-        },  # fmt: skip
+        },
         "gap": auto["gap"],
         "choices": choices,
         "seed_noise": noise.to_dict(orient="records"),
         "seconds": time.perf_counter() - t0,
     }
-    print(f"\n== {name}: grid (λθ = m·T/2, T = {lay.n_released_tables}), {iterations} iterations, "
-          f"seed {seed}")  # fmt: skip
+    print(
+        f"\n== {name}: grid (λθ = m·T/2, T = {lay.n_released_tables}), {iterations} iterations, "
+        f"seed {seed}"
+    )
     print(grid.drop(columns=["run_cpu_seconds"]).to_string(**FMT))
-    print(f"auto (split CV, cross-fit record-level NLLH): λθ = {auto['lambda_theta']:.3f} "
-          f"(m = {auto['multiplier']:g}) → test NLLH {auto['test_nllh']:.4f}; best λθ of the grid "
-          f"on test = {best['lambda_theta']:.3f} → {best['test_nllh']:.4f}; gap {auto['gap']:.4f} "
-          "(must be ≤ 0.005)")  # fmt: skip
-    print(f"auto cost: {choice.details['cpu_seconds']:.0f}s CPU = {cost_cpu:.2f} training runs by "
-          f"CPU time (one run: {one_run_cpu:.0f}s CPU), "
-          f"{choice.details['cost_in_iterations']:.2f} runs by PCD iterations; + 1 final run "
-          "with the chosen λθ")  # fmt: skip
+    print(
+        f"auto (split CV, cross-fit record-level NLLH): λθ = {auto['lambda_theta']:.3f} "
+        f"(m = {auto['multiplier']:g}) → test NLLH {auto['test_nllh']:.4f}; best λθ of the grid "
+        f"on test = {best['lambda_theta']:.3f} → {best['test_nllh']:.4f}; gap {auto['gap']:.4f} "
+        "(must be ≤ 0.005)"
+    )
+    print(
+        f"auto cost: {choice.details['cpu_seconds']:.0f}s CPU = {cost_cpu:.2f} training runs by "
+        f"CPU time (one run: {one_run_cpu:.0f}s CPU), "
+        f"{choice.details['cost_in_iterations']:.2f} runs by PCD iterations; + 1 final run "
+        "with the chosen λθ"
+    )
     print(
         "each metric's choice (its best grid point), gap to the best test NLLH, Spearman "
         "with the test NLLH:"
     )
     for k, c in choices.items():
-        print(f"  {k:50s} λθ = {c['lambda_theta']:8.3f}  test NLLH {c['test_nllh']:.4f}  "
-              f"gap {c['gap']:.4f}  Spearman {c['spearman']:+.3f}")  # fmt: skip
+        print(
+            f"  {k:50s} λθ = {c['lambda_theta']:8.3f}  test NLLH {c['test_nllh']:.4f}  "
+            f"gap {c['gap']:.4f}  Spearman {c['spearman']:+.3f}"
+        )
     print("seed noise (same λθ, another seed):")
     print(noise.to_string(**FMT) + "\n", flush=True)
     return out
@@ -193,14 +223,21 @@ def measure_cost(name: str, iterations: int, seed: int = 0) -> dict:
         if i == 0:
             choice = choose_lambda_theta(problem.aggregated, iterations=iterations, seed=seed)
     one = float(np.mean(runs))
-    out = {"dataset": name, "run_cpu_seconds": runs, "auto_cpu_seconds": choice.details["cpu_seconds"],
-           "auto_wall_seconds": choice.seconds, "cost_in_runs_cpu": choice.details["cpu_seconds"] / one,
-           "cost_in_runs_iterations": choice.details["cost_in_iterations"],
-           "lambda_theta": choice.lambda_theta}  # fmt: skip
-    print(f"{name}: one run {one:.1f}s CPU; auto {out['auto_cpu_seconds']:.1f}s CPU "
-          f"({choice.seconds:.0f}s wall) = {out['cost_in_runs_cpu']:.2f} runs by CPU time, "
-          f"{out['cost_in_runs_iterations']:.2f} by PCD iterations; λθ {choice.lambda_theta:g}",
-          flush=True)  # fmt: skip
+    out = {
+        "dataset": name,
+        "run_cpu_seconds": runs,
+        "auto_cpu_seconds": choice.details["cpu_seconds"],
+        "auto_wall_seconds": choice.seconds,
+        "cost_in_runs_cpu": choice.details["cpu_seconds"] / one,
+        "cost_in_runs_iterations": choice.details["cost_in_iterations"],
+        "lambda_theta": choice.lambda_theta,
+    }
+    print(
+        f"{name}: one run {one:.1f}s CPU; auto {out['auto_cpu_seconds']:.1f}s CPU "
+        f"({choice.seconds:.0f}s wall) = {out['cost_in_runs_cpu']:.2f} runs by CPU time, "
+        f"{out['cost_in_runs_iterations']:.2f} by PCD iterations; λθ {choice.lambda_theta:g}",
+        flush=True,
+    )
     return out
 
 
@@ -208,14 +245,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="adult,bank")
     ap.add_argument("--iterations", type=int, default=600)
-    ap.add_argument("--grid", default=",".join(f"{m:g}" for m in DEFAULT_MULTIPLIERS),
-                    help="multipliers m of λθ = m·T/2")  # fmt: skip
+    ap.add_argument(
+        "--grid",
+        default=",".join(f"{m:g}" for m in DEFAULT_MULTIPLIERS),
+        help="multipliers m of λθ = m·T/2",
+    )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-lto", dest="lto", action="store_false",
-                    help="skip the leave-tables-out CV column")  # fmt: skip
+    ap.add_argument(
+        "--no-lto", dest="lto", action="store_false", help="skip the leave-tables-out CV column"
+    )
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
-    ap.add_argument("--cost", action="store_true",
-                    help="only measure the CPU cost of auto in training runs")  # fmt: skip
+    ap.add_argument(
+        "--cost", action="store_true", help="only measure the CPU cost of auto in training runs"
+    )
     args = ap.parse_args()
     if args.cost:
         for d in args.datasets.split(","):
