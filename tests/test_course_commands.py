@@ -147,11 +147,12 @@ def test_serve_show_opens_the_printed_url(tmp_path):
     recorder.write_text(
         f"import sys, pathlib\npathlib.Path({str(opened)!r}).write_text(sys.argv[1])\n"
     )
+    serve = ["serve", "--port", "0", "--address", "127.0.0.1", "--show"]
     proc, url = start_serve(
-        [sys.executable, "-m", "aggmrf_explore.cli", "serve", "--port", "0",
-         "--address", "127.0.0.1", "--show"],
-        cwd=tmp_path, env={"BROWSER": f"{sys.executable} {recorder} %s"},
-    )  # fmt: skip
+        [sys.executable, "-m", "aggmrf_explore.cli", *serve],
+        cwd=tmp_path,
+        env={"BROWSER": f"{sys.executable} {recorder} %s"},
+    )
     try:
         t0 = time.perf_counter()
         while not opened.exists() and time.perf_counter() - t0 < 30:

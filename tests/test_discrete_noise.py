@@ -46,8 +46,12 @@ def _variance(pmf, half: int) -> float:
     return float(np.sum(pmf(x) * x * x))
 
 
-CASES = [("discrete_gaussian", 1.3), ("discrete_gaussian", 20.0),
-         ("discrete_laplace", 1.0), ("discrete_laplace", 20.0)]  # fmt: skip
+CASES = [
+    ("discrete_gaussian", 1.3),
+    ("discrete_gaussian", 20.0),
+    ("discrete_laplace", 1.0),
+    ("discrete_laplace", 20.0),
+]
 
 
 def _pmf(kind, scale):

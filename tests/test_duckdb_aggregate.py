@@ -88,7 +88,11 @@ def test_dask_dataframe_on_local_cluster():
     X, y, lay, df = _encoded("adult")
     ref = aggregate_pandas(X, y, lay)
     ddf = dd.from_pandas(df, npartitions=5)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         _same(ref, aggregate(ddf, layout=lay, client=client))
         _same(ref, aggregate_dask(ddf.repartition(npartitions=3), lay, client=client))

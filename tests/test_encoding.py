@@ -242,8 +242,11 @@ def test_exported_schema_encodes_like_the_encoder(bundled, tmp_path, unseen, min
     train, test = bundled
     enc = Encoder(unseen=unseen, min_count=min_count).fit(train)
     schemas = _schemas_from_disk(enc, train, tmp_path)
-    assert all(s.to_dict()["features"] == enc.to_schema().to_dict()["features"]
-               for s in schemas.values() if not isinstance(s, Encoder))  # fmt: skip
+    assert all(
+        s.to_dict()["features"] == enc.to_schema().to_dict()["features"]
+        for s in schemas.values()
+        if not isinstance(s, Encoder)
+    )
     X_train, X_test = enc.transform(train), enc.transform(test)
     for s in schemas.values():  # the full test split, a large slice of the training split
         np.testing.assert_array_equal(s.transform(train.iloc[::3]), X_train[::3])
@@ -255,10 +258,13 @@ def test_exported_schema_encodes_like_the_encoder(bundled, tmp_path, unseen, min
     if min_count > 1:  # rare training values were merged into "(other)" and stay there
         schema = enc.to_schema()
         merged = {
-            j: [v for v, c in zip(schema.known[j], schema.codes[j], strict=True)
-                if enc.modality_labels[j][c] == OTHER]
+            j: [
+                v
+                for v, c in zip(schema.known[j], schema.codes[j], strict=True)
+                if enc.modality_labels[j][c] == OTHER
+            ]
             for j in cats
-        }  # fmt: skip
+        }
         assert any(merged.values())
         for j, values in merged.items():
             name, other = enc.feature_names[j], len(enc.modality_labels[j]) - 1

@@ -204,8 +204,9 @@ def test_chain_is_bit_identical_with_one_and_two_threads():
     out = []
     for threads in ("1", "2"):
         env = {**os.environ, "NUMBA_NUM_THREADS": threads}
-        res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                             text=True, check=True)  # fmt: skip
+        res = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
         out.append(res.stdout.strip())
     assert out[0] == out[1] and len(out[0]) == 40
 

@@ -102,8 +102,15 @@ def test_site_device_interaction_is_optional():
 def test_hashed_compare_small_run():
     from benchmarks.hashing import hashed_compare
 
-    out = hashed_compare(n=3_000, H=256, n_sites=300, n_advertisers=40, n_gibbs=300,
-                         iterations=20, lambdas=(4.0, 16.0))  # fmt: skip
+    out = hashed_compare(
+        n=3_000,
+        H=256,
+        n_sites=300,
+        n_advertisers=40,
+        n_gibbs=300,
+        iterations=20,
+        lambdas=(4.0, 16.0),
+    )
     assert out["K"] == 1 + 11 * 256 + 39 + 428 and out["dense_rows"] > out["K"]
     nl = out["nllh_test"]
     assert nl["truth"] > 0.1 and 0 < nl["mrf_hashed"] < nl["truth"]

@@ -44,9 +44,11 @@ def _chi2_per_dof(chain: MHGibbsChain, lay, px, p1, states_rows) -> np.ndarray:
         size, off = int(lay.table_sizes[t]), int(lay.offsets[t])
         obs = np.stack([np.bincount(r[:, t] - off, weights=w, minlength=size) for w in (1 - y, y)])
         exp = n * np.stack(
-            [np.bincount(states_rows[:, t] - off, weights=w, minlength=size)
-             for w in (px * (1 - p1), px * p1)]
-        )  # fmt: skip
+            [
+                np.bincount(states_rows[:, t] - off, weights=w, minlength=size)
+                for w in (px * (1 - p1), px * p1)
+            ]
+        )
         out.append(((obs - exp) ** 2 / exp).sum() / (exp.size - 1))
     return np.array(out)
 

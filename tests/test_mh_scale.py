@@ -63,18 +63,26 @@ def test_one_pass_update_is_bit_identical_to_numpy(gradient, precondition, inter
     reg = np.ones(K)
     reg[0] = 0.0 if intercept else 1.0
     st = TrainerSettings(
-        n_gibbs=10, lambda_mu=0.7, lambda_theta=0.3, step_mu=0.4, step_theta=0.2, clip=1.5,
-        gradient=gradient, precondition=precondition,
-    )  # fmt: skip
+        n_gibbs=10,
+        lambda_mu=0.7,
+        lambda_theta=0.3,
+        step_mu=0.4,
+        step_theta=0.2,
+        clip=1.5,
+        gradient=gradient,
+        precondition=precondition,
+    )
     pen = Penalty(reg, reg.copy(), intercept, 3.0, 2.5)
     with np.errstate(all="ignore"):
         want = _numpy_update(Params(mu, theta), d_hat, c_hat, Targets(d, c), st, pen)
         got = pcd_update(Params(mu, theta), d_hat, c_hat, Targets(d, c), st, pen)
     got = (*got.params, *got[1:])
     for name, w, g in zip(
-        "mu theta g_mu g_theta ratio c_model h_mu h_theta dir_mu dir_theta".split(), want, got,
+        "mu theta g_mu g_theta ratio c_model h_mu h_theta dir_mu dir_theta".split(),
+        want,
+        got,
         strict=True,
-    ):  # fmt: skip
+    ):
         if np.ndim(w) == 0:
             assert g == w, name
         else:
@@ -110,10 +118,9 @@ def test_cached_rows_and_uneven_shards_give_the_same_chain(problem):
     marg = [np.ones(k) for k in M]
     whole = MHGibbsChain(lay, 997, marg, seed=4, use_mh=np.array([False, True, True]))
     parts = [
-        MHGibbsChain(lay, 997, marg, seed=4, use_mh=np.array([False, True, True]),
-                     first=a, count=b)
+        MHGibbsChain(lay, 997, marg, seed=4, use_mh=np.array([False, True, True]), first=a, count=b)
         for a, b in ((0, 37), (37, 500), (537, 460))
-    ]  # fmt: skip
+    ]
     for _ in range(2):
         for ch in (whole, *parts):
             ch.sweep(mu, theta)
@@ -135,14 +142,18 @@ def test_mh_on_hashed_tables_and_triples_matches_enumeration():
     """The MH kernel's rows for hashed tables and a triple (entries with two other features):
     table frequencies of 20 000 chains after burn-in against π by enumeration."""
     m = [3, 12, 10, 4]
-    lay = TableLayout(m, tables=[(0,), (1,), (2,), (3,), (0, 1), (1, 2), (0, 2, 3), (1, 3)],
-                      hash_sizes={(1, 2): 17, (0, 2, 3): 23})  # fmt: skip
+    lay = TableLayout(
+        m,
+        tables=[(0,), (1,), (2,), (3,), (0, 1), (1, 2), (0, 2, 3), (1, 3)],
+        hash_sizes={(1, 2): 17, (0, 2, 3): 23},
+    )
     rng = np.random.default_rng(2)
     mu, theta = rng.normal(0, 0.8, lay.K), rng.normal(0, 0.5, lay.K)
     px, p1 = state_probabilities(lay, mu, theta)
     srows = lay.rows(all_states(lay))
-    chain = MHGibbsChain(lay, 20_000, [np.ones(k) for k in m], seed=1,
-                         use_mh=np.array([False, True, True, False]))  # fmt: skip
+    chain = MHGibbsChain(
+        lay, 20_000, [np.ones(k) for k in m], seed=1, use_mh=np.array([False, True, True, False])
+    )
     for _ in range(60):
         chain.sweep(mu, theta, statistics=False)
     r, y = chain.rows, chain._y  # noqa: SLF001 (the test reads the labels)
@@ -151,9 +162,11 @@ def test_mh_on_hashed_tables_and_triples_matches_enumeration():
         size, off = int(lay.table_sizes[t]), int(lay.offsets[t])
         obs = np.stack([np.bincount(r[:, t] - off, weights=w, minlength=size) for w in (1 - y, y)])
         exp = 20_000 * np.stack(
-            [np.bincount(srows[:, t] - off, weights=w, minlength=size)
-             for w in (px * (1 - p1), px * p1)]
-        )  # fmt: skip
+            [
+                np.bincount(srows[:, t] - off, weights=w, minlength=size)
+                for w in (px * (1 - p1), px * p1)
+            ]
+        )
         keep = exp > 0
         worst = max(worst, ((obs - exp)[keep] ** 2 / exp[keep]).sum() / (keep.sum() - 1))
     assert worst < 2.0, worst

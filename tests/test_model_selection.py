@@ -117,9 +117,13 @@ def test_split_release_halves_carry_the_noise_they_have(kind, fission, factor, i
 @pytest.mark.parametrize("method", ["leave-tables-out", "split"])
 def test_choose_lambda_theta_runs_on_tables_only(problem, method):
     ch = choose_lambda_theta(
-        problem.aggregated, [2.0, 0.5], method=method, iterations=24, n_folds=1,
+        problem.aggregated,
+        [2.0, 0.5],
+        method=method,
+        iterations=24,
+        n_folds=1,
         settings_overrides={"n_gibbs": 1000},
-    )  # fmt: skip
+    )
     assert ch.multiplier in (2.0, 0.5)
     assert ch.lambda_theta == lambda_grid(problem.layout, [ch.multiplier])[0]
     assert list(ch.table["multiplier"]) == [2.0, 0.5] and ch.table["score"].notna().all()
@@ -190,9 +194,13 @@ def test_paired_standard_error_of_the_grid(problem, trained):
 def test_fit_path_lambda_scale_and_warm_start(problem):
     data = problem.aggregated
     pts = fit_path(
-        data, [1.0, 2.0], iterations=5, warm_iterations=3, lambda_scale=0.5,
+        data,
+        [1.0, 2.0],
+        iterations=5,
+        warm_iterations=3,
+        lambda_scale=0.5,
         settings_overrides={"n_gibbs": 500},
-    )  # fmt: skip
+    )
     T = problem.layout.n_released_tables
     assert [p.multiplier for p in pts] == [2.0, 1.0]  # largest λθ first
     assert [p.lambda_theta for p in pts] == [0.5 * 2.0 * T / 2, 0.5 * 1.0 * T / 2]
@@ -203,9 +211,12 @@ def test_fit_path_lambda_scale_and_warm_start(problem):
 
 def test_choose_reports_cost_and_rule(problem):
     ch = choose_lambda_theta(
-        problem.aggregated, [2.0, 1.0, 0.5], iterations=20, rule="max",
+        problem.aggregated,
+        [2.0, 1.0, 0.5],
+        iterations=20,
+        rule="max",
         settings_overrides={"n_gibbs": 500},
-    )  # fmt: skip
+    )
     assert ch.method == "split" and ch.details["rule"] == "max"
     assert {"score", "se", "cell_score", "cell_se"} <= set(ch.table.columns)
     assert ch.details["path_iterations"] == 2 * (10 + 2 * 2)
@@ -242,9 +253,12 @@ def test_choose_with_second_release_uses_cross_fit(problem):
     enc = problem.encoded
     second = aggregate(enc.X_test, enc.y_test, problem.layout)
     ch = choose_lambda_theta(
-        problem.aggregated, [2.0, 0.5], validation=second, iterations=20,
+        problem.aggregated,
+        [2.0, 0.5],
+        validation=second,
+        iterations=20,
         settings_overrides={"n_gibbs": 500},
-    )  # fmt: skip
+    )
     assert ch.method == "second release"
     assert ch.multiplier == ch.table["multiplier"].iloc[int(np.argmax(ch.table["score"]))]
     assert ch.details["path_iterations"] == 2 * 10 + 2
@@ -260,8 +274,9 @@ def test_hashed_tables_keep_their_buckets():
     rng = np.random.default_rng(1)
     X = rng.integers(0, 40, size=(500, 3)).astype(np.int32)
     y = (rng.random(500) < 0.4).astype(np.int8)
-    lay = TableLayout([40, 40, 40], [(0,), (1,), (2,), (0, 1), (1, 2)], ["a", "b", "c"],
-                      hash_sizes={(0, 1): 16})  # fmt: skip
+    lay = TableLayout(
+        [40, 40, 40], [(0,), (1,), (2,), (0, 1), (1, 2)], ["a", "b", "c"], hash_sizes={(0, 1): 16}
+    )
     ti = lay.table_index([0, 1])
     model = MRFModel(lay, np.zeros(lay.K), np.zeros(lay.K))
     rate, samples = predicted_rates(model, X, lay, [ti])[ti]

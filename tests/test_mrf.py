@@ -52,8 +52,12 @@ def test_default_rule_lambda_theta_and_iterations():
         st = default_settings(lay, 30_000)
         T = lay.n_released_tables
         got[T] = (st.lambda_theta, st.step_theta * T, st.momentum, default_iterations(st))
-    assert got == {6: (3.0, 1.0, 0.8, 3000), 91: (45.5, 1.0, 0.8, 3000),
-                   105: (50.0, 1.0, 0.8, 3000), 210: (50.0, 1.0, 0.8, 3000)}  # fmt: skip
+    assert got == {
+        6: (3.0, 1.0, 0.8, 3000),
+        91: (45.5, 1.0, 0.8, 3000),
+        105: (50.0, 1.0, 0.8, 3000),
+        210: (50.0, 1.0, 0.8, 3000),
+    }
     lay = TableLayout.all_pairs([3] * 20)
     assert default_iterations(default_settings(lay, 10, step_theta=0.0001)) == 60000
     assert default_settings(lay, 10, lambda_theta=7.0).lambda_theta == 7.0

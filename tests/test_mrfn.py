@@ -87,9 +87,16 @@ def exact_fixed_point(data: AggregatedData, targets_fn, iterations: int = 300):
     (mrf.pcd_update) fed with exact expectations, which must hold still there."""
     lay = data.layout
     st = default_settings(
-        lay, data.n, lambda_mu=1.0, lambda_theta=1.0, gradient="true", noise_aware=True,
-        n_gibbs=100, step_mu=0.5, step_theta=0.5,
-    )  # fmt: skip
+        lay,
+        data.n,
+        lambda_mu=1.0,
+        lambda_theta=1.0,
+        gradient="true",
+        noise_aware=True,
+        n_gibbs=100,
+        step_mu=0.5,
+        step_theta=0.5,
+    )
     trainer = PCDTrainer(data, st)  # for its Penalty and initial parameters only
     params = Params(trainer.mu.copy(), trainer.theta.copy())
     for _ in range(40):
@@ -125,9 +132,12 @@ def surrogate_gradient_fd(data: AggregatedData, params: Params, settings, h: flo
     def Q(w):
         mu, th = w[: lay.K], w[lay.K :]
         return (
-            mu @ a_d + th @ a_c - n * log_partition(lay, mu, th)
-            - lm * reg @ mu**2 - lt * reg @ th**2
-        )  # fmt: skip
+            mu @ a_d
+            + th @ a_c
+            - n * log_partition(lay, mu, th)
+            - lm * reg @ mu**2
+            - lt * reg @ th**2
+        )
 
     w0 = np.concatenate([params.mu, params.theta])
     out = []
@@ -360,8 +370,11 @@ def test_mrfn_same_numbers_with_1_and_2_threads():
         env = {**os.environ, "NUMBA_NUM_THREADS": threads}
         res = subprocess.run(
             [sys.executable, "-c", _MRFN_DETERMINISM],
-            env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert res.returncode == 0, res.stderr
         out.append(res.stdout.strip())
     assert out[0] == out[1] and len(out[0]) == 64

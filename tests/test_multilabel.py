@@ -34,7 +34,9 @@ def releases(two_labels, tmp_path_factory):
     write_release(agg_click, root / "both", label="click", labels={"sale": agg_sale.c})
     write_release(agg_click, root / "click", label="click")
     write_release(agg_sale, root / "sale", label="sale")
-    write_release(agg_click, root / "both.csv", fmt="long", label="click", labels={"sale": agg_sale.c})  # fmt: skip
+    write_release(
+        agg_click, root / "both.csv", fmt="long", label="click", labels={"sale": agg_sale.c}
+    )
     return root
 
 
@@ -82,8 +84,8 @@ def test_cli_label_all_reports_each_label(releases, two_labels, tmp_path, capsys
     _, _, X, click, sale = two_labels
     test = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "click": click, "sale": sale})
     test.to_csv(tmp_path / "test.csv", index=False)
-    common = ["--iterations", "30", "--gibbs-samples", "1000", "--seed", "2", "--json",
-              "--test-csv", str(tmp_path / "test.csv")]  # fmt: skip
+    common = ["--iterations", "30", "--gibbs-samples", "1000", "--seed", "2", "--json"]
+    common += ["--test-csv", str(tmp_path / "test.csv")]
     assert main(["run", "--tables", str(releases / "both"), "--label", "all", *common]) == 0
     both = json.loads(capsys.readouterr().out)
     assert set(both["labels"]) == {"click", "sale"}
@@ -91,7 +93,10 @@ def test_cli_label_all_reports_each_label(releases, two_labels, tmp_path, capsys
         assert main(["run", "--tables", str(releases / label), *common]) == 0
         single = json.loads(capsys.readouterr().out)
         assert both["labels"][label]["label"] == label
-        assert both["labels"][label]["models"]["mrf"]["nllh_test"] == single["models"]["mrf"]["nllh_test"]  # fmt: skip
+        assert (
+            both["labels"][label]["models"]["mrf"]["nllh_test"]
+            == single["models"]["mrf"]["nllh_test"]
+        )
     assert main(["run", "--tables", str(releases / "both"), "--label", "nope"]) == 2
     assert "its labels are" in capsys.readouterr().err
 
@@ -100,8 +105,8 @@ def test_cli_validation_csv_chooses_lambda_and_iterations(releases, two_labels, 
     _, _, X, click, sale = two_labels
     sample = pd.DataFrame({"a": X[:500, 0], "b": X[:500, 1], "c": X[:500, 2], "sale": sale[:500]})
     sample.to_csv(tmp_path / "sample.csv", index=False)
-    args = ["run", "--tables", str(releases / "both"), "--label", "sale", "--iterations", "40",
-            "--gibbs-samples", "1000", "--validation-csv", str(tmp_path / "sample.csv"), "--json"]  # fmt: skip
+    args = ["run", "--tables", str(releases / "both"), "--label", "sale", "--iterations", "40"]
+    args += ["--gibbs-samples", "1000", "--validation-csv", str(tmp_path / "sample.csv"), "--json"]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     v = out["validation_csv"]

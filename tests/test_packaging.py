@@ -57,9 +57,17 @@ from tests.test_browser_proxy import check_explorer, start_serve, stop_serve
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Install for a course"
 _NOT_SOURCE = shutil.ignore_patterns(
-    ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache",
-    ".venv*", ".ipynb_checkpoints", "out",
-)  # fmt: skip
+    ".git",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".venv*",
+    ".ipynb_checkpoints",
+    "out",
+)
 
 
 def NOT_SOURCE(directory: str, names: list[str]) -> set[str]:  # noqa: N802 - shutil's ignore
@@ -121,13 +129,23 @@ def test_sdist_rebuilds_the_wheel_and_carries_the_tests(dist):
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     needed = [
-        "pyproject.toml", "MANIFEST.in", "LICENSE", "README.md", ".ci/run",
-        "aggmrf_explore/__init__.py", "aggmrf_explore/data/adult.data.gz",
-        "aggmrf_explore/data/CITATION.md", "aggmrf_explore/lessons/01_aggregated_data.ipynb",
-        "tests/conftest.py", "tests/__init__.py", "tests/test_packaging.py",
-        "tests/hostile/corpus.py", "apps/explorer.py", "notebooks/tools/nbtools.py",
+        "pyproject.toml",
+        "MANIFEST.in",
+        "LICENSE",
+        "README.md",
+        ".ci/run",
+        "aggmrf_explore/__init__.py",
+        "aggmrf_explore/data/adult.data.gz",
+        "aggmrf_explore/data/CITATION.md",
+        "aggmrf_explore/lessons/01_aggregated_data.ipynb",
+        "tests/conftest.py",
+        "tests/__init__.py",
+        "tests/test_packaging.py",
+        "tests/hostile/corpus.py",
+        "apps/explorer.py",
+        "notebooks/tools/nbtools.py",
         "benchmarks/hashing.py",
-    ]  # fmt: skip
+    ]
     if (ROOT / ".git").exists() and shutil.which("git"):  # a clone: every tracked file
         tracked = run(["git", "ls-files"], cwd=ROOT).stdout.splitlines()
         needed += [t for t in tracked if t != ".gitignore" and (ROOT / t).is_file()]
@@ -203,12 +221,16 @@ def _console_scripts(venv: Path) -> None:
 def _environment(venv: Path) -> dict[str, str]:
     """The venv's bin first on PATH; no directory holding another aggmrf-explore or jupyter."""
     others = [
-        d for d in os.environ.get("PATH", "").split(os.pathsep)
+        d
+        for d in os.environ.get("PATH", "").split(os.pathsep)
         if d and not any((Path(d) / n).exists() for n in ("aggmrf-explore", "jupyter"))
-    ]  # fmt: skip
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(PATH=os.pathsep.join([str(venv / "bin"), *others]), VIRTUAL_ENV=str(venv),
-               PYTHONNOUSERSITE="1")  # fmt: skip
+    env.update(
+        PATH=os.pathsep.join([str(venv / "bin"), *others]),
+        VIRTUAL_ENV=str(venv),
+        PYTHONNOUSERSITE="1",
+    )
     return env
 
 
@@ -246,6 +268,7 @@ def test_installed_wheel_runs_the_course_commands(dist, browser, tmp_path):
     work = tmp_path / "course-room"  # an empty directory: no source anywhere near
     work.mkdir()
     env = _environment(venv)
+    py = str(venv / "bin" / "python")
     commands = readme_commands()
     assert commands[0].startswith("pip install aggmrf-explore"), commands
     assert sum(c.startswith("aggmrf-explore serve") for c in commands) >= 1
@@ -253,12 +276,11 @@ def test_installed_wheel_runs_the_course_commands(dist, browser, tmp_path):
         words = shlex.split(line)
         t1 = time.perf_counter()
         if words[0] == "pip":  # offline: the built wheel is the index
-            run([str(venv / "bin" / "python"), "-m", "pip", *words[1:], "--no-index",
-                 "--find-links", str(dist)], cwd=work, env=env)  # fmt: skip
+            offline = ["--no-index", "--find-links", str(dist)]
+            run([py, "-m", "pip", *words[1:], *offline], cwd=work, env=env)
             _console_scripts(venv)
-            where = run([str(venv / "bin" / "python"), "-c",
-                         "import aggmrf_explore; print(aggmrf_explore.__file__)"],
-                        cwd=work, env=env).stdout.strip()  # fmt: skip
+            code = "import aggmrf_explore; print(aggmrf_explore.__file__)"
+            where = run([py, "-c", code], cwd=work, env=env).stdout.strip()
             assert Path(where).is_relative_to(venv), f"aggmrf_explore imported from {where}"
         elif words[:2] == ["aggmrf-explore", "serve"]:
             _serve(words, work, env, browser, venv)
@@ -271,10 +293,11 @@ def test_installed_wheel_runs_the_course_commands(dist, browser, tmp_path):
                 for shipped in (ROOT / "aggmrf_explore" / "lessons").glob("*.ipynb"):
                     assert (copied / shipped.name).read_bytes() == shipped.read_bytes()
             if words[:2] == ["jupyter", "execute"]:  # the kernel is the venv's python
-                argv0 = run([str(venv / "bin" / "python"), "-c",
-                             "from jupyter_client.kernelspec import KernelSpecManager as K; "
-                             "print(K().get_kernel_spec('python3').argv[0])"],
-                            cwd=work, env=env).stdout.strip()  # fmt: skip
+                code = (
+                    "from jupyter_client.kernelspec import KernelSpecManager as K; "
+                    "print(K().get_kernel_spec('python3').argv[0])"
+                )
+                argv0 = run([py, "-c", code], cwd=work, env=env).stdout.strip()
                 resolved = Path(shutil.which(argv0, path=env["PATH"]) or argv0)
                 assert resolved.parent == venv / "bin", f"the lesson ran on {resolved}"
         TIMES.setdefault(line, time.perf_counter() - t1)

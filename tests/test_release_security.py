@@ -32,8 +32,9 @@ def releases(tmp_path_factory):
     """The exact tables, two runs of the documented command, and an insecure-seed release."""
     tmp = tmp_path_factory.mktemp("releases")
     exact = _aggregate(tmp, "exact")
-    secure = [_aggregate(tmp, f"secure{i}", "--mechanism", "gaussian", "--epsilon", "1")
-              for i in range(2)]  # fmt: skip
+    secure = [
+        _aggregate(tmp, f"secure{i}", "--mechanism", "gaussian", "--epsilon", "1") for i in range(2)
+    ]
     seeded = _aggregate(
         tmp, "seeded", "--mechanism", "gaussian", "--epsilon", "1", "--insecure-seed", "0"
     )

@@ -168,9 +168,13 @@ def test_lambda_auto_fits_suppressed_rows_as_boxes(rel, monkeypatch, method):
 
     monkeypatch.setattr(mrf_module.PCDTrainer, "__init__", init)
     choice = choose_lambda_theta(
-        sup, [4.0, 1.0], method=method, iterations=20,
-        settings_overrides={"n_gibbs": 500}, seed=0,
-    )  # fmt: skip
+        sup,
+        [4.0, 1.0],
+        method=method,
+        iterations=20,
+        settings_overrides={"n_gibbs": 500},
+        seed=0,
+    )
     assert np.isfinite(choice.lambda_theta)
     assert fits and all(fits), fits
     assert len(seen) >= 20 and all(s > 0 for s in seen)

@@ -83,8 +83,14 @@ def test_inferred_schema_without_metadata(tmp_path, records):
 
 def _frames(agg):
     lay = agg.layout
-    return [(lay.table_name(t), agg.table_frame(i)[[*(lay.feature_names[f] for f in t), "count", "label_sum"]])
-            for i, t in enumerate(lay.tables) if t]  # fmt: skip
+    return [
+        (
+            lay.table_name(t),
+            agg.table_frame(i)[[*(lay.feature_names[f] for f in t), "count", "label_sum"]],
+        )
+        for i, t in enumerate(lay.tables)
+        if t
+    ]
 
 
 def test_label_sum_larger_than_count_names_table_and_row(records):
@@ -146,13 +152,21 @@ def test_unknown_modality_with_declared_schema(tmp_path, records):
 @pytest.mark.parametrize(
     "edit, pattern",
     [
-        (lambda df: df.assign(count=df["count"].astype(str).where(df.index != 1, "many")),
-         r"line 3: count is 'many', not a finite number"),
-        (lambda df: pd.concat([df, df.iloc[[0]]], ignore_index=True), r"lines 2 and \d+ are the same row"),
+        (
+            lambda df: df.assign(count=df["count"].astype(str).where(df.index != 1, "many")),
+            r"line 3: count is 'many', not a finite number",
+        ),
+        (
+            lambda df: pd.concat([df, df.iloc[[0]]], ignore_index=True),
+            r"lines 2 and \d+ are the same row",
+        ),
         (lambda df: df.drop(columns=["label_sum"]), r"has no column 'label_sum'"),
-        (lambda df: df.assign(color=df["color"].where(df.index != 0, "")), r"line 2: feature 'color' is empty"),
+        (
+            lambda df: df.assign(color=df["color"].where(df.index != 0, "")),
+            r"line 2: feature 'color' is empty",
+        ),
     ],
-)  # fmt: skip
+)
 def test_malformed_table_messages(tmp_path, records, edit, pattern):
     *_, agg = records
     write_release(agg, tmp_path / "r")

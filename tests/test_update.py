@@ -191,8 +191,14 @@ def test_the_kernels_ratio_is_the_numpy_rescaling_ratio(gradient):
     c = rng.normal(5.0, 8.0, K)
     reg = np.where(np.arange(K) == 0, 0.0, 1.0)
     st = _with(gradient=gradient, lambda_mu=3.0)
-    up = pcd_update(Params(mu, theta), d_hat, d_hat / 3, Targets(d, c), st,
-                    Penalty(reg, reg.copy(), True, S, 15.0))  # fmt: skip
+    up = pcd_update(
+        Params(mu, theta),
+        d_hat,
+        d_hat / 3,
+        Targets(d, c),
+        st,
+        Penalty(reg, reg.copy(), True, S, 15.0),
+    )
     expected = rescaling_ratio(d_hat, d, 2.0 * st.lambda_mu * reg * mu, gradient)
     assert np.array_equal(up.ratio, expected)
     assert (expected == 1.0).sum() > 100  # the fallbacks were exercised
