@@ -157,16 +157,31 @@ def jupyter_lab(root: Path):
     log = open(root / "jupyterlab.log", "w")
     env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", "--IdentityProvider.token=", "--ServerApp.password=",
-         f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True",
-         "--allow-root", "--LabApp.news_url=", f"--LabApp.user_settings_dir={root / 'settings'}",
-         f"--JupyterNotebookApp.user_settings_dir={root / 'settings'}",
-         f"--LabApp.workspaces_dir={root / 'workspaces'}",
-         f"--JupyterNotebookApp.workspaces_dir={root / 'workspaces'}",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=root, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            f"--ServerApp.root_dir={root}",
+            "--ServerApp.disable_check_xsrf=True",
+            "--allow-root",
+            "--LabApp.news_url=",
+            f"--LabApp.user_settings_dir={root / 'settings'}",
+            f"--JupyterNotebookApp.user_settings_dir={root / 'settings'}",
+            f"--LabApp.workspaces_dir={root / 'workspaces'}",
+            f"--JupyterNotebookApp.workspaces_dir={root / 'workspaces'}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=root,
+        env=env,
+    )
     try:
         t0 = time.time()
         while True:
@@ -276,8 +291,9 @@ def test_readme_notebook_examples_offline(lab, ui, tmp_path_factory):
             )
             page.goto(url + UI_PATHS[ui])
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                                   timeout=90_000)  # fmt: skip
+            page.wait_for_selector(
+                ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000
+            )
             page.wait_for_timeout(4000)  # the kernel connection (a Run All sent earlier is lost)
             # JupyterLab: fold the file browser away, so the explorer gets the page's width
             side = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
@@ -339,8 +355,15 @@ def test_readme_notebook_examples_offline(lab, ui, tmp_path_factory):
                 return [d.get("MRF", 0) for d in page.evaluate(LEGEND_JS)]
 
             # a loaded machine renders the widget's views and its comm messages late: poll
-            poll(page, 20 * k, lambda: w_out.locator(".bk-Canvas, canvas").count() > 0
-                 and status.count() == 1 and 5 in stepped())  # fmt: skip
+            poll(
+                page,
+                20 * k,
+                lambda: (
+                    w_out.locator(".bk-Canvas, canvas").count() > 0
+                    and status.count() == 1
+                    and 5 in stepped()
+                ),
+            )
             assert "The explorer" in w_out.inner_text()
             assert w_out.locator(".bk-Canvas, canvas").count() > 0, "ipywidget explorer: no plot"
             assert status.count() == 1, (
@@ -387,7 +410,7 @@ def test_readme_notebook_examples_offline(lab, ui, tmp_path_factory):
                 else f"Play: the d̂ vs d plot was not redrawn: iterations {dhat0} -> {dhat}"
                 if not (set(dhat) - set(dhat0))
                 else None
-            )  # fmt: skip
+            )
             cells.nth(0).evaluate("e => e.scrollIntoView({block: 'start'})")
             page.wait_for_timeout(1000)
             page.screenshot(path=str(shot_path(tmp_path_factory, "jupyter_explorer.png", ui)))
@@ -411,8 +434,9 @@ def test_readme_notebook_examples_offline(lab, ui, tmp_path_factory):
     print(f"loopback 404s: {not_found}")
     assert not leaks, f"requests left the machine: {leaks}"
     real = [
-        e for e in errors
+        e
+        for e in errors
         if not ("status of 404" in e and not lab_404)
         and not (ui == "notebook" and e in NOTEBOOK7_OWN_ERRORS)
-    ]  # fmt: skip
+    ]
     assert not real, "\n".join(real)

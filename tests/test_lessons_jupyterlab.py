@@ -92,8 +92,11 @@ def api(url: str, method: str = "GET", body: dict | None = None):
 def start_kernel(url: str, name: str) -> None:
     """The notebook's session and kernel, started before the page opens: the page connects
     to it (no second kernel started by the page, which once swallowed Run All)."""
-    api(f"{url}/api/sessions", "POST",
-        {"path": name, "type": "notebook", "kernel": {"name": "python3"}})  # fmt: skip
+    api(
+        f"{url}/api/sessions",
+        "POST",
+        {"path": name, "type": "notebook", "kernel": {"name": "python3"}},
+    )
 
 
 def shut_down_kernels(url: str) -> None:
@@ -221,14 +224,18 @@ def test_lesson_runs_offline_in_jupyterlab(lesson_lab, chromium, name, tmp_path_
     try:
         ctx.route("**/*", route)
         page = ctx.new_page()
-        page.on("console", lambda m: errors.append(f"console: {m.text}"[:400]) if m.type == "error" else None)  # fmt: skip
+        page.on(
+            "console",
+            lambda m: errors.append(f"console: {m.text}"[:400]) if m.type == "error" else None,
+        )
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"[:400]))
         page.on("response", lambda r: not_found.append(r.url) if r.status == 404 else None)
         # a workspace of its own: no tab of an earlier lesson restored beside it
         page.goto(f"{url}/lab/workspaces/{name[:2]}/tree/{name}")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                               timeout=90_000)  # fmt: skip
+        page.wait_for_selector(
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000
+        )
         page.wait_for_timeout(2000)  # the kernel connection (a Run All sent earlier is lost)
         side = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
         if side.count():  # fold the file browser away: the page's width for the lesson
@@ -266,8 +273,10 @@ def test_lesson_runs_offline_in_jupyterlab(lesson_lab, chromium, name, tmp_path_
     finally:
         ctx.close()
         shut_down_kernels(url)
-    print(f"{name}: Run All and checks {time.time() - t_start:.1f} s (cells {t_run:.1f} s), "
-          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(
+        f"{name}: Run All and checks {time.time() - t_start:.1f} s (cells {t_run:.1f} s), "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
 
     assert all(re.fullmatch(r"\[\d+\]:", p.strip()) for p in done), (
         f"{name}: not every cell ran within {budget:.0f} s: {done}\n"
