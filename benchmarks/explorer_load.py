@@ -191,7 +191,8 @@ def _load_panel_models() -> None:
         return
     import panel.models
 
-    import aggmrf_explore.explorer.shortcuts  # noqa: F401 - the page's own components
+    import aggmrf_explore.explorer.checkbox  # noqa: F401 - the page's own components
+    import aggmrf_explore.explorer.shortcuts  # noqa: F401
     import aggmrf_explore.explorer.upload_widget  # noqa: F401
 
     for m in pkgutil.iter_modules(panel.models.__path__):

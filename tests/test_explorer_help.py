@@ -27,8 +27,8 @@ def _helps(box) -> list[str]:
 def test_every_control_shows_its_help():
     ex = Explorer(sync_url=False)
     try:
-        assert len(ex._control_boxes) >= 20
-        for name, box in ex._control_boxes.items():
+        assert len(ex.binder.control_boxes) >= 20
+        for name, box in ex.binder.control_boxes.items():
             text = help_for(name)
             assert text, f"no help for {name}"
             assert text in _helps(box), (name, _helps(box))
@@ -36,9 +36,9 @@ def test_every_control_shows_its_help():
             if decl is not None:  # in the words of its one declaration
                 assert text == SETTINGS[decl.name].help
         for name in ("n_gibbs", "lambda_mu", "lambda_theta", "step_mu", "step_theta"):
-            assert name in ex._control_boxes
+            assert name in ex.binder.control_boxes
         for name in ("gradient", "accounting", "calibration", "iters_per_tick", "epsilon"):
-            assert name in ex._control_boxes
+            assert name in ex.binder.control_boxes
     finally:
         ex.session.close()
 

@@ -111,7 +111,7 @@ def test_no_training_while_the_sampler_compiles(explorer, monkeypatch):
     for _ in range(3):
         ex.tick()
     assert s.iteration == 0
-    ex._show_status()
+    ex.messages.show_status()
     text = ex.status.object
     assert "compiling the sampler (first start only)" in text
     assert "iteration 0" not in text  # (the benchmark's "training possible")
@@ -121,7 +121,7 @@ def test_no_training_while_the_sampler_compiles(explorer, monkeypatch):
     monkeypatch.setattr(runtime, "warm_up_message", lambda: "")
     ex.tick()  # the Play pressed meanwhile trains now
     assert s.iteration > 0
-    ex._show_status()
+    ex.messages.show_status()
     assert ex.status.object.startswith("training") and not ex.spinner.visible
 
 

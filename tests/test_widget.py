@@ -72,7 +72,7 @@ def test_notebook_explorer_is_loaded_and_viewable():
 
     ex = notebook_explorer(dataset="xor", n_samples=2000, n_gibbs=200)
     assert ex.session.bundle is not None and not ex.session.busy
-    assert "X1 × X2" in ex.table_select.options
+    assert "X1 × X2" in ex.tables_tab.table_select.options
     assert isinstance(ex.__panel__(), pn.viewable.Viewable)
 
 
@@ -168,16 +168,17 @@ def test_url_restore_shows_every_setting_in_its_control():
     assert not failed
     s = ex.session
     assert (s.dataset, s.mechanism, s.epsilon, s.delta) == ("xor", "gaussian", 2, 1e-6)
-    assert ex.w_dataset.value == "xor"
-    assert ex.w_mech.value == "gaussian"
+    assert ex.data_card.w_dataset.value == "xor"
+    assert ex.privacy_card.w_mech.value == "gaussian"
 
     def slider(box):  # (the control's slider; its help "?" beside it)
         return box.select(pn.widgets.DiscreteSlider)[0]
 
-    assert slider(ex.c_eps).value == 2 and slider(ex.c_delta).value == 1e-6
-    assert slider(ex.c_ltheta).value == 10
-    assert ex.c_delta.visible and ex.c_cal.visible  # the Gaussian controls are shown
-    assert "Gaussian σ" in ex.sigma.object
+    privacy = ex.privacy_card
+    assert slider(privacy.c_eps).value == 2 and slider(privacy.c_delta).value == 1e-6
+    assert slider(ex.training_card.c_ltheta).value == 10
+    assert privacy.c_delta.visible and privacy.c_cal.visible  # the Gaussian controls are shown
+    assert "Gaussian σ" in privacy.sigma.object
     assert not ex.message.visible, ex.message.object
 
 
@@ -195,7 +196,7 @@ def test_copied_figures_show_their_own_session_data():
     second.session.step(5)
     second._refresh_all()
     for name in ("p_nllh", "p_conv", "p_pred", "p_dhat"):
-        a, b = getattr(first, name), getattr(second, name)
+        a, b = getattr(first.training_tab, name), getattr(second.training_tab, name)
         assert not {m.id for m in a.fig.references()} & {m.id for m in b.fig.references()}
         # drawn afresh by HoloViews from the second session's state: the same arrays
         b.key = object()
@@ -217,4 +218,4 @@ def test_copied_figures_show_their_own_session_data():
                             np.asarray(r_copy.data_source.data[col], float),
                             np.asarray(values, float),
                         )
-    assert second.p_nllh.renderers[0].data_source.data["iteration"][-1] == 5
+    assert second.training_tab.p_nllh.renderers[0].data_source.data["iteration"][-1] == 5

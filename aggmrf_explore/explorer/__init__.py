@@ -6,7 +6,11 @@
 - ``runtime.py``: the process runtime (kernel warm-up, worker threads, memory);
 - ``plots.py``: pure functions history → HoloViews; ``liveplots.py``: those figures drawn
   once and refreshed in place;
-- ``app.py``: the controls and the layout (``Explorer``);
+- small views that take the store (Viewers): ``controls.py``, ``data_card.py``,
+  ``share_card.py`` (the sidebar), ``training_tab.py``, ``privacy_tab.py``,
+  ``small_tabs.py`` (the tabs), ``messages.py``; ``binding.py`` binds a widget to a store
+  setting; ``loader.py`` loads data off the event loop;
+- ``app.py``: ``Explorer``, which composes the views and runs the training loop;
 - ``serve.py``: the served page (``build_app``, for ``panel serve apps/explorer.py``);
 - ``widget.py``: notebook widgets.
 

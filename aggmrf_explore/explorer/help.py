@@ -17,7 +17,7 @@ import panel as pn
 
 from .params import declaration
 
-__all__ = ["CONTROL_HELP", "TAB_NOTES", "EXPLAIN", "help_for", "with_help", "tab_note"]
+__all__ = ["CONTROL_HELP", "TAB_NOTES", "EXPLAIN", "help_for", "with_help", "tab_note", "explain"]
 
 CONTROL_HELP = {
     "dataset": "The data the released tables are computed from: small teaching sets "
@@ -132,6 +132,16 @@ def tab_note(tab: str) -> pn.pane.Markdown:
     return pn.pane.Markdown(
         TAB_NOTES[tab],
         css_classes=["aggmrf-look-for"],
+        sizing_mode="stretch_width",
+        margin=(0, 10),
+    )
+
+
+def explain(key: str) -> pn.pane.Markdown:
+    """The longer explanation of a view (``EXPLAIN[key]``), in small print."""
+    return pn.pane.Markdown(
+        EXPLAIN[key],
+        css_classes=["aggmrf-explain"],
         sizing_mode="stretch_width",
         margin=(0, 10),
     )

@@ -243,9 +243,12 @@ def compile_in_subprocess(code: str, nice: bool = False) -> bool:
     cmd = [sys.executable, "-c", code]
     try:
         done = subprocess.run(
-            cmd, env=os.environ.copy(), capture_output=True, timeout=1800,
+            cmd,
+            env=os.environ.copy(),
+            capture_output=True,
+            timeout=1800,
             preexec_fn=functools.partial(_child_setup, nice) if os.name == "posix" else None,
-        )  # fmt: skip
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         log(f"compiling subprocess failed to run: {exc}")
         return False
@@ -343,8 +346,10 @@ def warm_up_once(quick_start: bool = False) -> None:
             _WARM.set()
             _child = (child, t0)
             dt = time.perf_counter() - t0
-            say(f"training is ready after {dt:.1f} s with the numpy sampler; the compiled "
-                "one follows (first start only, in the background)")  # fmt: skip
+            say(
+                f"training is ready after {dt:.1f} s with the numpy sampler; the compiled "
+                "one follows (first start only, in the background)"
+            )
             log(f"numpy sampler ready in {dt:.2f} s")
             return
         warm_up()  # loads numba's cache, ~1 s

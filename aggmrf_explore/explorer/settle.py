@@ -1,7 +1,7 @@
 """Several sliders of one store setting that always end showing the store's value.
 
-The store's param is the one source of truth; each slider is bound to it both ways (the
-view's ``_bind``).  Bound that way alone, two sliders of one setting (ε: the sidebar's
+The store's param is the one source of truth; each slider is bound to it both ways
+(``binding.Binder``).  Bound that way alone, two sliders of one setting (ε: the sidebar's
 and the Privacy tab's) can disagree after quick key presses on a busy server: a value
 the server sends to a slider while the browser's newer values to that same slider are
 still on their way overwrites them on the page, and the server never sends the newer

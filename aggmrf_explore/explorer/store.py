@@ -66,6 +66,7 @@ __all__ = [
     "NOISE_KEYS",
     "TRAINER_KEYS",
     "LIVE_KEYS",
+    "RULE_KEYS",
     "URL_KEYS",
     "TimeBox",
     "baseline_names",
@@ -73,19 +74,13 @@ __all__ = [
 ]
 
 # which settings invalidate what
-DATA_KEYS = (
-    "dataset", "n_samples", "data_seed", "features", "singles", "pairs", "triples", "label_column",
-)  # fmt: skip
+DATA_KEYS = tuple("dataset n_samples data_seed features singles pairs triples label_column".split())
 NOISE_KEYS = ("mechanism", "epsilon", "delta", "accounting", "calibration", "noise_seed")
 TRAINER_KEYS = ("n_gibbs", "noise_aware", "train_seed")
-LIVE_KEYS = ("lambda_mu", "lambda_theta", "step_mu", "step_theta", "gradient", "precondition")
-URL_KEYS = (
-    DATA_KEYS
-    + NOISE_KEYS
-    + TRAINER_KEYS
-    + LIVE_KEYS
-    + ("auto_defaults", "keep_settings", "iters_per_tick", "table")
-)
+RULE_KEYS = ("lambda_mu", "lambda_theta", "step_mu", "step_theta")  # the default rule sets them
+LIVE_KEYS = (*RULE_KEYS, "gradient", "precondition")
+VIEW_KEYS = ("auto_defaults", "keep_settings", "iters_per_tick", "table")
+URL_KEYS = (*DATA_KEYS, *NOISE_KEYS, *TRAINER_KEYS, *LIVE_KEYS, *VIEW_KEYS)
 # hand-set settings that return to their defaults on a dataset switch (unless keep_settings)
 RESET_ON_SWITCH = ("n_gibbs", "train_seed", "data_seed", "noise_seed", "auto_defaults")
 NOTICE_SECONDS = 8.0  # a routine notice disappears after this long of training / next action
@@ -146,9 +141,12 @@ class ExplorerSession(param.Parameterized):
     # the first screen: XOR converges within a second, d̂ reaches its Monte-Carlo floor
     dataset = param.Selector(default="xor", objects=list(DATASETS), label="dataset")
     n_samples = param.Integer(
-        default=20_000, bounds=(50, 1_000_000), softbounds=(100, 100_000),
-        label="sample size n", doc="Records per split (generated data)",
-    )  # fmt: skip
+        default=20_000,
+        bounds=(50, 1_000_000),
+        softbounds=(100, 100_000),
+        label="sample size n",
+        doc="Records per split (generated data)",
+    )
     data_seed = param_for("seed", 0, doc="Seed of the generated data / split")
     features = param.List(default=[], item_type=str, doc="Feature subset (empty: all)")
     singles = param.Boolean(default=True, doc="Release single-feature tables")
@@ -183,9 +181,12 @@ class ExplorerSession(param.Parameterized):
     gradient = param_for("gradient", "rescaled")
     precondition = param_for("precondition", True)
     iters_per_tick = param.Integer(
-        default=50, bounds=(1, 1000), softbounds=(1, 200),
-        label="iterations per tick", doc="Most iterations in one tick",
-    )  # fmt: skip
+        default=50,
+        bounds=(1, 1000),
+        softbounds=(1, 200),
+        label="iterations per tick",
+        doc="Most iterations in one tick",
+    )
     table = param.String(default="", doc="Table shown in the table browser")
     # --- run state (not settings)
     running = param.Boolean(default=False)
@@ -359,7 +360,7 @@ class ExplorerSession(param.Parameterized):
         names = {e.name for e in events if e.old is not e.new and not _same(e.old, e.new)}
         if not names:
             return
-        if names & {"lambda_mu", "lambda_theta", "step_mu", "step_theta"}:
+        if names & set(RULE_KEYS):
             with self.quiet():
                 self.auto_defaults = False if "auto_defaults" not in names else self.auto_defaults
         for e in events:
@@ -512,12 +513,7 @@ class ExplorerSession(param.Parameterized):
 
         d = default_settings(self.bundle.layout, self.bundle.aggregated.n)
         with self.quiet():
-            self.param.update(
-                lambda_mu=d.lambda_mu,
-                lambda_theta=d.lambda_theta,
-                step_mu=d.step_mu,
-                step_theta=d.step_theta,
-            )
+            self.param.update({k: getattr(d, k) for k in RULE_KEYS})
 
     def _release(self) -> None:
         b = self.bundle

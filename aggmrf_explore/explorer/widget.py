@@ -179,9 +179,13 @@ class TrainingWidget:
         self.status = "ready"
         self.frames = 0  # redraws during the last run()
         self.progress = W.IntProgress(
-            value=0, min=0, max=1, description="training", bar_style="info",
+            value=0,
+            min=0,
+            max=1,
+            description="training",
+            bar_style="info",
             layout=W.Layout(width="60%"),
-        )  # fmt: skip
+        )
         self.label = W.HTML(value=self._status_html())
         self.image = W.Image(format="png", value=self._render(), layout=W.Layout(width="820px"))
         self.widget = W.VBox([W.HBox([self.progress, self.label]), self.image])
