@@ -278,11 +278,8 @@ class RandomizedResponse:
 
     def _check_usable(self) -> None:
         """Refuse an ε whose channel leaves a field a gap p − q below :data:`MIN_GAP`."""
-        gaps = [
-            (g, f"feature #{f + 1} ({k} values)")
-            for f, (g, k) in enumerate(zip(self.gaps, self.n_modalities, strict=True))
-            if k > 1
-        ]
+        fields = enumerate(zip(self.gaps, self.n_modalities, strict=True))
+        gaps = [(g, f"feature #{f + 1} ({k} values)") for f, (g, k) in fields if k > 1]
         if self.protect_label:
             gaps.append((self._label_gap(), "the label"))
         gap, field_name = min(gaps, key=lambda t: t[0])
