@@ -24,15 +24,17 @@ import warnings
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import expit
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
 
 from .errors import AggMRFError
 from .metrics import log_loss, nllh
 from .tables import TableLayout, aggregate
+
+if TYPE_CHECKING:  # (scikit-learn is imported by the fits that use it: 2 s of a first start)
+    from sklearn.linear_model import LogisticRegression
 
 __all__ = [
     "BaselineResult",
@@ -94,6 +96,9 @@ def fit_l2_logistic(
 
     L-BFGS (the paper: 200 iterations), convergence warnings silenced (they are expected
     at the tolerance we use and say nothing the validation score does not)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return LogisticRegression(C=1.0 / (2.0 * lam), max_iter=max_iter, tol=1e-4).fit(Phi, y)

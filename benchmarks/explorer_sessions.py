@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TRACE = False  # --trace: print the server's timeline of each start
 sys.path.insert(0, str(ROOT / "tests"))
 
 sys.path.insert(0, str(ROOT))
@@ -99,7 +100,7 @@ def measure_start(
     """
     os.environ["NUMBA_CACHE_DIR"] = cache
     load0 = os.getloadavg()[0]
-    t0 = time.perf_counter()
+    t0, wall0 = time.perf_counter(), time.time()
     port = free_port()
     proc, http_s = start_server(port, timeout=timeout)
     try:
@@ -138,6 +139,11 @@ def measure_start(
             f"load average {load0:.1f} → {load1:.1f} on {os.cpu_count()} cores",
             flush=True,
         )
+        if TRACE:  # the server's own timeline, from `panel serve` (before any compile wait)
+            for line in server_log(proc).splitlines():
+                trace = re.match(r"\[aggmrf explorer ([\d.]+)\] (.*)", line)
+                if trace:
+                    print(f"    {float(trace[1]) - wall0:6.2f} s  {trace[2]}", flush=True)
         if "compiling the sampler" in server_log(proc):  # first start: wait for the rest
             wait = time.perf_counter() + compile_wait
             while time.perf_counter() < wait:
@@ -176,7 +182,10 @@ def main() -> None:
     ap.add_argument("--starts", action="store_true", help="first start + warm start first")
     ap.add_argument("--starts-only", action="store_true", help="only the two starts")
     ap.add_argument("--busy", type=int, default=0, help="busy-loop processes meanwhile (load)")
+    ap.add_argument("--trace", action="store_true", help="the server's timeline of each start")
     args = ap.parse_args()
+    global TRACE
+    TRACE = args.trace
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     try:
         run(args)

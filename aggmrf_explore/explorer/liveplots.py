@@ -2,7 +2,9 @@
 
 A figure of :mod:`plots` is rendered to Bokeh once per layer structure and process
 (~0.4 s); later figures of the same structure are copies of its serialized form under
-new model ids (~0.08 s), kept in memory and on disk (the figure cache).  A refresh only
+new model ids (~0.08 s), kept in memory and on disk (the figure cache); the first
+screens' structures ship with the package (``data/figures.json.gz``), so a first start
+draws nothing with HoloViews when the versions match.  A refresh only
 pushes new arrays into the figure's ColumnDataSources and moves its ranges, which costs
 milliseconds, where replacing a HoloViews object re-indexes the whole Bokeh document
 (~0.3 s).
@@ -16,7 +18,10 @@ pane (a no-op on a server and in an ipywidget, where Bokeh sends each change its
 
 from __future__ import annotations
 
+import functools
+import gzip
 import hashlib
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +34,16 @@ from bokeh.util.serialization import make_id
 from . import plots
 from .caches import cache_dir, read_json, write_json
 
-__all__ = ["LivePlot", "XorPlot", "clear_figure_cache", "render", "static_figure"]
+__all__ = [
+    "LivePlot",
+    "XorPlot",
+    "clear_figure_cache",
+    "figure_cache_files",
+    "render",
+    "shipped_figures",
+    "static_figure",
+    "SHIPPED_FIGURES",
+]
 
 _FIGURES: dict = {}  # (plot, layer key, height) → serialized Bokeh figure, shared read-only
 _PLOTS_DIGEST: str | None = None
@@ -63,6 +77,8 @@ def _figure(name: str, key, height: int, render):
     path = _figure_path(cache_key)
     if content is None:
         content = read_json(path)
+        if content is None:  # a first start: the structures shipped for these versions
+            content = shipped_figures().get(path.stem)
         if content is not None:
             _FIGURES[cache_key] = content
     if content is None:
@@ -77,6 +93,28 @@ def _figure(name: str, key, height: int, render):
             write_json(path, rep.content)
         return fig, False
     return Deserializer().deserialize(Serialized(_fresh_ids(content, {}), [])), True
+
+
+SHIPPED_FIGURES = Path(__file__).resolve().parents[1] / "data" / "figures.json.gz"
+
+
+@functools.cache
+def shipped_figures() -> dict:
+    """{cache file stem: serialized figure} shipped with the package for the first screens
+    (``notebooks/tools/ship_figures.py``).  Their names hold the digest of
+    :func:`_figure_path` (the package, Bokeh and HoloViews versions and ``plots.py``): with
+    other versions or another ``plots.py`` none matches and the figures are drawn as usual."""
+    try:
+        with gzip.open(SHIPPED_FIGURES, "rt", encoding="utf-8") as f:
+            content = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return content if isinstance(content, dict) else {}
+
+
+def figure_cache_files() -> list[Path]:
+    """The figure structures in the disk cache (what ``ship_figures.py`` collects)."""
+    return sorted((cache_dir() / "figures").glob("*.json"))
 
 
 def _figure_path(cache_key: tuple) -> Path:

@@ -1,6 +1,8 @@
 """Regenerate ``aggmrf_explore/data/baselines.npz``: the slow baselines (logistic skyline,
 one-hot logistic) of the bundled Adult and Bank datasets at the defaults of the explorer
-and of ``aggmrf-explore run``, so that neither fits them again (a minute each on Adult).
+and of ``aggmrf-explore run``, so that neither fits them again (a minute each on Adult),
+and of the explorer's generated datasets at its defaults (seconds each, on a first start's
+critical path).
 
     python notebooks/tools/ship_baselines.py
 
@@ -20,7 +22,9 @@ from aggmrf_explore.explorer.store import ExplorerSession
 
 
 def default_problems() -> list:
-    """The bundled datasets' problems at the explorer's and the command line's defaults."""
+    """The bundled datasets' problems at the explorer's and the command line's defaults,
+    and the explorer's generated datasets at its defaults (a first start draws the first
+    screen with its skyline at once)."""
     from aggmrf_explore.cli import args as cli_args
 
     out = {}
@@ -29,6 +33,9 @@ def default_problems() -> list:
         cli = cli_args.prepare_problem(build_parser().parse_args(["run", "--dataset", dataset]))
         for p in (explorer, cli):
             out[id(p)] = p
+    for dataset in ("toy", "xor", "synthetic", "criteo"):
+        p = get_problem(**ExplorerSession(lazy=True, dataset=dataset).data_key()).problem
+        out[id(p)] = p
     return list(out.values())
 
 
