@@ -23,10 +23,12 @@ from dataclasses import dataclass
 
 from .errors import AggMRFError
 
-__all__ = ["Setting", "SettingError", "SETTINGS", "GRADIENTS", "SEED_MAX", "setting"]
+__all__ = ["Setting", "SettingError", "SETTINGS", "GRADIENTS", "MECHANISMS", "SEED_MAX", "setting"]
 
 SEED_MAX = 2**63 - 1
 GRADIENTS = ("rescaled", "rescaled-paper", "true")
+# privacy.make_mechanism's names: none, the central ones (continuous, then discrete), local
+MECHANISMS = ("none", "laplace", "gaussian", "discrete_laplace", "discrete_gaussian", "local")
 
 
 class SettingError(AggMRFError):
@@ -81,7 +83,9 @@ class Setting:
         :class:`SettingError` saying what the value must be.
 
         Numbers may come as text (a URL, a flag): "1e3" is a float, an int must be written
-        with digits only ("1000", "1_000"), and a float value is never an int."""
+        with digits only ("1000", "1_000"), and a float value is never an int.  A choice
+        may be written in any case, with "-" for "_" or "_" for "-" ("discrete-gaussian"
+        is "discrete_gaussian")."""
         name = self.label if self.label == self.name else f"{self.label} ({self.name})"
         bad = SettingError(self.name, f"{name} must be {self.domain()}; got {value!r:.60}.")
         if self.kind == "bool":
@@ -92,6 +96,8 @@ class Setting:
             raise bad
         if self.kind == "choice":
             v = value.strip().lower() if isinstance(value, str) else value
+            if isinstance(v, str) and v not in self.choices:
+                v = next((c for c in self.choices if _spelled(c) == _spelled(v)), v)
             if v not in self.choices:
                 raise bad
             return v
@@ -110,6 +116,10 @@ class Setting:
         if self.hi is not None and (v > self.hi or (self.hi_open and v == self.hi)):
             raise bad
         return v
+
+
+def _spelled(choice: str) -> str:
+    return choice.replace("-", "_")
 
 
 def _as_int(value: object) -> int | None:
@@ -229,6 +239,16 @@ _ALL = (
         lo=1,
         hi=10**7,
         flag="--iterations",
+    ),
+    Setting(
+        "mechanism",
+        "choice",
+        "mechanism",
+        "How the released tables are protected: no noise, Laplace or Gaussian noise on every "
+        "count (floats), their discrete twins (integer noise, what a release handed to others "
+        "gets), or local randomized response on every record.",
+        choices=MECHANISMS,
+        # (no flag: each command takes its own part of the domain, cli/parser.py)
     ),
     Setting(
         "epsilon",

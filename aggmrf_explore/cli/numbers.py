@@ -101,20 +101,23 @@ def fraction(text: str) -> float:
 probability = fraction
 
 
-def of(name: str) -> Callable[[str], object]:
+def of(name: str, only: tuple[str, ...] | None = None) -> Callable[[str], object]:
     """The ``type=`` of a flag declared in :data:`aggmrf_explore.settings.SETTINGS`: the
-    setting's own check, its message without the setting's name (argparse adds the flag)."""
+    setting's own check, its message without the setting's name (argparse adds the flag);
+    ``only``: the choices a command takes of a "choice" setting's domain."""
     from ..settings import SettingError, setting
 
     decl = setting(name)
+    domain = decl.domain() if only is None else "one of " + ", ".join(only)
 
     def parse(text: str):
         try:
-            return decl.check(text)
+            value = decl.check(text)
         except SettingError:
-            raise argparse.ArgumentTypeError(
-                f"must be {decl.domain()}; got {text[:40]!r}"
-            ) from None
+            value = None
+        if value is None or (only is not None and value not in only):
+            raise argparse.ArgumentTypeError(f"must be {domain}; got {text[:40]!r}") from None
+        return value
 
     parse.__name__ = decl.kind
     return parse

@@ -145,10 +145,12 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
 
 def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     g = p.add_argument_group("privacy noise (a simulation: the noise is drawn from --seed)")
-    simulated = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
+    declared = setting("mechanism").choices  # (a sweep: the central noisy ones)
+    takes = tuple(m for m in declared if m not in ("none", "local")) if sweep else declared
     g.add_argument(
         "--mechanism",
-        choices=simulated if sweep else ("none", *simulated, "local"),
+        type=numbers.of("mechanism", takes),
+        metavar="{" + ",".join(takes) + "}",
         default="gaussian" if sweep else "none",
         help="laplace, gaussian: float noise; discrete_*: integer noise, as a release for "
         "others gets (see `aggregate`)"

@@ -11,11 +11,13 @@ from collections.abc import Callable
 
 import panel as pn
 
+from ..settings import setting
 from .binding import Binder, log_grid
 from .checkbox import LabeledCheckbox
 from .noise_text import noise_summary
+from .plots import MECHANISM_LABELS
 
-__all__ = ["RunControls", "PrivacyCard", "TrainingCard", "PRESETS"]
+__all__ = ["RunControls", "PrivacyCard", "TrainingCard", "PRESETS", "mechanism_options"]
 
 PRESETS = {
     "— choose a preset —": None,
@@ -37,6 +39,24 @@ PRESETS = {
 }
 SW = dict(sizing_mode="stretch_width")
 BOX = dict(margin=(4, 10), **SW)  # a checkbox: its text is its clickable label
+# the mechanism's buttons on two rows (six do not fit the 330 px sidebar): none, Laplace,
+# Gaussian, Local; then the discrete Laplace and Gaussian, each as wide as two
+TWO_ROWS = """
+.bk-btn-group { display: grid; grid-template-columns: repeat(4, auto); height: auto; }
+.bk-btn-group > .bk-btn { border-radius: 0; margin: 0; }
+.bk-btn-group > .bk-btn:nth-child(n + 5) { grid-column: span 2; }
+.bk-btn-group > .bk-btn:nth-child(1) { border-top-left-radius: 4px; }
+.bk-btn-group > .bk-btn:nth-child(4) { border-top-right-radius: 4px; }
+.bk-btn-group > .bk-btn:nth-child(5) { border-bottom-left-radius: 4px; }
+.bk-btn-group > .bk-btn:nth-child(6) { border-bottom-right-radius: 4px; }
+"""
+
+
+def mechanism_options() -> dict[str, str]:
+    """{button text: mechanism} of every declared mechanism (``settings.py``): the
+    continuous ones and local first, the discrete ones (integer noise) last."""
+    choices = sorted(setting("mechanism").choices, key=lambda m: m.startswith("discrete_"))
+    return {MECHANISM_LABELS.get(m, m): m for m in choices}
 
 
 class RunControls(pn.viewable.Viewer):
@@ -102,20 +122,18 @@ class RunControls(pn.viewable.Viewer):
 
 
 class PrivacyCard(pn.viewable.Viewer):
-    """Mechanism, ε, δ, accounting, Gaussian calibration, σ and MRF-N."""
+    """Mechanism, ε, δ, accounting, Gaussian calibration, σ and MRF-N.
+
+    The discrete mechanisms take the same ε, δ (discrete Gaussian) and accounting as their
+    continuous twins; the calibration is the continuous Gaussian's only (the discrete one
+    is calibrated by its zCDP bound, ``privacy.make_mechanism``)."""
 
     def __init__(self, session, binder: Binder):
         super().__init__()
         self.session = session
         b = binder.bind
         self.w_mech = pn.widgets.RadioButtonGroup(
-            label="Mechanism",
-            options={
-                "none": "none",
-                "Laplace": "laplace",
-                "Gaussian": "gaussian",
-                "Local": "local",  # (randomized response; a longer label widens the sidebar)
-            },
+            label="Mechanism", options=mechanism_options(), stylesheets=[TWO_ROWS], **SW
         )
         self.w_acc = pn.widgets.Select(
             label="Accounting",
@@ -131,7 +149,7 @@ class PrivacyCard(pn.viewable.Viewer):
             },
             **SW,
         )
-        self.sigma = pn.pane.Markdown("", margin=(0, 10), **SW)
+        self.sigma = pn.pane.Markdown("", margin=(0, 10), css_classes=["aggmrf-sigma"], **SW)
         self.w_aware = LabeledCheckbox(label="noise-aware training (MRF-N)", **BOX)
         self.c_mech = b("mechanism", self.w_mech)
         eps_grid, delta_grid = log_grid(-2, 2), log_grid(-12, -2, (1,))
@@ -170,7 +188,8 @@ class PrivacyCard(pn.viewable.Viewer):
         noisy = mech != "none"
         self.c_eps.visible = self.c_aware.visible = noisy
         self.c_acc.visible = noisy and mech != "local"
-        self.c_delta.visible = self.c_cal.visible = mech == "gaussian"
+        self.c_delta.visible = mech in ("gaussian", "discrete_gaussian")
+        self.c_cal.visible = mech == "gaussian"
         self.refresh_sigma()
 
 

@@ -1,7 +1,7 @@
 """Help for every control of the explorer, and a "what to look for" note per tab.
 
-A control of a declared setting (n', λ, α, ε, δ, the gradient, accounting, calibration,
-seeds, MRF-N, preconditioning) shows the help of its one declaration,
+A control of a declared setting (n', λ, α, the mechanism, ε, δ, the gradient, accounting,
+calibration, seeds, MRF-N, preconditioning) shows the help of its one declaration,
 ``aggmrf_explore.settings.SETTINGS``; the explorer's own controls (dataset, tables,
 default rule, …) take theirs from :data:`CONTROL_HELP`.  :func:`with_help` attaches the
 text as the widget's tooltip (Panel's ``description``), or as a "?" icon beside a widget
@@ -31,8 +31,6 @@ CONTROL_HELP = {
     "pairs": "Release one table per pair of features: what the MRF learns interactions from.",
     "triples": "Also release the (X1, X2, X3) table of the XOR example: the one table "
     "that lets max-ent represent the truth.",
-    "mechanism": "How the released tables are protected: no noise, Laplace or Gaussian "
-    "noise on every count, or local randomized response on every record.",
     "auto_defaults": "Set λ and the steps α from the number T of released tables "
     "(α = 1/T, λ_θ = min(T/2, 50)); changing one by hand turns the rule off.",
     "iters_per_tick": "The most iterations trained between two page updates: lower it "
@@ -94,7 +92,8 @@ EXPLAIN = {
     ),
     "privacy": (
         "**What am I seeing?** Left: the noise added to every released count (histogram) and "
-        "the mechanism's density (line). Right: released vs true counts — the vertical "
+        "the mechanism's density (line; integer noise: the probability of each integer). "
+        "Right: released vs true counts — the vertical "
         "spread around the diagonal is the price of privacy; small counts suffer most."
     ),
     "xor": (

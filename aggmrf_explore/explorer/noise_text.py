@@ -14,8 +14,9 @@ __all__ = ["noise_summary"]
 
 
 def noise_summary(session) -> str:
-    """T, the sensitivities and the noise scale of the session's mechanism; for local
-    privacy, each field's ε share and keep probability."""
+    """T, the sensitivities and the noise scale of the session's mechanism (for the
+    discrete Gaussian, its σ beside the continuous one's); for local privacy, each
+    field's ε share and keep probability."""
     s = session
     if s.bundle is None or s.mechanism == "none":
         return "No noise: the learner sees the exact tables."
@@ -33,6 +34,17 @@ def noise_summary(session) -> str:
         lines.append(
             f"**Laplace** scale b = {nums['laplace_scale']:.3g}, "
             f"noise std = **{nums['laplace_std']:.3g}** records"
+        )
+    elif s.mechanism == "discrete_laplace":
+        lines.append(
+            f"**discrete Laplace** (integer noise) scale t = {nums['discrete_laplace_scale']:.3g}, "
+            f"noise std = **{nums['discrete_laplace_std']:.3g}** records"
+        )
+    elif s.mechanism == "discrete_gaussian":
+        lines.append(
+            f"**discrete Gaussian σ** (integer noise, by zCDP ρ = {nums['rho']:.3g}): "
+            f"**{nums['sigma_discrete']:.3g}** records · the continuous one's analytic σ: "
+            f"{nums['sigma_analytic']:.3g}"
         )
     else:
         classic = nums["sigma_classic"]

@@ -23,6 +23,7 @@ SETTING_OF = {
     "gradient": "gradient",
     "precondition": "precondition",
     "noise_aware": "noise_aware",
+    "mechanism": "mechanism",
     "epsilon": "epsilon",
     "delta": "delta",
     "accounting": "accounting",

@@ -669,8 +669,10 @@ def predictions_plot(frame: pd.DataFrame | None, mode: str | None = None, max_po
     return (img * diag).opts(hv.opts.Overlay(**opts))
 
 
-def noise_histogram(noise: np.ndarray | None, std: float, mechanism: str, bins: int = 40):
-    """Histogram (density) of the noise added to released counts, with the mechanism's density."""
+def noise_histogram(noise: np.ndarray | None, std: float, mechanism: str, pmf=None, bins: int = 40):
+    """Histogram (density) of the noise added to released counts, with the mechanism's
+    density; for integer noise (``pmf``: x ↦ P(noise = x), a discrete mechanism's ``pmf``)
+    bins of whole integers and the pmf at the integers."""
     xdim = hv.Dimension("noise", label="noise added to a count (records)")
     ydim = hv.Dimension("density", label="density (1 / record)")
     noise = np.asarray(noise if noise is not None else [], dtype=float)
@@ -680,28 +682,56 @@ def noise_histogram(noise: np.ndarray | None, std: float, mechanism: str, bins: 
         s = float(np.std(noise)) if noise.size else 1.0
     s = max(s, 1e-9)
     lim = 4 * s
-    edges = np.linspace(-lim, lim, bins + 1)
-    counts, _ = np.histogram(np.clip(noise, -lim, lim), bins=edges, density=noise.size > 0)
+    edges = np.linspace(-lim, lim, bins + 1) if pmf is None else _integer_edges(lim, bins)
+    lo, hi = float(edges[0]), float(edges[-1])
+    inner = (lo, hi) if pmf is None else (lo + 0.5, hi - 0.5)  # (integers of the end bins)
+    counts, _ = np.histogram(np.clip(noise, *inner), bins=edges, density=noise.size > 0)
     hist = hv.Histogram((edges, counts), kdims=[xdim], vdims=[ydim], label="released rows").opts(
         color="#aec7e8", line_color="white"
     )
-    xs = np.linspace(-lim, lim, 201)
-    if mechanism == "laplace":
+    label = MECHANISM_LABELS.get(mechanism, mechanism)
+    if pmf is not None:
+        xs = np.unique(np.linspace(inner[0], inner[1], 401).round())
+        ys = np.asarray(pmf(xs), dtype=float)
+        size = "σ" if "gaussian" in mechanism else "std"
+        name = f"{label} pmf ({size} {s:.3g})"
+    elif mechanism in ("laplace", "discrete_laplace"):
+        xs = np.linspace(-lim, lim, 201)
         b = s / math.sqrt(2)
         ys = np.exp(-np.abs(xs) / b) / (2 * b)
         name = f"Laplace density (std {s:.3g})"
     else:
+        xs = np.linspace(-lim, lim, 201)
         ys = np.exp(-0.5 * (xs / s) ** 2) / (s * math.sqrt(2 * math.pi))
         name = f"Gaussian density (σ {s:.3g})"
     curve = hv.Curve((xs, ys), xdim, ydim, label=name).opts(color="#d62728", line_width=2)
-    return (hist * curve).opts(
+    layers = [hist, curve]
+    if pmf is not None and xs.size <= 61:  # few integers: a dot on each
+        layers.append(hv.Scatter((xs, ys), xdim, ydim).opts(color="#d62728", size=6))
+    heights = np.concatenate([np.asarray(counts, dtype=float), ys])
+    heights = heights[np.isfinite(heights)]
+    top = float(heights.max()) if heights.size else 0.0
+    return hv.Overlay(layers).opts(
         hv.opts.Overlay(
-            title="Noise on released counts",
+            title="Noise on released counts" + (" (integers)" if pmf is not None else ""),
             legend_position="top_right",
-            xlim=(-lim, lim),
+            xlim=(lo, hi),
+            ylim=(0, 1.45 * top if top > 0 else 1.0),  # (room for the legend above the bars)
+            yformatter="%.2g",
             **_COMMON,
         )
     )
+
+
+def _integer_edges(lim: float, bins: int) -> np.ndarray:
+    """Edges of about ``bins`` bins of the same odd number of integers each, the middle
+    one centred on 0, covering −lim … lim: every integer in exactly one bin."""
+    half = max(1, math.ceil(lim))
+    width = max(1, round(2 * half / bins))
+    width += 1 - width % 2  # odd: the middle bin is symmetric about 0
+    j = width // 2
+    m = math.ceil((half - j) / width)
+    return -j - 0.5 - m * width + width * np.arange(2 * m + 2, dtype=float)
 
 
 def noisy_vs_true(true: np.ndarray | None, noisy: np.ndarray | None, max_points: int = 4000):
@@ -794,8 +824,20 @@ def xor_plot(frame: pd.DataFrame | None):
 
 
 # ---------------------------------------------------------------------- price of privacy
-MECHANISM_LABELS = {"laplace": "Laplace", "gaussian": "Gaussian", "local": "Local"}
-MECHANISM_COLORS = {"laplace": "#1f77b4", "gaussian": "#ff7f0e", "local": "#9467bd"}
+MECHANISM_LABELS = {
+    "laplace": "Laplace",
+    "gaussian": "Gaussian",
+    "discrete_laplace": "discrete Laplace",
+    "discrete_gaussian": "discrete Gaussian",
+    "local": "Local",
+}
+MECHANISM_COLORS = {
+    "laplace": "#1f77b4",
+    "gaussian": "#ff7f0e",
+    "discrete_laplace": "#17becf",
+    "discrete_gaussian": "#8c564b",
+    "local": "#9467bd",
+}
 PRIVACY_LIVE = "this run (training)"
 PRIVACY_SKYLINE = "skyline (no privacy)"
 
@@ -913,7 +955,7 @@ def privacy_curve_plot(
     layers = []
     series = privacy_series(runs, dataset)
     for label in series:
-        mech = next((m for m, t in MECHANISM_LABELS.items() if label.startswith(t)), "")
+        mech = next((m for m, t in MECHANISM_LABELS.items() if label.startswith(f"{t} · ")), "")
         color = MECHANISM_COLORS.get(mech, MRF_COLOR)
         dash = "dashed" if label.endswith("MRF-N") else "solid"
         line = d.layers[f"{label} (finished runs)"]

@@ -3,7 +3,7 @@
 Its ε slider re-releases the tables and retrains; each finished run becomes a point
 (ε, final test NLLH) of this session's curve (``store.privacy_runs``), drawn against the
 skyline (``plots.privacy_curve_*``).  Below, the noise that was added: a histogram against
-the mechanism's density, and noisy against true counts.
+the mechanism's density (integer noise: its pmf), and noisy against true counts.
 """
 
 from __future__ import annotations
@@ -41,12 +41,13 @@ class PrivacyTab(pn.viewable.Viewer):
         # the NLLH-vs-ε view of the session's runs (``store.privacy_runs``) goes in here
         self.curve_box = pn.Column(self.p_privacy.pane, **SW)
         self.noise_note = pn.pane.Alert(
-            "No noise: choose the Laplace or Gaussian mechanism in the Privacy controls.",
+            "No noise: choose a mechanism (Laplace, Gaussian, their discrete twins or Local) "
+            "in the Privacy controls.",
             alert_type="info",
             stylesheets=[DARK_INFO],
             **SW,
         )
-        self.noise_hist = pn.pane.Bokeh(height=380, **SW)
+        self.noise_hist = pn.pane.Bokeh(height=380, css_classes=["aggmrf-noise-hist"], **SW)
         self.noise_scatter = pn.pane.Bokeh(height=380, **SW)
         self._noise_key = None
         self.column = pn.Column(
@@ -98,7 +99,8 @@ class PrivacyTab(pn.viewable.Viewer):
             )
         else:
             rows = "\n".join(
-                f"| {r['epsilon']:g} | {r['mechanism']}{' (MRF-N)' if r['noise_aware'] else ''} "
+                f"| {r['epsilon']:g} | {r['mechanism'].replace('_', ' ')}"
+                f"{' (MRF-N)' if r['noise_aware'] else ''} "
                 f"| {r['iterations']:,} | {r['nllh']:.4f} |"
                 for r in sorted(runs, key=lambda r: r["epsilon"])
             )
@@ -120,9 +122,10 @@ class PrivacyTab(pn.viewable.Viewer):
             return
         self._noise_key = key
         std = getattr(s.mechanism_obj, "std", float("nan"))
+        pmf = getattr(s.mechanism_obj, "pmf", None)  # integer noise: its pmf
         noise, true, noisy = (nf[c].to_numpy() for c in ("noise", "true", "noisy"))
         figs = (
-            lambda: plots.noise_histogram(noise, std, s.mechanism),
+            lambda: plots.noise_histogram(noise, std, s.mechanism, pmf),
             lambda: plots.noisy_vs_true(true, noisy),
         )
         for pane, build in zip((self.noise_hist, self.noise_scatter), figs, strict=True):

@@ -353,13 +353,22 @@ def get_release(
 
 
 def noise_summary(layout, epsilon: float, delta: float, accounting: str) -> dict:
-    """Calibrated noise levels (numbers for display): Laplace scale/std, Gaussian σ per calibration."""
+    """Calibrated noise levels (numbers for display): Laplace scale/std, Gaussian σ per
+    calibration; the discrete Laplace's scale t and std, the discrete Gaussian's σ (zCDP)
+    and its ρ."""
     from .. import privacy
 
     l1, l2 = privacy.sensitivity(layout, accounting)
     out = {"l1_sensitivity": l1, "l2_sensitivity": l2, "T": layout.n_released_tables}
     out["laplace_scale"] = privacy.LaplaceMechanism(epsilon, l1).scale
     out["laplace_std"] = privacy.LaplaceMechanism(epsilon, l1).std
+    dl = privacy.DiscreteLaplaceMechanism(epsilon, l1)
+    out["discrete_laplace_scale"], out["discrete_laplace_std"] = dl.scale, dl.std
+    try:
+        dg = privacy.DiscreteGaussianMechanism(epsilon, delta, l2)
+        out["sigma_discrete"], out["rho"] = dg.sigma, dg.rho
+    except AggMRFError:
+        out["sigma_discrete"] = out["rho"] = float("nan")
     for cal in ("analytic", "classic", "adkdd21"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

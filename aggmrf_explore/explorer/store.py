@@ -157,9 +157,7 @@ class ExplorerSession(param.Parameterized):
     label_column = param.String(default="", doc="Label column of an uploaded CSV")
     upload_hash = param.String(default="", doc="Content hash of the uploaded CSV")
     # --- privacy
-    mechanism = param.Selector(
-        default="none", objects=["none", "laplace", "gaussian", "local"], label="mechanism"
-    )
+    mechanism = param_for("mechanism", "none")
     epsilon = param_for("epsilon", 1.0, softbounds=(0.01, 100))
     delta = param_for("delta", 1e-7, softbounds=(1e-12, 1e-2))
     accounting = param_for("accounting", "both")

@@ -87,8 +87,9 @@ __all__ = [
     "check_mechanism",
 ]
 
-MECHANISMS = ("none", "laplace", "gaussian", "discrete_laplace", "discrete_gaussian")  # central
 LOCAL = "local"  # make_mechanism's name of randomized response on each record
+# "none" and the central ones: the declared mechanisms (``settings.MECHANISMS``) but local
+MECHANISMS = tuple(m for m in setting("mechanism").choices if m != LOCAL)
 DISCRETE = {"laplace": "discrete_laplace", "gaussian": "discrete_gaussian"}  # continuous → discrete
 ACCOUNTINGS = ("both", "queries", "replace")
 NEIGHBOURS = {
@@ -247,6 +248,12 @@ class _Integer:
         if self.name == "discrete_laplace":
             return sampling.seeded_discrete_laplace(self.scale, size, g)
         return sampling.seeded_discrete_gaussian(self.scale, size, g)
+
+    def pmf(self, x: np.ndarray | int) -> np.ndarray:
+        """P(noise = x), elementwise, for integers x (counts)."""
+        if self.name == "discrete_laplace":
+            return sampling.discrete_laplace_pmf(x, self.scale)
+        return sampling.discrete_gaussian_pmf(x, self.scale)
 
 
 @dataclass(frozen=True)
