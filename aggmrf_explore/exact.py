@@ -13,9 +13,16 @@ true gradient (tested in tests/test_exact.py).  The targets are the projected ag
 d⁺ = max(d̃, 0), c⁺ = clip(c̃, 0, d⁺) as in the trainer, or the raw ones (``targets="raw"``).
 
 Suppressed rows (``box=True``): a row absent from a release because its true count is at
-most k is the box constraint 0 ≤ d ≤ k.  In the dual its targets d and c are the bound k and
-its μ_r, θ_r are constrained ≤ 0 (L-BFGS-B with bounds); :mod:`aggmrf_explore.tables.suppression`
-describes the constraints and the PCD counterpart.
+most k is the box constraint 0 ≤ d ≤ k (k·S_r for a row of S_r folded source cells).  In the
+dual its targets d and c are the bound and its μ_r, θ_r are constrained ≤ 0 (L-BFGS-B with
+bounds).  A listed row that misses suppressed source cells (``suppression.slack`` > 0:
+folded values) is a two-sided box lo ≤ d ≤ hi around its listed (projected) value, and
+likewise its label sum (``suppression.folded_bounds``, widened by the listed sum's noise
+as the PCD trainer's): its dual term −min_{t ∈ [lo, hi]} μ·t is
+piecewise linear, so μ_r = μ_r⁺ + μ_r⁻ is split into μ_r⁺ ≥ 0 with target lo and μ_r⁻ ≤ 0
+with target hi (θ_r likewise; the objective stays smooth, the bounds are L-BFGS-B's), and the
+model's μ_r is their sum.  :mod:`aggmrf_explore.tables.suppression` describes the constraints
+and the PCD counterpart.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from scipy.special import expit, logsumexp
 from .errors import AggMRFError
 from .mrf import MRFModel
 from .tables import AggregatedData, TableLayout
+from .tables.suppression import folded_bounds, row_noise_sd
 
 __all__ = [
     "MAX_STATES",
@@ -96,8 +104,10 @@ def fit_exact(
     targets: "projected" (the trainer's default) or "raw" (noisy values as released, as
     ``TrainerSettings(targets="raw")``; needs λ > 0 where a raw value is negative).
     box: False (default): the suppressed rows of ``data.suppression`` count as the zeros
-    stored in d and c; True: they are box constraints 0 ≤ d ≤ k (targets k, μ_r and θ_r
-    ≤ 0; see the module docstring).  Without suppression both solve the same problem.
+    stored in d and c (and folded rows as their listed values); True: they are box
+    constraints, 0 ≤ d ≤ bound on absent rows (targets the bound, μ_r and θ_r ≤ 0) and
+    listed ≤ d ≤ listed + slack on folded rows (see the module docstring).  Without
+    suppression both solve the same problem.
     Small state spaces only (:func:`all_states`: ≤ 2^20 states).
     """
     lay = data.layout
@@ -113,22 +123,37 @@ def fit_exact(
     d, c = fitted.d, fitted.c
     suppression = data.suppression if box else None
     bounds = [(None, None)] * (2 * K) if box else None
+    folded = np.zeros(0, dtype=np.int64)
     if suppression is not None:
         d, c = d.copy(), c.copy()
         d[suppression.rows] = suppression.bound[suppression.rows]
         c[suppression.rows] = suppression.bound[suppression.rows]
         for r in np.flatnonzero(suppression.rows):
             bounds[r] = bounds[K + r] = (None, 0.0)
+        folded = np.flatnonzero(suppression.slack)
     reg_mu = np.full(K, float(lambda_mu))
     reg_theta = np.full(K, float(lambda_theta))
     if lay.intercept:
         reg_mu[0] = reg_theta[0] = 0.0
 
+    if folded.size:
+        # folded rows: μ_r, θ_r ≥ 0 aim at the lower bounds, the extra variables μ⁻, θ⁻ ≤ 0
+        # at the upper ones (_split_objective); the model's μ_r is μ_r + μ⁻_r
+        fb = folded_bounds(suppression, d, c, row_noise_sd(lay, suppression, data.noise))
+        d[folded], c[folded] = fb.d_lo, fb.c_lo
+
     objective = dual_objective(rows, d, c, reg_mu, reg_theta, n)
+    n_var = 2 * K
+    if folded.size:
+        objective = _split_objective(objective, K, folded, fb.d_hi - fb.d_lo, fb.c_hi - fb.c_lo, n)
+        for r in folded:
+            bounds[r] = bounds[K + r] = (0.0, None)
+        bounds = bounds + [(None, 0.0)] * (2 * folded.size)
+        n_var += 2 * folded.size
 
     res = minimize(
         objective,
-        np.zeros(2 * K),
+        np.zeros(n_var),
         jac=True,
         method="L-BFGS-B",
         bounds=bounds,
@@ -138,7 +163,31 @@ def fit_exact(
         raise AggMRFError(
             "exact fit failed to produce finite parameters; add a little regularisation."
         )
-    return MRFModel(lay, res.x[:K], res.x[K:])
+    mu, theta = res.x[:K].copy(), res.x[K : 2 * K].copy()
+    if folded.size:
+        mu[folded] += res.x[2 * K : 2 * K + folded.size]
+        theta[folded] += res.x[2 * K + folded.size :]
+    return MRFModel(lay, mu, theta)
+
+
+def _split_objective(objective, K: int, folded: np.ndarray, width_d, width_c, n: float):
+    """``objective`` (of w = (μ, θ), :func:`dual_objective`, whose targets on the rows
+    ``folded`` are their lower bounds) as a function of (μ, θ, μ⁻, θ⁻), μ⁻ and θ⁻ one per
+    folded row: the model's parameters are μ + μ⁻, θ + θ⁻ on those rows, and the targets of
+    μ⁻, θ⁻ are the upper bounds, lower + ``width_d`` (``width_c``)."""
+    F = folded.size
+    width = np.concatenate([width_d, width_c]) / max(n, 1e-300)
+
+    def split(w: np.ndarray) -> tuple[float, np.ndarray]:
+        mu, theta = w[:K].copy(), w[K : 2 * K].copy()
+        extra = w[2 * K :]
+        mu[folded] += extra[:F]
+        theta[folded] += extra[F:]
+        f, g = objective(np.concatenate([mu, theta]))
+        g_extra = np.concatenate([g[folded], g[K + folded]]) - width
+        return f - extra @ width, np.concatenate([g, g_extra])
+
+    return split
 
 
 def dual_objective(rows, d, c, reg_mu, reg_theta, n: float):

@@ -55,7 +55,7 @@ from .pcd import (
 )
 from .settings import GRADIENTS, SettingError, setting
 from .tables import AggregatedData, TableLayout
-from .tables.suppression import box_targets
+from .tables.suppression import DualStep, box_targets, folded_bounds, row_noise_sd
 
 __all__ = [
     "TrainerSettings",
@@ -381,6 +381,13 @@ class PCDTrainer:
         raw = self.settings.targets == "raw" and not self.settings.noise_aware
         self._fit_targets = Targets(data.d, data.c) if raw else self._projected
         self._noise_targets: Targets | None = None
+        # folded values: the noise sd of rows summing several source rows, and the folded
+        # rows' boxes around their listed values (tables.suppression, "Noise")
+        box = data.suppression
+        self._row_sd = row_noise_sd(lay, box, data.noise)
+        self._folded = None
+        if box is not None and box.n_folded:
+            self._folded = folded_bounds(box, *self._fit_targets, self._row_sd)
         self.mu, self.theta = self._initial_parameters()
         factory = make_chain if chain_factory is None else chain_factory
         self.chain = factory(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
@@ -519,11 +526,16 @@ class PCDTrainer:
         from .privacy import noise_aware_targets
 
         floor = self.scale if self.settings.noise_prior_floor else 0.0
-        self._noise_targets = Targets(*noise_aware_targets(self.data, d_hat, c_hat, floor))
+        self._noise_targets = Targets(
+            *noise_aware_targets(self.data, d_hat, c_hat, floor, row_sd=self._row_sd)
+        )
         return self._noise_targets
 
     def _box_targets(self, d_hat: np.ndarray, c_hat: np.ndarray, tg: Targets) -> Targets:
-        """Suppressed rows as 0 ≤ d ≤ k: ``suppression.box_targets``; else ``tg``."""
+        """Suppressed rows as 0 ≤ d ≤ bound, folded rows in their boxes around the projected
+        (or raw) listed values, never the noise-aware ones, widened by the noise
+        (``suppression.folded_bounds``), with the proximal targets of
+        ``suppression.box_targets``; else ``tg``."""
         box = self.data.suppression
         if box is None:
             return tg
@@ -532,7 +544,21 @@ class PCDTrainer:
         if st.gradient != "true":
             pen_mu = 2.0 * st.lambda_mu * self.penalty.reg_mu * self.mu
             ratio = lambda t: rescaling_ratio(d_hat, t, pen_mu, st.gradient)  # noqa: E731
-        return Targets(*box_targets(d_hat, c_hat, tg.d, tg.c, box, ratio))
+        if self._folded is None:  # absent rows only
+            return Targets(*box_targets(d_hat, c_hat, tg.d, tg.c, box, ratio))
+        pen = self.penalty  # folded rows: the proximal form (suppression.box_targets)
+        step = DualStep(
+            self.mu,
+            self.theta,
+            2.0 * st.lambda_mu * pen.reg_mu,
+            2.0 * st.lambda_theta * pen.reg_theta,
+            st.step_mu,
+            st.step_theta,
+            pen.s,
+            None if st.precondition else max(pen.h_plain, pen.s),
+        )
+        out = box_targets(d_hat, c_hat, tg.d, tg.c, box, ratio, bounds=self._folded, step=step)
+        return Targets(*out)
 
     def step(self, k: int = 1, callbacks: Sequence[Callback] = ()) -> list[IterationStats]:
         """Run k iterations; returns their statistics (also appended to ``history``).

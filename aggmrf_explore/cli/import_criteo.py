@@ -67,5 +67,11 @@ def cmd_import_criteo(args: argparse.Namespace) -> int:
                 f"  {k}: {rep['cardinalities'][k]} values → {rep['modalities'][k]} modalities "
                 f"({v} folded, {100 * share:.1f}% of its records)"
             )
+        if rep.get("pair_rows_missing_cells"):
+            print(
+                f"  {rep['pair_rows_missing_cells']} listed pair rows miss "
+                f"{rep['pair_cells_missing_from_listed_rows']} suppressed source cells: "
+                f"trained as boxes listed ≤ d ≤ listed + {rep['suppression']:g} × those cells"
+            )
     print(f"({rep['seconds']:.1f}s)")
     return 0

@@ -23,9 +23,18 @@ Policies (all reported in ``CriteoRelease.report``):
   ``max_modalities=M`` a feature keeps its M − 1 most frequent values (by the singles' noisy
   count; ties: the smaller value) and folds the others into one modality ``"(other)"``
   (last): its single row and its pair cells are the sums of the folded rows.  A folded
-  pair cell is listed if at least one of its rows was; its count then misses the
-  suppressed rows folded into it (each ≤ 10, not recovered); a folded cell none of whose
-  rows was listed is suppressed like any other.
+  pair row is listed if at least one of its source cells was; its sum then misses the
+  suppressed source cells folded into it, so it is a box, not an exact target: listed ≤
+  d ≤ listed + k·m_r (label sums likewise, at most d), with m_r the row's suppressed
+  source cells (``Suppression.slack`` = k·m_r).  m_r is counted **exactly** from the
+  files: the (value_1, value_2) combinations of the row's source values (both listed in
+  the singles file, which suppresses nothing) that the pairs file does not list — each
+  had a true count ≤ k, 0 included (the challenge lists no pair cell ≤ 10, observed or
+  not).  A folded row none of whose S_r source cells was listed is absent, the box
+  0 ≤ d ≤ k·S_r.  The release declares the source values per modality (release.json
+  ``source_values``) and m_r per listed row (the table files' ``suppressed_cells``
+  column), and the reader rebuilds the boxes from them.  The box is on the noisy listed
+  sum (its noise is that of the summed source rows, sd √s·σ; it is not added to the box).
 - **Intercept**: n and the intercept's label sums are the means of the 19 singles tables'
   totals (each single table counts every record once, plus noise).
 - **Caps** (hostile or wrong files must not exhaust memory), checked on the raw bytes
@@ -67,7 +76,7 @@ from ..errors import AggMRFError
 from ..files import check_output_dir, check_regular_file, mib
 from ..privacy import GaussianMechanism
 from ..tables import AggregatedData, TableLayout
-from ..tables.suppression import Suppression
+from ..tables.suppression import source_cells, suppression_from_presence
 from .manifest import MAX_N
 from .release import MAX_CELL, mechanism_from_meta, write_release
 
@@ -499,12 +508,14 @@ def read_criteo(
         rows = layout.offsets[ti] + pv * layout.strides[ti, pf] + pw * layout.strides[ti, pg]
         place(rows, pairs)
     pair_tables = {i: float(suppression) for i, t in enumerate(layout.tables) if len(t) == 2}
-    rows_s = np.zeros(K, dtype=bool)
-    bound = np.zeros(K)
-    for i in pair_tables:
-        sl = slice(layout.offsets[i], layout.offsets[i + 1])
-        rows_s[sl] = ~present[sl]
-        bound[sl] = float(suppression)
+    # folded values: the source values behind each modality, the source cells behind each
+    # row (S_r), and per listed row the source cells the pairs file does not list (m_r)
+    per_modality = [
+        np.bincount(np.fromiter(m.values(), np.int64, len(m)), minlength=len(lab))
+        for m, lab in zip(maps, labels, strict=True)
+    ]
+    source_values = {f: v for f, v in enumerate(per_modality) if v.max() > 1}
+    missing = np.where(present, source_cells(layout, source_values) - summed, 0)
     # the intercept: the mean of the single tables' totals
     starts = [layout.offsets[i] for i in t_single]
     ends = [layout.offsets[i + 1] for i in t_single]
@@ -533,7 +544,10 @@ def read_criteo(
         i: raw_m[layout.tables[i][0]] * raw_m[layout.tables[i][1]] - listed.get(i, 0)
         for i in pair_tables
     }
-    box = Suppression(rows_s, bound, pair_tables, cells if max_modalities else {})
+    box = suppression_from_presence(
+        layout, present, pair_tables, cells if max_modalities else {}, missing, source_values
+    )
+    rows_s = box.rows
     report = {
         "n_features": len(ids),
         "feature_ids": ids,
@@ -546,6 +560,8 @@ def read_criteo(
         "pair_cells": int(sum(layout.table_sizes[i] for i in pair_tables)),
         "pair_cells_suppressed": int(rows_s.sum()),
         "source_pair_cells_left_out": int(sum(cells.values())),
+        "pair_rows_missing_cells": box.n_folded,
+        "pair_cells_missing_from_listed_rows": int(missing[~box.rows & (box.slack > 0)].sum()),
         "suppression": float(suppression),
         "noise_sigma": float(sigma),
         "n": n,

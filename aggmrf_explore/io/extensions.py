@@ -17,6 +17,14 @@ Suppressed tables
 A table entry may declare ``"suppression": k``: a row of that table is absent from its file
 if and only if its true count was ≤ k.  The reader marks those rows
 (:class:`~aggmrf_explore.tables.suppression.Suppression`) instead of reading them as zeros.
+
+Folded values (``import-criteo --max-modalities``): ``"source_values": {feature: {modality:
+s}}`` says that a modality stands for s > 1 source values, each suppressed on its own, so a
+row of a suppressed table sums S_r source cells (the product over its features; 1 where
+not declared).  An absent row is then the box 0 ≤ d ≤ k·S_r, and a suppressed table's file
+may carry a column ``suppressed_cells``: per listed row, the source cells m_r it misses
+(each had true count ≤ k), its box listed ≤ d ≤ listed + k·m_r.  Without the column a
+listed row of S_r > 1 source cells gets m_r ≤ S_r − 1 (at least one was listed).
 """
 
 from __future__ import annotations
@@ -35,10 +43,14 @@ __all__ = [
     "meta_for_label",
     "table_thresholds",
     "table_suppressed_cells",
+    "declared_source_values",
+    "SUPPRESSED_CELLS",
     "noise_scale",
 ]
 
 LABEL_SUM = "label_sum"
+SUPPRESSED_CELLS = "suppressed_cells"  # table-file column: suppressed source cells of a row
+MAX_SOURCE_VALUES = 2 * 10**6  # source values per modality (a triple's product fits int64)
 _SEP = "."
 
 
@@ -126,6 +138,33 @@ def table_suppressed_cells(meta: dict | None) -> dict[str, int]:
                 f"release.json: table #{i + 1} 'suppressed_cells' must be an integer ≥ 0; got {v!r}."
             )
         out[str(s.get("name") or " × ".join(s.get("features") or []))] = v
+    return out
+
+
+def declared_source_values(meta: dict | None) -> dict[str, dict[str, int]]:
+    """{feature name: {modality label: source values}} of release.json's ``source_values``
+    (folded values; {} when not declared).  Each count an integer 1 … 2·10⁶."""
+    sv = (meta or {}).get("source_values")
+    if sv is None:
+        return {}
+    if not isinstance(sv, dict):
+        raise AggMRFError(
+            "release.json 'source_values' must be an object {feature: {modality: count}}."
+        )
+    out: dict[str, dict[str, int]] = {}
+    for f, mods in sv.items():
+        if not isinstance(mods, dict):
+            raise AggMRFError(
+                f"release.json 'source_values' of {str(f)[:40]!r} must be an object "
+                "{modality: count}."
+            )
+        for m, v in mods.items():
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_SOURCE_VALUES:
+                raise AggMRFError(
+                    f"release.json 'source_values' of {str(f)[:40]!r}, {str(m)[:40]!r}: must be "
+                    f"an integer 1 … {MAX_SOURCE_VALUES:,} (source values); got {v!r}."
+                )
+        out[str(f)] = {str(m): int(v) for m, v in mods.items()}
     return out
 
 

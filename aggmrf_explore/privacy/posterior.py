@@ -163,6 +163,7 @@ def noise_aware_targets(
     d_hat: np.ndarray,
     c_hat: np.ndarray,
     prior_floor: float = 0.0,
+    row_sd: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """MRF-N's targets (d_t, c_t), each shape (K,): the posterior means of the exact counts.
 
@@ -183,6 +184,12 @@ def noise_aware_targets(
     re-evaluated at (d_hat, c_hat) on every call (``CellGaussianNoise.at_model``: the
     closed-form Var(T̂_j | T) with the model's expectation as T) unless the release's noise
     has ``refresh=False``, which keeps its plug-in σ.  Central releases are unaffected.
+
+    ``row_sd`` (K,) or None: rows whose released value sums several noisy source rows
+    (values folded into "(other)", ``tables.suppression.row_noise_sd``: σ·√s_r where > 0)
+    get the posterior under Gaussian noise of that sd instead of the mechanism's own (the
+    sum of s_r independent noises; exact for Gaussian noise, the central-limit
+    approximation for Laplace-type noise).  Rows where it is 0 are unaffected.
     """
     if not isinstance(data, AggregatedData) or data.noise is None:
         raise AggMRFError("noise_aware_targets needs a noisy release (privacy.release).")
@@ -207,6 +214,16 @@ def noise_aware_targets(
         noise_c = np.asarray(cell.sigma_c, dtype=np.float64)[rel]
     d_t[rel] = posterior_mean_counts(data.d[rel], prior_d, data.n, noise_d)
     c_t[rel] = posterior_mean_counts(data.c[rel], prior_c, data.n, noise_c)
+    if row_sd is not None:
+        sd = np.asarray(row_sd, dtype=np.float64)
+        if sd.shape != (K,) or not np.all(np.isfinite(sd)) or np.any(sd < 0):
+            raise AggMRFError(f"row_sd must be finite numbers ≥ 0 of shape ({K},).")
+        r = np.flatnonzero(rel & (sd > 0))
+        if r.size:
+            pd_r = np.maximum(d_hat[r], floor) if floor > 0.0 else d_hat[r]
+            pc_r = np.maximum(c_hat[r], floor) if floor > 0.0 else c_hat[r]
+            d_t[r] = posterior_mean_counts(data.d[r], pd_r, data.n, sd[r])
+            c_t[r] = posterior_mean_counts(data.c[r], pc_r, data.n, sd[r])
     return d_t, np.minimum(c_t, d_t)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -16,8 +16,10 @@ from ...encoding import Schema
 from ...errors import AggMRFError
 from ...tables import AggregatedData, TableLayout
 from ...tables.budget import Budget, check_size
-from ...tables.suppression import Suppression, suppression_from_presence
+from ...tables.suppression import Suppression, source_cells, suppression_from_presence
 from ..extensions import (
+    SUPPRESSED_CELLS,
+    declared_source_values,
     noise_scale,
     table_suppressed_cells,
     table_thresholds,
@@ -56,6 +58,7 @@ class _Grid:
     mechanism: privacy.Mechanism | None
     suppression: Suppression | None = None  # rows absent from tables with a declared threshold
     noise_scale: float = 1.0  # rows that sum several noisy source rows (.extensions.noise_scale)
+    file_rows: dict[int, np.ndarray] = field(default_factory=dict)  # layout row of each file row
 
     @property
     def noisy(self) -> bool:
@@ -212,13 +215,20 @@ def _fill(
         grid.present[rows] = True
         grid.line_of[rows] = t.lines
         grid.tables[ti] = t
+        grid.file_rows[ti] = rows
     return grid
 
 
 def _declared_suppression(
-    grid: _Grid, thresholds: dict[str, float], cells: dict[str, int] | None = None
+    grid: _Grid,
+    thresholds: dict[str, float],
+    cells: dict[str, int] | None = None,
+    source_values: dict[str, dict[str, int]] | None = None,
 ) -> Suppression | None:
-    """Rows absent from tables that declare ``suppression`` in release.json (by table name)."""
+    """Rows absent from tables that declare ``suppression`` in release.json (by table name);
+    with folded values (``source_values``, the files' ``suppressed_cells`` columns:
+    :mod:`..extensions`) the boxes of absent rows k·S_r and the slack of listed rows k·m_r."""
+    lay = grid.layout
     by_name = {t.name: ti for ti, t in grid.tables.items()}
     unknown = sorted(set(thresholds) - set(by_name))
     if unknown:
@@ -226,12 +236,64 @@ def _declared_suppression(
             f"{RELEASE_FILE} declares a suppression threshold for {unknown[0]!r}, which is not "
             f"one of the release's tables."
         )
+    values = _source_values(lay, source_values or {})
+    by_index = {by_name[name]: k for name, k in thresholds.items()}
+    with_column = [ti for ti, t in grid.tables.items() if SUPPRESSED_CELLS in t.frame.columns]
+    missing = None
+    if values or with_column:
+        src = source_cells(lay, values)
+        missing = np.where(grid.present, src - 1, 0)  # m_r ≤ S_r − 1 where undeclared
+        for ti in with_column:
+            t = grid.tables[ti]
+            rows = grid.file_rows[ti]
+            m = t.frame[SUPPRESSED_CELLS].to_numpy(dtype=np.int64)
+            over = np.flatnonzero((m > src[rows] - 1) | ((m > 0) & (ti not in by_index)))
+            if over.size:
+                i = int(over[0])
+                why = (
+                    "the table declares no suppression threshold"
+                    if ti not in by_index
+                    else f"the row sums {src[rows[i]]} source cell(s) ({RELEASE_FILE} "
+                    "'source_values'), at least one of them listed"
+                )
+                raise AggMRFError(
+                    f"table {t.name!r} ({t.where}), line {t.lines[i]}: {SUPPRESSED_CELLS} = "
+                    f"{m[i]} is impossible: {why}."
+                )
+            missing[rows] = m
     return suppression_from_presence(
-        grid.layout,
+        lay,
         grid.present,
-        {by_name[name]: k for name, k in thresholds.items()},
+        by_index,
         {by_name[name]: v for name, v in (cells or {}).items() if name in by_name},
+        missing,
+        values,
     )
+
+
+def _source_values(layout: TableLayout, declared: dict[str, dict[str, int]]) -> dict:
+    """release.json's ``source_values`` as {feature index: int64 (M_f,)} (1 where not
+    declared); a feature or modality the release does not have is an error."""
+    out = {}
+    for name, mods in declared.items():
+        if name not in layout.feature_names:
+            raise AggMRFError(
+                f"{RELEASE_FILE} 'source_values' names the feature {name[:40]!r}, which the "
+                "release does not have."
+            )
+        f = layout.feature_names.index(name)
+        labels = {m: k for k, m in enumerate(layout.modality_labels[f])}
+        v = np.ones(int(layout.n_modalities[f]), dtype=np.int64)
+        for m, count in mods.items():
+            if m not in labels:
+                raise AggMRFError(
+                    f"{RELEASE_FILE} 'source_values' of {name[:40]!r} names the modality "
+                    f"{m[:40]!r}, which the feature does not have."
+                )
+            v[labels[m]] = count
+        if v.max() > 1:
+            out[f] = v
+    return out
 
 
 def _check_same_modalities(grid: _Grid) -> None:
@@ -542,7 +604,7 @@ def assemble(
     grid = _fill(layout, specs, mechanism_from_meta((meta or {}).get("noise"), layout))
     grid.noise_scale = noise_scale(meta)
     grid.suppression = _declared_suppression(
-        grid, table_thresholds(meta), table_suppressed_cells(meta)
+        grid, table_thresholds(meta), table_suppressed_cells(meta), declared_source_values(meta)
     )
     _check_same_modalities(grid)
     problems: list[str] = []  # consistency problems (errors when strict)

@@ -18,6 +18,7 @@ from ...errors import AggMRFError
 from ...files import read_bytes
 from ...tables.budget import Budget
 from ..extensions import (
+    SUPPRESSED_CELLS,
     meta_for_label,
     select_label,
 )
@@ -148,7 +149,7 @@ def _read_table_files(sources: list[_TableFile], label_column: str = LABEL_SUM) 
         elif TABLE in df.columns:
             out.extend(_long_tables(f, None, df))
         else:
-            feats = [c for c in df.columns if c not in (COUNT, LABEL_SUM)]
+            feats = [c for c in df.columns if c not in (COUNT, LABEL_SUM, SUPPRESSED_CELLS)]
             # a file without a count column is not a table: never name it by its header
             name = " × ".join(feats) if COUNT in df.columns and feats else f.stem
             out.append(_split_table(df, name, f.name, lines, None))
@@ -235,7 +236,7 @@ def _split_table(
             f"needs its feature columns, {COUNT!r} and {LABEL_SUM!r}."
         )
     if features is None:
-        features = [c for c in df.columns if c not in (COUNT, LABEL_SUM, TABLE)]
+        features = [c for c in df.columns if c not in (COUNT, LABEL_SUM, TABLE, SUPPRESSED_CELLS)]
     if not features:
         raise AggMRFError(
             f"table {name!r} ({where}) has no feature column besides {COUNT!r} and {LABEL_SUM!r}."
@@ -275,7 +276,25 @@ def _split_table(
         )
     frame[COUNT] = d
     frame[LABEL_SUM] = c
+    if SUPPRESSED_CELLS in df.columns and (df[SUPPRESSED_CELLS].astype(str) != "").any():
+        frame[SUPPRESSED_CELLS] = _cell_counts(df, name, lines, where)
     return RawTable(name, list(features), frame, np.asarray(lines), where)
+
+
+def _cell_counts(df: pd.DataFrame, name: str, lines: np.ndarray, where: str) -> np.ndarray:
+    """The ``suppressed_cells`` column as int64: each cell an integer 0 … 10¹⁵ (suppressed
+    source cells of the row, :mod:`..extensions`), else an error naming the line."""
+    s = df[SUPPRESSED_CELLS].astype(str)
+    x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~((x >= 0) & (x <= MAX_CELL) & (x == np.round(x)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AggMRFError(
+            f"table {short(name)} ({where}), line {lines[i]}: {SUPPRESSED_CELLS} is "
+            f"{short(s.iloc[i])}, not an integer ≥ 0 (the suppressed source cells of the row; "
+            f"{int(bad.sum())} such row(s))."
+        )
+    return x.astype(np.int64)
 
 
 def _long_tables(
@@ -299,7 +318,7 @@ def _long_tables(
         for s in meta.get("tables") or []:
             if isinstance(s, dict) and "name" in s:
                 declared[str(s["name"])] = s.get("features")
-    feat_cols = [c for c in df.columns if c not in (TABLE, COUNT, LABEL_SUM)]
+    feat_cols = [c for c in df.columns if c not in (TABLE, COUNT, LABEL_SUM, SUPPRESSED_CELLS)]
     lines_all = np.arange(len(df)) + 2
     out = []
     names = pd.unique(df[TABLE].to_numpy(dtype=object))
@@ -412,7 +431,7 @@ def release_from_frames(
         df.columns = [str(c) for c in df.columns]
         for c in df.columns:
             df[c] = df[c].astype(str).str.strip() if c not in (COUNT, LABEL_SUM) else df[c]
-        feats = [c for c in df.columns if c not in (COUNT, LABEL_SUM, TABLE)]
+        feats = [c for c in df.columns if c not in (COUNT, LABEL_SUM, TABLE, SUPPRESSED_CELLS)]
         name = name or " × ".join(feats)
         df = df.astype({c: str for c in (COUNT, LABEL_SUM) if c in df.columns})
         raw.append(_split_table(df, name, f"table #{i + 1}", np.arange(len(df)) + 1, None))

@@ -17,6 +17,7 @@ from ...errors import AggMRFError
 from ...files import check_output_dir, check_output_file
 from ...tables import AggregatedData
 from ..extensions import (
+    SUPPRESSED_CELLS,
     label_column,
 )
 from ..formula import neutralise_frame
@@ -60,8 +61,31 @@ def _released_frames(
         cols[LABEL_SUM] = agg.c[sl][keep]
         for name, c in (labels or {}).items():
             cols[label_column(name, None)] = np.asarray(c, dtype=np.float64)[sl][keep]
+        missing = _missing_cells(agg, ti)
+        if missing is not None:
+            cols[SUPPRESSED_CELLS] = missing[keep]
         out.append((ti, pd.DataFrame(cols)))
     return out
+
+
+def _missing_cells(agg: AggregatedData, ti: int) -> np.ndarray | None:
+    """Table ti's ``suppressed_cells`` column (int64, one per row of the table; the writer
+    keeps the listed ones): the suppressed source cells m_r = slack / k of each row, when
+    the table declares a threshold k and folds values (``suppression.source_values``) or
+    has slack; None otherwise (no column)."""
+    box = agg.suppression
+    if box is None or ti not in box.thresholds:
+        return None
+    lay = agg.layout
+    sl = slice(lay.offsets[ti], lay.offsets[ti + 1])
+    slack = box.slack[sl]
+    folds = any(f in box.source_values for f in lay.tables[ti])
+    if not folds and not slack.any():
+        return None
+    k = float(box.thresholds[ti])
+    if k <= 0:
+        return np.zeros(slack.shape, dtype=np.int64)
+    return np.rint(slack / k).astype(np.int64)
 
 
 def _as_int_if_exact(frame: pd.DataFrame, exact: bool) -> pd.DataFrame:
@@ -117,6 +141,15 @@ def _manifest(
         if agg.noise is not None and agg.noise.discrete:  # integer noise: integer sums
             count, label_sum = int(count), int(label_sum)
         meta["intercept"] = {"count": count, "label_sum": label_sum}
+    box = agg.suppression
+    if box is not None and box.source_values:  # folded values (:mod:`.extensions`)
+        lay = agg.layout
+        meta["source_values"] = {
+            lay.feature_names[f]: {
+                lay.modality_labels[f][m]: int(v[m]) for m in np.flatnonzero(v > 1)
+            }
+            for f, v in sorted(box.source_values.items())
+        }
     if labels:  # several labels (:mod:`.extensions`): the primary one first
         meta["labels"] = [schema.label or "label", *labels]
         if agg.layout.intercept:
@@ -172,10 +205,13 @@ def _write_long(
     check_output_file(path, "release file", (".csv",))
     parts = []
     extra = [label_column(k, None) for k in labels or {}]
-    for ti, frame in _released_frames(agg, labels):
+    frames = _released_frames(agg, labels)
+    if any(SUPPRESSED_CELLS in frame.columns for _, frame in frames):
+        extra.append(SUPPRESSED_CELLS)
+    for ti, frame in frames:
         name = lay.table_name(lay.tables[ti])
         frame = frame.copy()
-        for f in lay.feature_names:
+        for f in [*lay.feature_names, *extra]:
             if f not in frame.columns:
                 frame[f] = ""
         frame.insert(0, TABLE, name)
