@@ -150,14 +150,23 @@ def main() -> None:
     records = [np.concatenate(a) for a in zip(*iter_records(truth, args.n, args.seed), strict=True)]
     train_df = pd.DataFrame(records[0], columns=feature_columns(D))
     train_df["click"], train_df["sale"] = records[1], records[2]
-    layout = schema.layout([(f,) for f in range(D)]
-                           + [(f, g) for f in range(D) for g in range(f + 1, D)])  # fmt: skip
+    layout = schema.layout(
+        [(f,) for f in range(D)] + [(f, g) for f in range(D) for g in range(f + 1, D)]
+    )
     results: dict = {}
     for label in LABELS:
         row = {}
         t0 = time.perf_counter()
-        out = cli("run", "--tables", str(rel), "--label", label, "--test-csv", str(src / "test.csv"),
-                  fail=False)  # fmt: skip
+        out = cli(
+            "run",
+            "--tables",
+            str(rel),
+            "--label",
+            label,
+            "--test-csv",
+            str(src / "test.csv"),
+            fail=False,
+        )
         row["command"] = out["models"]["mrf"]["nllh_test"] if isinstance(out, dict) else out
         print(
             f"{label}: command {fmt(row['command'])} ({time.perf_counter() - t0:.0f}s)", flush=True
@@ -173,12 +182,17 @@ def main() -> None:
         X, y = schema.transform(train_df), train_df[label].to_numpy().astype(np.int64)
         model, lam, _ = fit_logistic(X, y, layout, max_iter=100)
         row["logistic"] = nllh(yt, model.predict_proba(model.layout_.phi(Xt))[:, 1])
-        print(f"{label}: logistic {row['logistic']:.4f} (λ = {lam:g}, "
-              f"{time.perf_counter() - t0:.0f}s)", flush=True)  # fmt: skip
+        print(
+            f"{label}: logistic {row['logistic']:.4f} (λ = {lam:g}, "
+            f"{time.perf_counter() - t0:.0f}s)",
+            flush=True,
+        )
         results[label] = row
     print(f"\nload average {os.getloadavg()}")
-    print(f"\n{args.n:,} records, {D} features, seed {args.seed}, K = {K:,} rows; "
-          f"test NLLH on {len(test):,} records (gap: logistic − MRF)\n")  # fmt: skip
+    print(
+        f"\n{args.n:,} records, {D} features, seed {args.seed}, K = {K:,} rows; "
+        f"test NLLH on {len(test):,} records (gap: logistic − MRF)\n"
+    )
     print("| model | click | gap | sale | gap |")
     print("|---|---|---|---|---|")
     c, s = results["click"], results["sale"]
@@ -186,8 +200,7 @@ def main() -> None:
     rows.update({} if args.only_defaults else VARIANTS)
     for key, title in rows.items():
         print(f"| {title} | {fmt(c[key])} | {gap(c, key)} | {fmt(s[key])} | {gap(s, key)} |")
-    print(f"| logistic on all {args.n:,} records | {c['logistic']:.4f} | "
-          f"| {s['logistic']:.4f} | |")  # fmt: skip
+    print(f"| logistic on all {args.n:,} records | {c['logistic']:.4f} | | {s['logistic']:.4f} | |")
 
 
 if __name__ == "__main__":

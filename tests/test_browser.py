@@ -72,12 +72,24 @@ def start_server(port: int, timeout: float = 90.0) -> tuple[subprocess.Popen, fl
     env = {**os.environ, "AGGMRF_EXPLORER_LOG": "1"}
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "panel", "serve", str(ROOT / "apps" / "explorer.py"),
-            "--port", str(port), "--address", "127.0.0.1",
-            "--allow-websocket-origin", f"127.0.0.1:{port}",
+            sys.executable,
+            "-m",
+            "panel",
+            "serve",
+            str(ROOT / "apps" / "explorer.py"),
+            "--port",
+            str(port),
+            "--address",
+            "127.0.0.1",
+            "--allow-websocket-origin",
+            f"127.0.0.1:{port}",
         ],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     proc.log_path = log.name
     # poll a static file: a GET of the app itself would build a session nobody uses
     url = f"http://127.0.0.1:{port}/static/js/bokeh.min.js"

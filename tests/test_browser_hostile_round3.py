@@ -63,10 +63,20 @@ def test_link_over_64kib_gets_a_clear_page_from_aggmrf_explore_serve(browser, tm
     warm_up()
     port = free_port()
     proc, url = start_serve(
-        [sys.executable, "-m", "aggmrf_explore.cli", "serve", "--port", str(port),
-         "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
+        [
+            sys.executable,
+            "-m",
+            "aggmrf_explore.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--address",
+            "127.0.0.1",
+            "--allow-websocket-origin",
+            f"127.0.0.1:{port}",
+        ],
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     try:
         p = Page(browser, url + "?dataset=xor&lesson=" + "x" * 100_000, ready="XOR", timeout=180)
         try:

@@ -48,10 +48,14 @@ def start_serve(
     returns the process and the URL it printed, once the server answers a static file."""
     log = tempfile.NamedTemporaryFile("w+", prefix="aggmrf-serve-", suffix=".log", delete=False)
     proc = subprocess.Popen(
-        command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, text=True,
+        command,
+        cwd=cwd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "AGGMRF_EXPLORER_LOG": "1", **(env or {})},
         start_new_session=True,  # its own process group: --num-procs forks (stop_serve)
-    )  # fmt: skip
+    )
     proc.log_path = log.name
     t0 = time.perf_counter()
     url = ""
@@ -166,8 +170,13 @@ class PrefixProxy:
     Tornado's client, websockets message by message.  ``forwarded`` lists the paths it
     carried."""
 
-    HOP = {"connection", "content-length", "content-encoding", "transfer-encoding",
-           "x-consumed-content-encoding"}  # fmt: skip
+    HOP = {
+        "connection",
+        "content-length",
+        "content-encoding",
+        "transfer-encoding",
+        "x-consumed-content-encoding",
+    }
 
     def __init__(self, backend: str = "") -> None:
         import tornado.httpserver
@@ -183,8 +192,10 @@ class PrefixProxy:
 
         def run() -> None:
             asyncio.set_event_loop(asyncio.new_event_loop())
-            routes = [(r".*/ws", _WebSocketProxy, {"proxy": self}),
-                      (r".*", _HTTPProxy, {"proxy": self})]  # fmt: skip
+            routes = [
+                (r".*/ws", _WebSocketProxy, {"proxy": self}),
+                (r".*", _HTTPProxy, {"proxy": self}),
+            ]
             server = tornado.httpserver.HTTPServer(tornado.web.Application(routes))
             server.add_sockets(sockets)
             self.loop = tornado.ioloop.IOLoop.current()
@@ -218,12 +229,14 @@ def _handlers():
             method = self.request.method
             resp = await AsyncHTTPClient().fetch(
                 HTTPRequest(
-                    f"http://{self.proxy.backend}{self.request.uri}", method=method,
-                    headers=self.request.headers, follow_redirects=False,
+                    f"http://{self.proxy.backend}{self.request.uri}",
+                    method=method,
+                    headers=self.request.headers,
+                    follow_redirects=False,
                     body=self.request.body if method == "POST" else None,
                 ),
                 raise_error=False,
-            )  # fmt: skip
+            )
             self.set_status(502 if resp.code == 599 else resp.code, resp.reason or "Bad Gateway")
             for k, v in resp.headers.get_all():
                 if k.lower() not in PrefixProxy.HOP:
@@ -283,12 +296,24 @@ def test_explorer_behind_a_path_prefix_proxy(browser, tmp_path, num_procs):
     proxy = PrefixProxy()  # listening first: the server must accept the proxy's origin
     try:
         proc, direct = start_serve(
-            [sys.executable, "-m", "aggmrf_explore.cli", "serve", "--port", "0",
-             "--address", "127.0.0.1", "--prefix", PREFIX,
-             "--allow-websocket-origin", f"127.0.0.1:{proxy.port}",
-             "--num-procs", str(num_procs)],
+            [
+                sys.executable,
+                "-m",
+                "aggmrf_explore.cli",
+                "serve",
+                "--port",
+                "0",
+                "--address",
+                "127.0.0.1",
+                "--prefix",
+                PREFIX,
+                "--allow-websocket-origin",
+                f"127.0.0.1:{proxy.port}",
+                "--num-procs",
+                str(num_procs),
+            ],
             cwd=tmp_path,
-        )  # fmt: skip
+        )
         try:
             assert direct.endswith(f"{PREFIX}/explorer"), direct
             proxy.backend = direct.split("/")[2]  # 127.0.0.1:PORT
@@ -300,10 +325,11 @@ def test_explorer_behind_a_path_prefix_proxy(browser, tmp_path, num_procs):
                 p = check_explorer(browser, url)
                 p.close()
                 outside = [
-                    u for u in p.asked
+                    u
+                    for u in p.asked
                     if not u.startswith(("data:", "blob:"))
                     and u.split("://", 1)[-1][: len(origin)] != origin
-                ]  # fmt: skip
+                ]
                 assert not outside, f"requests that did not go through the proxy: {outside[:10]}"
                 built = Path(proc.log_path).read_text().count("session page built")
                 if built > pages:
@@ -311,8 +337,9 @@ def test_explorer_behind_a_path_prefix_proxy(browser, tmp_path, num_procs):
             print(f"{num_procs} process(es): {pages} page(s), {built} session(s) built")
             # through the proxy: the page, Bokeh's and Panel's scripts, and the websocket
             assert f"{PREFIX}/explorer" in proxy.forwarded
-            assert any(f.startswith(f"{PREFIX}/static/") and f.endswith(".js")
-                       for f in proxy.forwarded)  # fmt: skip
+            assert any(
+                f.startswith(f"{PREFIX}/static/") and f.endswith(".js") for f in proxy.forwarded
+            )
             assert f"{PREFIX}/explorer/ws" in proxy.forwarded, sorted(set(proxy.forwarded))[:20]
             assert "Traceback" not in Path(proc.log_path).read_text()
         finally:
@@ -328,18 +355,32 @@ def test_explorer_on_two_server_processes(browser, tmp_path):
 
     warm_up()
     proc, url = start_serve(
-        [sys.executable, "-m", "aggmrf_explore.cli", "serve", "--port", "0",
-         "--address", "127.0.0.1", "--num-procs", "2"],
+        [
+            sys.executable,
+            "-m",
+            "aggmrf_explore.cli",
+            "serve",
+            "--port",
+            "0",
+            "--address",
+            "127.0.0.1",
+            "--num-procs",
+            "2",
+        ],
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     try:
         log = Path(proc.log_path).read_text()
         assert log.count(URL_LINE) == 1, log  # the URL printed once, not once per process
         for _ in range(2):
             p = check_explorer(browser, url)
             p.close()
-            outside = [u for u in p.asked if not u.startswith(("data:", "blob:"))
-                       and u.split("://", 1)[-1].split("/")[0] != url.split("/")[2]]  # fmt: skip
+            outside = [
+                u
+                for u in p.asked
+                if not u.startswith(("data:", "blob:"))
+                and u.split("://", 1)[-1].split("/")[0] != url.split("/")[2]
+            ]
             assert not outside, f"requests away from the server: {outside[:10]}"
     finally:
         stop_serve(proc)

@@ -248,10 +248,17 @@ def test_pinned_runs_are_ghosts_with_a_legend():
     assert len(names) == plots.MAX_PINS
     assert plots.pins_caption(many).endswith(f"run {plots.MAX_PINS + 1}")
     label = plots.run_label(
-        {"dataset": "adult", "gradient": "true", "lambda_theta": 53.0, "n_gibbs": 10000,
-         "mechanism": "gaussian", "epsilon": 1.0, "noise_aware": True},
+        {
+            "dataset": "adult",
+            "gradient": "true",
+            "lambda_theta": 53.0,
+            "n_gibbs": 10000,
+            "mechanism": "gaussian",
+            "epsilon": 1.0,
+            "noise_aware": True,
+        },
         4512,
-    )  # fmt: skip
+    )
     assert label == "adult · true gradient · λθ 53 · n' 10,000 · gaussian ε 1 · MRF-N · 4,512 it"
 
 

@@ -213,9 +213,19 @@ def test_sessions_are_independent():
 
 # ---------------------------------------------------------------- the store's declarations
 NUMERIC_SETTINGS = (
-    "n_samples", "data_seed", "epsilon", "delta", "noise_seed", "n_gibbs", "train_seed",
-    "lambda_mu", "lambda_theta", "step_mu", "step_theta", "iters_per_tick",
-)  # fmt: skip
+    "n_samples",
+    "data_seed",
+    "epsilon",
+    "delta",
+    "noise_seed",
+    "n_gibbs",
+    "train_seed",
+    "lambda_mu",
+    "lambda_theta",
+    "step_mu",
+    "step_theta",
+    "iters_per_tick",
+)
 
 
 @pytest.mark.parametrize("name", NUMERIC_SETTINGS)

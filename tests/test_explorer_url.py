@@ -190,8 +190,13 @@ def test_upload_picker_drops_a_file_over_the_limit_on_the_server():
     class Event:
         def __init__(self, name, chunk, total, data):
             self.event_name = "upload_event"
-            self.data = {"name": name, "chunk": chunk, "total_chunks": total, "data": data,
-                         "type": "text/csv"}  # fmt: skip
+            self.data = {
+                "name": name,
+                "chunk": chunk,
+                "total_chunks": total,
+                "data": data,
+                "type": "text/csv",
+            }
 
     w = UploadPicker(max_bytes=10)
     assert w.max_file_size == "1KB"
@@ -208,8 +213,12 @@ def test_after_divergence_play_refuses_and_continue_resumes_from_the_last_good_s
 
     s = ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=200)
     s.step(3)
-    for k, v in (("precondition", False), ("step_theta", 10.0), ("step_mu", 10.0),
-                 ("lambda_theta", 0.0)):  # fmt: skip
+    for k, v in (
+        ("precondition", False),
+        ("step_theta", 10.0),
+        ("step_mu", 10.0),
+        ("lambda_theta", 0.0),
+    ):
         assert s.propose(k, v) is None
     for _ in range(80):
         s.step(1)

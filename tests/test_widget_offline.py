@@ -27,8 +27,11 @@ def run_cell(source: str) -> list:
 
 
 def javascript(outputs) -> list[str]:
-    return [o["data"]["application/javascript"] for o in outputs
-            if o.get("output_type") == "display_data" and "application/javascript" in o["data"]]  # fmt: skip
+    return [
+        o["data"]["application/javascript"]
+        for o in outputs
+        if o.get("output_type") == "display_data" and "application/javascript" in o["data"]
+    ]
 
 
 @pytest.mark.parametrize("first", ['pn.extension("tabulator")', "pn.extension()"])
