@@ -18,6 +18,7 @@ This module imports nothing from :mod:`.mrf`: the trainer is duck-typed (:class:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Protocol
@@ -28,7 +29,15 @@ import pandas as pd
 from .errors import AggMRFError
 from .metrics import nllh
 
-__all__ = ["Callback", "History", "HeldOutNLLH", "Progress", "StopTraining", "Trainer"]
+__all__ = [
+    "Callback",
+    "History",
+    "HeldOutNLLH",
+    "Progress",
+    "StopTraining",
+    "TimeBox",
+    "Trainer",
+]
 
 
 class StopTraining(Exception):  # noqa: N818 - named like StopIteration, which it mirrors
@@ -136,3 +145,25 @@ class History:
     def frame(self) -> pd.DataFrame:
         """One row per iteration, one column per IterationStats field."""
         return pd.DataFrame([asdict(h) for h in self.records])
+
+
+class TimeBox:
+    """A trainer callback that collects each iteration's statistics and ends the run
+    (:class:`~aggmrf_explore.callbacks.StopTraining`) before the next iteration would
+    overrun ``budget`` seconds from its creation (None: no time limit), or as soon as
+    ``stop()`` is true (e.g. the session was paused)."""
+
+    def __init__(self, budget: float | None, stop: Callable[[], bool] | None = None) -> None:
+        self.budget = budget
+        self.stop = stop
+        self.stats: list = []
+        self.t0 = time.perf_counter()
+
+    def __call__(self, trainer, stats) -> None:
+        self.stats.append(stats)
+        if self.stop is not None and self.stop():
+            raise StopTraining
+        if self.budget is not None:
+            elapsed = time.perf_counter() - self.t0
+            if elapsed + elapsed / len(self.stats) > self.budget:
+                raise StopTraining

@@ -13,9 +13,10 @@ import time
 import numpy as np
 import pytest
 
+from aggmrf_explore.callbacks import TimeBox
 from aggmrf_explore.explorer import app, runtime
 from aggmrf_explore.explorer.app import Explorer
-from aggmrf_explore.explorer.store import ExplorerSession, TimeBox
+from aggmrf_explore.explorer.store import ExplorerSession
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ from concurrent.futures import CancelledError
 
 import panel as pn
 
+from ..errors import error_message
 from . import runtime, url_sync
 from .binding import Binder
 from .controls import PrivacyCard, RunControls, TrainingCard
@@ -46,7 +47,7 @@ from .settle import Settle
 from .share_card import ShareCard
 from .shortcuts import Shortcuts
 from .small_tabs import SuppressionTab, TablesTab, XorTab
-from .store import ExplorerSession, error_message
+from .store import ExplorerSession
 from .training_tab import TrainingTab
 
 __all__ = ["Explorer", "TICK_MS", "SLICE_SECONDS", "refresh_intervals"]

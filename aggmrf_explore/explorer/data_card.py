@@ -12,12 +12,12 @@ from collections.abc import Callable
 
 import panel as pn
 
+from ..errors import error_message
 from .binding import Binder
 from .caches import UPLOAD_MAX_BYTES, format_bytes
 from .checkbox import LabeledCheckbox
 from .escape import escape_html, escape_markdown
 from .problems import register_upload, upload_columns, upload_name
-from .store import error_message
 from .upload_widget import UploadPicker
 
 __all__ = ["DataCard", "DATASET_LABELS"]

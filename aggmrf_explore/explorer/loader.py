@@ -19,6 +19,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from ..errors import error_message
 from . import runtime
 from .problems import (
     CHEAP_BASELINES,
@@ -28,7 +29,7 @@ from .problems import (
     peek_baselines,
     peek_problem,
 )
-from .store import DATA_KEYS, ExplorerSession, baseline_names, error_message
+from .store import DATA_KEYS, ExplorerSession, baseline_names
 
 __all__ = [
     "Loader",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import panel as pn
 
+from ..errors import error_message
 from . import runtime
 from .escape import escape_markdown
-from .store import error_message
 
 __all__ = ["Messages", "COMPACT_ALERT", "DARK_INFO", "READABLE"]
 

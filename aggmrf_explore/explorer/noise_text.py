@@ -7,8 +7,8 @@ User-supplied names (an uploaded CSV's columns) are escaped.
 
 from __future__ import annotations
 
+from ..errors import error_message
 from .escape import escape_markdown
-from .store import error_message
 
 __all__ = ["noise_summary"]
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import io
 import json
 import math
 import threading
@@ -36,17 +35,15 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-import numpy as np
 import pandas as pd
 import param
 
-from ..callbacks import StopTraining
-from ..errors import AggMRFError, DivergenceError
+from ..callbacks import TimeBox
+from ..errors import AggMRFError, DivergenceError, error_message
 from ..kernels import make_chain
 from ..kernels.chain import numpy_samples, with_build
 from .params import declaration, param_for
 from .problems import (
-    BASELINE_LABELS,
     CHEAP_BASELINES,
     DATASET_NAMES,
     DATASETS,
@@ -56,9 +53,9 @@ from .problems import (
     get_baselines,
     get_problem,
     get_release,
-    noise_summary,
     peek_baselines,
 )
+from .session_views import SessionViews
 
 __all__ = [
     "ExplorerSession",
@@ -68,9 +65,7 @@ __all__ = [
     "LIVE_KEYS",
     "RULE_KEYS",
     "URL_KEYS",
-    "TimeBox",
     "baseline_names",
-    "error_message",
 ]
 
 # which settings invalidate what
@@ -87,28 +82,6 @@ NOTICE_SECONDS = 8.0  # a routine notice disappears after this long of training 
 MIN_PRIVACY_RUN = 20  # iterations a run needs to count as a point of the privacy curve
 
 
-class TimeBox:
-    """A trainer callback that collects each iteration's statistics and ends the run
-    (:class:`~aggmrf_explore.callbacks.StopTraining`) before the next iteration would
-    overrun ``budget`` seconds from its creation (None: no time limit), or as soon as
-    ``stop()`` is true (e.g. the session was paused)."""
-
-    def __init__(self, budget: float | None, stop: Callable[[], bool] | None = None) -> None:
-        self.budget = budget
-        self.stop = stop
-        self.stats: list = []
-        self.t0 = time.perf_counter()
-
-    def __call__(self, trainer, stats) -> None:
-        self.stats.append(stats)
-        if self.stop is not None and self.stop():
-            raise StopTraining
-        if self.budget is not None:
-            elapsed = time.perf_counter() - self.t0
-            if elapsed + elapsed / len(self.stats) > self.budget:
-                raise StopTraining
-
-
 class TrainingSlice(NamedTuple):
     """What :meth:`ExplorerSession.train_slice` did: the trainer it trained (the session
     may have replaced it meanwhile), each iteration's statistics, and the divergence that
@@ -119,15 +92,7 @@ class TrainingSlice(NamedTuple):
     error: DivergenceError | None
 
 
-def error_message(exc: BaseException) -> str:
-    """A one-line message for the page (never a traceback)."""
-    if isinstance(exc, AggMRFError):
-        return str(exc)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-class ExplorerSession(param.Parameterized):
+class ExplorerSession(SessionViews, param.Parameterized):
     """The state of one explorer session (settings, data, trainer, run loop).
 
     Settings are params with declared bounds (``param.Number(bounds=...)``,
@@ -808,117 +773,6 @@ class ExplorerSession(param.Parameterized):
         self.status = (
             f"{state} · iteration {self.trainer.iteration:,} · {rate} · test NLLH {nl_s} · {name}"
         )
-
-    # ------------------------------------------------------------------ views of the state
-    def history(self) -> pd.DataFrame:
-        """The training history (one row per iteration), empty frame before the first one.
-
-        Built incrementally (only the iterations since the last call are converted), so
-        a refresh costs the same after 10 iterations as after 10 000.
-        """
-        cols = ["iteration", "d_error", "c_error", "nllh_eval", "seconds", "theta_norm"]
-        if self.trainer is None or not self.trainer.history:
-            return pd.DataFrame({c: np.zeros(0) for c in cols})
-        hist = self.trainer.history
-        owner, frame = self._history_cache
-        if owner is not self.trainer or len(frame) > len(hist):
-            frame = pd.DataFrame({c: np.zeros(0) for c in cols})
-        if len(frame) < len(hist):
-            new = pd.DataFrame({c: [getattr(h, c) for h in hist[len(frame) :]] for c in cols})
-            frame = new if frame.empty else pd.concat([frame, new], ignore_index=True)
-            for c in cols[1:]:
-                frame[c] = pd.to_numeric(frame[c], errors="coerce").astype(float)
-        self._history_cache = (self.trainer, frame)
-        return frame
-
-    def history_csv(self) -> str:
-        buf = io.StringIO()
-        self.history().to_csv(buf, index=False)
-        return buf.getvalue()
-
-    def references(self) -> dict[str, float]:
-        """Test NLLH of each available baseline, keyed by display label."""
-        return {
-            BASELINE_LABELS[k]: float(self.baselines[k].nllh_test)
-            for k in ("logistic_pairs", "naive_bayes", "best_pair")
-            if k in self.baselines and math.isfinite(self.baselines[k].nllh_test)
-        }
-
-    def predictions(self) -> pd.DataFrame:
-        """Test-set P(Y=1|x) of the live MRF and of the skyline logistic (if ready), with labels.
-
-        The test records' table rows are computed once per trainer (a refresh then costs
-        one gather of θ, not the row kernel: a third of the heavy refresh on Adult)."""
-        enc = self.bundle.encoded
-        owner, rows = self._test_rows
-        if owner is not self.trainer:
-            rows = self.bundle.layout.rows(enc.X_test).astype(np.int32)
-            self._test_rows = (self.trainer, rows)
-        p_mrf = self.trainer.model.proba_of_rows(rows)
-        base = self.baselines.get("logistic_pairs") or self.baselines.get("logistic")
-        p_log = base.proba_test if base is not None else np.full(p_mrf.shape, np.nan)
-        return pd.DataFrame({"mrf": p_mrf, "logistic": p_log, "label": np.asarray(enc.y_test)})
-
-    def table_view(self, table: str | None = None) -> pd.DataFrame:
-        """Rows of one table: modalities, count, label sum, (noisy/true values), d̂ and ĉ."""
-        lay = self.bundle.layout
-        name = table or self.table
-        ti = lay.table_names.index(name) if name in lay.table_names else 0
-        extra = {"d_hat": self.trainer.d_hat, "c_hat": self.trainer.c_hat}
-        return self.data.table_frame(int(ti), extra=extra)
-
-    def dhat_frame(self) -> pd.DataFrame:
-        """Target d vs current d̂ for every released row, with the table of each row."""
-        lay = self.bundle.layout
-        rel = lay.released
-        rt = lay.row_table()[rel]
-        names = np.asarray(lay.table_names, dtype=object)
-        arity = np.asarray([len(t) for t in lay.tables])[rt]
-        kind = np.where(arity == 1, "single", np.where(arity == 2, "pair", "triple"))
-        return pd.DataFrame(
-            {
-                "d": np.maximum(self.data.d[rel], 0.0),
-                "d_hat": self.trainer.d_hat[rel],
-                "table": names[rt],
-                "kind": kind,
-            }
-        )
-
-    def noise_frame(self) -> pd.DataFrame | None:
-        """True vs released counts of every released row (None without noise)."""
-        if self.mechanism_obj is None or self.data.true_d is None:
-            return None
-        rel = self.bundle.layout.released
-        return pd.DataFrame(
-            {
-                "true": self.data.true_d[rel],
-                "noisy": self.data.d[rel],
-                "noise": self.data.d[rel] - self.data.true_d[rel],
-            }
-        )
-
-    def noise_numbers(self) -> dict:
-        return noise_summary(self.bundle.layout, self.epsilon, self.delta, self.accounting)
-
-    def xor_frame(self) -> pd.DataFrame | None:
-        """XOR only: per-state P(Y=1|x) for truth, exact max-ent, live MRF and logistic."""
-        if self.bundle is None or self.bundle.xor is None:
-            return None
-        frame = self.bundle.xor.copy()
-        codes = self.bundle.xor.attrs["codes"]
-        frame["live MRF"] = self.trainer.predict_proba(codes)[:, 1]
-        base = self.baselines.get("logistic_pairs")
-        if base is not None:
-            X = self.bundle.encoded.X_test
-            frame["logistic"] = [
-                float(np.mean(base.proba_test[np.all(X == c, axis=1)]))
-                if np.any(np.all(X == c, axis=1))
-                else np.nan
-                for c in codes
-            ]
-        else:
-            frame["logistic"] = np.nan
-        return frame
 
 
 def baseline_names(bundle: ProblemBundle, which: tuple[str, ...]) -> tuple[str, ...]:
