@@ -42,7 +42,6 @@ Labels: :func:`encode_label` maps a two-valued column to 0/1 (rule in its docstr
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -50,8 +49,18 @@ import numpy as np
 import pandas as pd
 
 from .errors import AggMRFError
-from .kernels.rng import GOLDEN, M1, M2, mix64
+from .high_cardinality import HashedCross, TargetEncoder
 from .tables import TableLayout
+from .values import (
+    check_no_missing,
+    encode_label,
+    factorize_str,
+    format_number,
+    format_number_full,
+    label_strings,
+    natural_key,
+    to_float,
+)
 
 __all__ = [
     "Encoder",
@@ -69,91 +78,6 @@ OTHER = "(other)"
 _UNSEEN_POLICIES = ("error", "other")
 _MAX_SHOWN = 10  # unseen values listed in an error message
 _MAX_MODALITIES_SHOWN = 20
-
-
-def _natural_key(s: str) -> tuple:
-    return tuple(
-        (0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", s) if p != ""
-    )
-
-
-def _fmt_number(v: float) -> str:
-    """A number as a modality label: integers without ".0", else 6 significant digits."""
-    v = float(v)
-    if v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return f"{v:.6g}"
-
-
-def _fmt_number_full(v: float) -> str:
-    """A number as a label without rounding (shortest repr that reads back exactly)."""
-    v = float(v)
-    if v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return repr(v)
-
-
-def _factorize_str(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(codes (n,) int64 with -1 for NaN, stripped string of each distinct value).
-
-    Strips only the distinct values: much faster than ``s.str.strip()`` on large columns.
-    """
-    codes, uniq = pd.factorize(s, use_na_sentinel=True)
-    return codes, np.asarray([str(u).strip() for u in uniq], dtype=object)
-
-
-def _missing_mask(s: pd.Series) -> np.ndarray:
-    if pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
-        return s.isna().to_numpy(dtype=bool, copy=True)
-    codes, uniq = _factorize_str(s)
-    blank = np.asarray([u == "" for u in uniq], dtype=bool)
-    return (codes < 0) | (blank[codes] & (codes >= 0))
-
-
-def check_no_missing(
-    df: pd.DataFrame,
-    columns: Sequence[str] | None = None,
-    what: str = "",
-    line_offset: int | None = None,
-) -> None:
-    """Raise AggMRFError if any of ``columns`` (default: all) has NaN / None / empty cells.
-
-    ``what`` is appended to the column name in the message (e.g. " of 'data.csv'");
-    ``line_offset``, for frames read from a file, turns row positions into file line numbers.
-    """
-    for col in df.columns if columns is None else columns:
-        mask = _missing_mask(df[col])
-        k = int(mask.sum())
-        if k:
-            pos = int(np.flatnonzero(mask)[0])
-            if line_offset is not None:
-                where = f"first on line {pos + line_offset}"
-                todo = "Fill the empty cells in the file or delete those lines"
-            else:
-                where = f"first at row {df.index[pos]!r}"
-                todo = (
-                    f"Fill them (df[{col!r}] = df[{col!r}].fillna(value)) or drop those rows "
-                    f"(df = df.dropna(subset=[{col!r}]))"
-                )
-            raise AggMRFError(
-                f"column {col!r}{what} has {k} missing (NaN or empty) value(s) out of {len(df)} "
-                f"rows ({where}). {todo} before encoding."
-            )
-
-
-def to_float(name: str, s: pd.Series) -> np.ndarray:
-    """A numeric column as float64 (n,); AggMRFError naming the column on text or inf values."""
-    try:
-        x = pd.to_numeric(s, errors="raise").to_numpy(dtype=np.float64)
-    except (ValueError, TypeError):
-        bad = s[pd.to_numeric(s, errors="coerce").isna()]
-        raise AggMRFError(
-            f"column {name!r} must be numeric (it was at fit time) but has {len(bad)} "
-            f"non-numeric value(s) here (e.g. {bad.iloc[0]!r}); clean the column."
-        ) from None
-    if not np.all(np.isfinite(x)):
-        raise AggMRFError(f"column {name!r} has infinite values; replace or drop them.")
-    return x
 
 
 def _unseen_error(name: str, bad: np.ndarray, modalities: list[str]) -> AggMRFError:
@@ -404,7 +328,7 @@ class Schema:
         if self.values[j] == "number":
             x = to_float(name, s)
             return pd.Index(np.asarray(self.known[j], dtype=np.float64)).get_indexer(x), x
-        fcodes, uniq = _factorize_str(s)
+        fcodes, uniq = factorize_str(s)
         return pd.Index(self.known[j], dtype=object).get_indexer(uniq)[fcodes], uniq[fcodes]
 
     def unseen_values(self, df: pd.DataFrame) -> dict[str, dict[str, int]]:
@@ -414,7 +338,7 @@ class Schema:
         for j, name in enumerate(self.feature_names):
             if self.kinds[j] != "numeric":
                 idx, raw = self._lookup(j, name, df[name])
-                fmt = _fmt_number if self.values[j] == "number" else str
+                fmt = format_number if self.values[j] == "number" else str
                 vals, rows = np.unique([fmt(v) for v in raw[idx < 0]], return_counts=True)
                 out[name] = {str(v): int(n) for v, n in zip(vals, rows, strict=True)}
         return {name: values for name, values in out.items() if values}
@@ -433,7 +357,7 @@ class Schema:
             if other is None:
                 bad = np.asarray(raw)[unseen]
                 if self.values[j] == "number":
-                    bad = np.asarray([_fmt_number(v) for v in bad], dtype=object)
+                    bad = np.asarray([format_number(v) for v in bad], dtype=object)
                 raise _unseen_error(name, bad, self.modality_labels[j])
             codes = np.where(unseen, other, codes)
         return codes.astype(np.int32)
@@ -477,9 +401,9 @@ def _labels_of_bins(bounds: list[float], fmt) -> list[str]:
 
 
 def _distinct(make) -> list[str]:
-    """``make(_fmt_number)``, or ``make(_fmt_number_full)`` when 6 digits give duplicate labels."""
-    labels = make(_fmt_number)
-    return labels if len(set(labels)) == len(labels) else make(_fmt_number_full)
+    """``make(format_number)``, or ``make(format_number_full)`` when 6 digits give duplicate labels."""
+    labels = make(format_number)
+    return labels if len(set(labels)) == len(labels) else make(format_number_full)
 
 
 class Encoder:
@@ -664,7 +588,7 @@ class Encoder:
             counts = pd.Series(s.to_numpy(dtype=np.float64)).value_counts()
             cnt = counts.reindex(known, fill_value=0).to_numpy()
         else:
-            fcodes, uniq = _factorize_str(s)
+            fcodes, uniq = factorize_str(s)
             counts = (
                 pd.Series(
                     np.bincount(fcodes, minlength=len(uniq)), index=pd.Index(uniq, dtype=object)
@@ -675,9 +599,9 @@ class Encoder:
             present = set(counts.index)
             if isinstance(s.dtype, pd.CategoricalDtype):
                 cats = list(dict.fromkeys(str(c).strip() for c in s.cat.categories))
-                cats += sorted(present - set(cats), key=_natural_key)
+                cats += sorted(present - set(cats), key=natural_key)
             else:
-                cats = sorted(present, key=_natural_key)
+                cats = sorted(present, key=natural_key)
             known = pd.Index(cats, dtype=object)
             labels = list(cats)
             cnt = counts.reindex(known, fill_value=0).to_numpy()
@@ -759,201 +683,3 @@ class Encoder:
     def __repr__(self) -> str:
         state = f", D={len(self.feature_names)}" if self.schema_ is not None else ""
         return f"Encoder(n_bins={self.n_bins}, unseen={self.unseen!r}{state})"
-
-
-# ---------------------------------------------------------------------- labels
-_KNOWN_PAIRS = {
-    ("0", "1"): "1",
-    ("-1", "1"): "1",
-    ("false", "true"): "true",
-    ("no", "yes"): "yes",
-    ("n", "y"): "y",
-    ("f", "t"): "t",
-}
-
-
-def label_strings(series: pd.Series) -> np.ndarray:
-    """The label values as strings, object (n,): numbers as ``encode_label`` writes them
-    ("1" not "1.0"), booleans as "True"/"False", missing as "nan"."""
-    if pd.api.types.is_bool_dtype(series.dtype):
-        return np.where(series.to_numpy(dtype=bool), "True", "False").astype(object)
-    if pd.api.types.is_numeric_dtype(series.dtype):
-        return np.asarray([_fmt_number(v) for v in series.to_numpy(dtype=np.float64)], dtype=object)
-    codes, uniq = _factorize_str(series)
-    return np.where(codes >= 0, uniq[np.maximum(codes, 0)] if len(uniq) else "", "nan")
-
-
-def encode_label(
-    series: pd.Series | Sequence,
-    positive: object | None = None,
-    *,
-    classes: Sequence[object] | None = None,
-) -> tuple[np.ndarray, str]:
-    """Map a binary label column to 0/1.
-
-    Returns ``(y, positive_label)``: y int8 of shape (n,), and the value (as str) mapped to 1.
-
-    Which value is positive: ``positive`` if given; otherwise, case-insensitively,
-    1 of {0, 1}, 1 of {-1, 1}, true of {false, true}, yes of {no, yes}, y of {n, y}, t of {f, t};
-    otherwise the lexicographically larger string (so ">50K" over "<=50K").
-    ``classes`` (the two class values, e.g. from the training split) allows a column where
-    only one of them occurs (a small test split) and rejects any other value.
-    """
-    s = series if isinstance(series, pd.Series) else pd.Series(list(series))
-    name = f" {s.name!r}" if s.name is not None else ""
-    if len(s) == 0:
-        raise AggMRFError(f"label column{name} is empty.")
-    miss = _missing_mask(s)
-    if miss.any():
-        raise AggMRFError(
-            f"label column{name} has {int(miss.sum())} missing (NaN or empty) value(s) out of {len(s)} "
-            "rows; drop those rows (df.dropna(subset=[label])) before encoding."
-        )
-    vals = label_strings(s)
-    uniq, cnt = np.unique(vals.astype(str), return_counts=True)
-    if classes is not None:
-        cls = [str(c) for c in label_strings(pd.Series(list(classes)))]
-        if len(set(cls)) != 2:
-            raise AggMRFError(f"classes must be two distinct values; got {list(classes)}.")
-        extra = [str(u) for u in uniq if str(u) not in cls]
-        if extra:
-            raise AggMRFError(
-                f"label column{name} has value(s) {extra} outside the two classes {cls}; "
-                "the test split must use the training split's label values."
-            )
-        pair = sorted(cls)
-    else:
-        if len(uniq) > 2:
-            order = np.argsort(-cnt, kind="stable")
-            shown = ", ".join(f"{str(uniq[i])!r} ({int(cnt[i])})" for i in order[:20])
-            raise AggMRFError(
-                f"label column{name} has {len(uniq)} distinct values, the model needs exactly two: "
-                f"{shown}. Map it to two classes first (e.g. df[label] = df[label] == value)."
-            )
-        if len(uniq) < 2:
-            raise AggMRFError(
-                f"label column{name} has a single class ({str(uniq[0])!r} in all {len(s)} rows); "
-                "a binary model needs both classes present."
-            )
-        pair = sorted(str(u) for u in uniq)
-    if positive is not None:
-        pos = str(label_strings(pd.Series([positive]))[0])
-        if pos not in pair:
-            low = {p.lower(): p for p in pair}
-            if pos.lower() in low:
-                pos = low[pos.lower()]
-            else:
-                raise AggMRFError(f"positive={positive!r} is not one of the label values {pair}.")
-    else:
-        key = tuple(sorted(p.lower() for p in pair))
-        if key in _KNOWN_PAIRS and len({p.lower() for p in pair}) == 2:
-            want = _KNOWN_PAIRS[key]
-            pos = next(p for p in pair if p.lower() == want)
-        else:
-            pos = max(pair)
-    y = (vals.astype(str) == pos).astype(np.int8)
-    return y, pos
-
-
-# ====================================================================== high cardinality
-# High-cardinality encoders: target encoding and hashed crosses
-# Encoders for features with 10^4 .. 10^5 raw values (the paper's section 4.3), whose pair
-# tables (M² rows) would not fit: target encoding maps the raw values to few buckets (fit on
-# held-out records: ``aggmrf_explore.datasets.target_encode`` applies it to a Dataset);
-# a hashed cross maps a pair of codes to one of H buckets.  (To hash a table *inside* the
-# model, exactly, use ``TableLayout(..., hash_sizes={(a, b): H})`` instead.)
-
-
-class TargetEncoder:
-    """Map the raw modalities of one feature to ``n_buckets`` buckets from held-out records.
-
-    Each raw modality seen in the held-out records gets a count bin (quantiles of log
-    count, per record) and a rate bin (quantiles of its smoothed positive rate
-    (pos + s·p̄)/(count + s), per record); bucket = count_bin · n_rate_bins + rate_bin.
-    Modalities never seen in the held-out part go to the last bucket, ``"unseen"``.
-    """
-
-    def __init__(self, n_count_bins: int = 4, n_rate_bins: int = 8, smoothing: float = 20.0):
-        for name, v in (("n_count_bins", n_count_bins), ("n_rate_bins", n_rate_bins)):
-            if not isinstance(v, int | np.integer) or v < 1:
-                raise AggMRFError(f"{name} must be an integer ≥ 1; got {v!r}.")
-        if not np.isfinite(smoothing) or smoothing < 0:
-            raise AggMRFError(f"smoothing must be a finite number ≥ 0; got {smoothing!r}.")
-        self.n_count_bins = int(n_count_bins)
-        self.n_rate_bins = int(n_rate_bins)
-        self.smoothing = float(smoothing)
-        self.mapping_: pd.Series | None = None
-
-    @property
-    def n_buckets(self) -> int:
-        return self.n_count_bins * self.n_rate_bins + 1
-
-    @property
-    def labels(self) -> list[str]:
-        return [f"n{i}/r{j}" for i in range(self.n_count_bins) for j in range(self.n_rate_bins)] + [
-            "unseen"
-        ]
-
-    def fit(self, values: Sequence | np.ndarray, y: Sequence | np.ndarray) -> TargetEncoder:
-        """Fit on held-out records: raw values (n,) and labels in {0, 1} (n,)."""
-        values = pd.Series(np.asarray(values, dtype=object))
-        y = np.asarray(y, dtype=np.float64)
-        if y.shape != (len(values),):
-            raise AggMRFError(f"y must have one label per value; got {y.shape} for {len(values)}.")
-        if len(values) == 0:
-            raise AggMRFError("cannot fit a target encoder on zero held-out records.")
-        if not np.all((y == 0) | (y == 1)):
-            raise AggMRFError("labels must be 0 or 1.")
-        stats = (
-            pd.DataFrame({"v": values, "y": y}).groupby("v", sort=True)["y"].agg(["size", "sum"])
-        )
-        count = stats["size"].to_numpy(np.float64)
-        prior = float(y.mean())
-        rate = (stats["sum"].to_numpy() + self.smoothing * prior) / (count + self.smoothing)
-        logc = np.log(count)
-        # edges from per-record quantiles (each modality weighted by its count)
-        q_c = np.linspace(0, 1, self.n_count_bins + 1)[1:-1]
-        q_r = np.linspace(0, 1, self.n_rate_bins + 1)[1:-1]
-        c_edges = np.unique(np.quantile(np.repeat(logc, count.astype(np.int64)), q_c))
-        r_edges = np.unique(np.quantile(np.repeat(rate, count.astype(np.int64)), q_r))
-        cb = np.searchsorted(c_edges, logc, side="right")
-        rb = np.searchsorted(r_edges, rate, side="right")
-        self.mapping_ = pd.Series((cb * self.n_rate_bins + rb).astype(np.int32), index=stats.index)
-        return self
-
-    def transform(self, values: Sequence | np.ndarray) -> np.ndarray:
-        """Bucket codes, int32 (n,) in 0 .. n_buckets - 1 (unseen → n_buckets - 1)."""
-        if self.mapping_ is None:
-            raise AggMRFError("fit the TargetEncoder on held-out records before transform.")
-        idx = self.mapping_.index.get_indexer(pd.Index(np.asarray(values, dtype=object)))
-        codes = np.full(len(idx), self.n_buckets - 1, dtype=np.int32)
-        seen = idx >= 0
-        codes[seen] = self.mapping_.to_numpy()[idx[seen]]
-        return codes
-
-
-class HashedCross:
-    """Feature hashing of a crossed feature: (a, b) → one of H buckets (seeded splitmix64).
-
-    The *derived-feature* variant: the cross becomes a new feature h, which a Gibbs chain
-    then treats as a free variable instead of the function hash(a, b) (an approximation,
-    kept for comparison).  To hash a table inside the model, exactly, use
-    ``TableLayout(..., hash_sizes={(a, b): H})``.
-    """
-
-    def __init__(self, H: int, seed: int = 0) -> None:
-        if not isinstance(H, int | np.integer) or H < 1:
-            raise AggMRFError(f"hash size H must be an integer ≥ 1; got {H!r}.")
-        self.H = int(H)
-        self.seed = int(seed)
-
-    def transform(self, a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> np.ndarray:
-        """Bucket of every pair of non-negative integer codes, int32 (n,) in 0 .. H - 1."""
-        a = np.asarray(a, dtype=np.int64)
-        b = np.asarray(b, dtype=np.int64)
-        if a.shape != b.shape or np.any(a < 0) or np.any(b < 0):
-            raise AggMRFError("a and b must be non-negative integer codes of the same shape.")
-        with np.errstate(over="ignore"):
-            z = mix64(a.astype(np.uint64) * M1 + np.uint64(self.seed) + GOLDEN)
-            z = mix64(z ^ (b.astype(np.uint64) * M2 + GOLDEN))
-        return (z % np.uint64(self.H)).astype(np.int32)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..encoding import check_no_missing, encode_label
 from ..errors import AggMRFError
 from ..files import MAX_CSV_BYTES, decode_text, mib, read_bytes
+from ..values import check_no_missing, encode_label
 from .dataset import Dataset, other_class, select_features
 from .splits import check_fraction, stratified_split
 

@@ -16,9 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..encoding import Encoder, TargetEncoder, encode_label, label_strings
+from ..encoding import Encoder
 from ..errors import AggMRFError
+from ..high_cardinality import TargetEncoder
 from ..tables import TableLayout
+from ..values import encode_label, label_strings
 
 __all__ = ["Dataset", "EncodedData", "other_class", "select_features", "target_encode"]
 
@@ -211,7 +213,7 @@ def target_encode(
     Returns (dataset, encoders): the dataset's train split holds only the rows that were
     *not* held out (the rows that get aggregated), its test split is transformed with the
     same encoders; the encoded columns hold bucket labels (categorical, the encoder's
-    ``labels``).  ``encoder_kwargs`` go to :class:`~aggmrf_explore.encoding.TargetEncoder`.
+    ``labels``).  ``encoder_kwargs`` go to :class:`~aggmrf_explore.high_cardinality.TargetEncoder`.
     Fitting on held-out rows is what keeps the released aggregates and the encoding from
     leaking each other's noise (Win-Vector's "split training" of impact codes).
     """
