@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from aggmrf_explore import privacy
-from aggmrf_explore.explorer import plots, url
+from aggmrf_explore.explorer import privacy_plots, url
 from aggmrf_explore.explorer.noise_text import noise_summary
 from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
 from aggmrf_explore.settings import SETTINGS
@@ -55,7 +55,7 @@ def test_its_noise_scale_is_make_mechanisms(session):
     text = noise_summary(s)
     assert "⚠" not in text
     assert f"{expected.scale:.3g}" in text and f"{expected.std:.3g}" in text, text
-    assert plots.MECHANISM_LABELS[s.mechanism] in text, text
+    assert privacy_plots.MECHANISM_LABELS[s.mechanism] in text, text
 
 
 def test_noise_aware_training_models_it(session):
@@ -132,7 +132,7 @@ def test_the_privacy_tab_draws_integer_noise_against_its_pmf(explorer):
     tab.refresh_noise()
     assert tab.noise_hist.visible and tab.noise_hist.object is not None
     assert not tab.noise_note.visible
-    fig = plots.noise_histogram(
+    fig = privacy_plots.noise_histogram(
         s.noise_frame()["noise"].to_numpy(), s.mechanism_obj.std, s.mechanism, s.mechanism_obj.pmf
     )
     labels = [el.label for el in fig]
@@ -149,9 +149,9 @@ def test_a_discrete_run_joins_the_runs_table_and_the_curve(explorer):
     assert any(r["mechanism"] == "discrete_gaussian" for r in s.privacy_runs)
     tab.refresh_runs()
     assert "discrete gaussian" in tab.runs_md.object, tab.runs_md.object
-    series = plots.privacy_series(s.privacy_runs, s.dataset)
+    series = privacy_plots.privacy_series(s.privacy_runs, s.dataset)
     assert "discrete Gaussian · MRF" in series, series
-    colors = plots.MECHANISM_COLORS
+    colors = privacy_plots.MECHANISM_COLORS
     assert len({colors[m] for m in ("gaussian", "discrete_gaussian", "discrete_laplace")}) == 3
 
 
@@ -174,7 +174,7 @@ def test_integer_noise_gets_bins_of_whole_integers(sigma):
 
     noise = np.round(np.random.default_rng(0).normal(0, sigma, 2000))
     pmf = lambda x: sampling.discrete_gaussian_pmf(x, sigma)  # noqa: E731
-    fig = plots.noise_histogram(noise, sigma, "discrete_gaussian", pmf)
+    fig = privacy_plots.noise_histogram(noise, sigma, "discrete_gaussian", pmf)
     edges = np.asarray(fig.get(0).edges)
     widths = np.diff(edges)
     assert np.allclose(edges % 1, 0.5) and np.allclose(widths, widths[0]) and widths[0] % 2 == 1

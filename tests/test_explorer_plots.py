@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aggmrf_explore.explorer import plots
+from aggmrf_explore.explorer import plots, privacy_plots
 from aggmrf_explore.explorer.help import EXPLAIN
 from aggmrf_explore.explorer.series import downsample
 from aggmrf_explore.explorer.table_view import table_display
@@ -322,7 +322,7 @@ def test_privacy_curve_fills_in_point_by_point():
         {"dataset": "bank", "epsilon": 5.0, "nllh": 0.9, "noise_aware": False},
     ]
     live = {"dataset": "adult", "epsilon": 10.0, "nllh": 0.35}
-    d = plots.privacy_curve_data(runs, live, skyline=0.38, dataset="adult")
+    d = privacy_plots.privacy_curve_data(runs, live, skyline=0.38, dataset="adult")
     x, y = d.layers["MRF (finished runs)"]
     assert list(x) == [0.1, 1.0] and list(y) == [0.12, 0.30]  # in ε order
     assert list(d.layers["MRF-N (finished runs)"][0]) == [0.1]
@@ -330,14 +330,14 @@ def test_privacy_curve_fills_in_point_by_point():
     sx, sy = d.layers["skyline (no privacy)"]
     assert sx[0] <= 0.1 and sx[-1] >= 10 and set(sy) == {0.38}
     assert "3 finished runs" in d.title
-    fig = _render(plots.privacy_curve_plot(runs, live, 0.38, "adult"))
+    fig = _render(privacy_plots.privacy_curve_plot(runs, live, 0.38, "adult"))
     assert fig.x_scale.__class__.__name__ == "LogScale"
     assert "ε" in fig.xaxis[0].axis_label
     assert {0.1, 1.0, 10.0} <= set(fig.xaxis[0].ticker.ticks)  # labelled log ticks
     # nothing yet: no curve, the live marker, the skyline
-    empty = plots.privacy_curve_data([], None, None)
-    assert plots.privacy_series([]) == () and "this run (training)" in empty.layers
-    _render(plots.privacy_curve_plot(None))
+    empty = privacy_plots.privacy_curve_data([], None, None)
+    assert privacy_plots.privacy_series([]) == () and "this run (training)" in empty.layers
+    _render(privacy_plots.privacy_curve_plot(None))
 
 
 def test_privacy_curve_draws_one_line_per_mechanism_and_keeps_points_below_the_axis():
@@ -354,12 +354,12 @@ def test_privacy_curve_draws_one_line_per_mechanism_and_keeps_points_below_the_a
             "noise_aware": True,
         },
     ]
-    assert plots.privacy_series(runs, "toy") == (
+    assert privacy_plots.privacy_series(runs, "toy") == (
         "Laplace · MRF",
         "Laplace · MRF-N",
         "Gaussian · MRF",
     )
-    d = plots.privacy_curve_data(runs, None, 0.4, "toy")
+    d = privacy_plots.privacy_curve_data(runs, None, 0.4, "toy")
     lap = d.layers["Laplace · MRF (finished runs)"]
     gau = d.layers["Gaussian · MRF (finished runs)"]
     assert list(lap[0]) == [1.0, 10.0] and list(lap[1]) == [-0.546, 0.30]  # no mixing
@@ -376,12 +376,12 @@ def test_privacy_curve_draws_one_line_per_mechanism_and_keeps_points_below_the_a
         assert all(np.isfinite(a).all() for a in arrays if a.dtype != object)
     # two values below the axis at one ε: their labels never overlap
     both = [*runs, {"dataset": "toy", "mechanism": "laplace", "epsilon": 0.1, "nllh": -9.0}]
-    ys = plots.privacy_curve_data(both, None, 0.4, "toy").layers["off-scale value"]["y"]
+    ys = privacy_plots.privacy_curve_data(both, None, 0.4, "toy").layers["off-scale value"]["y"]
     assert len(ys) == 2 and abs(ys[0] - ys[1]) > 0.05 * (hi - lo)
     # one finished run, below the axis: the plot still shows it
-    one = plots.privacy_curve_data(runs[3:4], None, None, "toy")
+    one = privacy_plots.privacy_curve_data(runs[3:4], None, None, "toy")
     assert "1 finished run" in one.title and len(one.layers[plots.OFF_SCALE][0]) == 1
-    fig = _render(plots.privacy_curve_plot(runs, None, 0.4, "toy"))
+    fig = _render(privacy_plots.privacy_curve_plot(runs, None, 0.4, "toy"))
     legend = {item.label.value for lg in fig.legend for item in lg.items}
     assert {"Laplace · MRF", "Gaussian · MRF", "Laplace · MRF-N"} <= legend
 
@@ -393,7 +393,7 @@ def test_y_axis_labels_fit_a_projector_plot():
         _render(plots.nllh_plot(_history())),
         _render(plots.convergence_plot(_history())),
         _render(plots.dhat_scatter(frame)),
-        _render(plots.privacy_curve_plot(None)),
+        _render(privacy_plots.privacy_curve_plot(None)),
     ]
     for fig in figs:
         label = fig.yaxis[0].axis_label
@@ -443,12 +443,12 @@ def test_predictions_plot_waiting_for_logistic():
 def test_noise_plots(mech):
     rng = np.random.default_rng(2)
     noise = rng.normal(0, 10, 500)
-    fig = _render(plots.noise_histogram(noise, 10.0, mech))
+    fig = _render(privacy_plots.noise_histogram(noise, 10.0, mech))
     assert "records" in fig.xaxis[0].axis_label
     true = rng.integers(0, 1000, 300).astype(float)
-    _render(plots.noisy_vs_true(true, true + noise[:300]))
-    _render(plots.noise_histogram(None, float("nan"), mech))
-    _render(plots.noisy_vs_true(None, None))
+    _render(privacy_plots.noisy_vs_true(true, true + noise[:300]))
+    _render(privacy_plots.noise_histogram(None, float("nan"), mech))
+    _render(privacy_plots.noisy_vs_true(None, None))
 
 
 def test_xor_plot():

@@ -55,9 +55,9 @@ def test_render_makes_the_bokeh_backend_current_with_its_hooks():
     code = """
 import holoviews as hv
 import holoviews.plotting.bokeh  # as the server's background thread: no hv.extension
-from aggmrf_explore.explorer import plots
+from aggmrf_explore.explorer import privacy_plots
 from aggmrf_explore.explorer.liveplots import render
-fig = render(lambda: plots.privacy_curve_plot(
+fig = render(lambda: privacy_plots.privacy_curve_plot(
     [{"epsilon": 1.0, "nllh": 0.4, "iterations": 50, "mechanism": "laplace",
       "noise_aware": False, "dataset": "adult"}], None, 0.38, "adult"))
 print(type(fig).__name__, fig.sizing_mode, len(fig.legend[0].items) if fig.legend else 0)

@@ -15,7 +15,7 @@ from ..settings import setting
 from .binding import Binder, log_grid
 from .checkbox import LabeledCheckbox
 from .noise_text import noise_summary
-from .plots import MECHANISM_LABELS
+from .privacy_plots import MECHANISM_LABELS
 
 __all__ = ["RunControls", "PrivacyCard", "TrainingCard", "PRESETS", "mechanism_options"]
 

@@ -31,7 +31,7 @@ import numpy as np
 import panel as pn
 from bokeh.util.serialization import make_id
 
-from . import plots
+from . import plots, privacy_plots
 from .caches import cache_dir, read_json, write_json
 
 __all__ = [
@@ -102,8 +102,8 @@ SHIPPED_FIGURES = Path(__file__).resolve().parents[1] / "data" / "figures.json.g
 def shipped_figures() -> dict:
     """{cache file stem: serialized figure} shipped with the package for the first screens
     (``notebooks/tools/ship_figures.py``).  Their names hold the digest of
-    :func:`_figure_path` (the package, Bokeh and HoloViews versions and ``plots.py``): with
-    other versions or another ``plots.py`` none matches and the figures are drawn as usual."""
+    :func:`_figure_path` (the package, Bokeh and HoloViews versions and the plot modules):
+    with other versions or other plot code none matches and the figures are drawn as usual."""
     try:
         with gzip.open(SHIPPED_FIGURES, "rt", encoding="utf-8") as f:
             content = json.load(f)
@@ -118,14 +118,15 @@ def figure_cache_files() -> list[Path]:
 
 
 def _figure_path(cache_key: tuple) -> Path:
-    """Where a figure structure is cached on disk: keyed by the versions and plots.py itself."""
+    """Where a figure structure is cached on disk: keyed by the versions and the plot
+    modules themselves (``plots.py``, ``privacy_plots.py``)."""
     global _PLOTS_DIGEST
     if _PLOTS_DIGEST is None:
         import bokeh
 
         from .. import __version__
 
-        src = Path(plots.__file__).read_bytes()
+        src = b"".join(Path(m.__file__).read_bytes() for m in (plots, privacy_plots))
         versions = repr((__version__, bokeh.__version__, hv.__version__)).encode()
         _PLOTS_DIGEST = hashlib.sha256(versions + src).hexdigest()[:16]
     digest = hashlib.sha256(repr((_PLOTS_DIGEST, cache_key)).encode()).hexdigest()[:24]

@@ -29,8 +29,6 @@ __all__ = [
     "convergence_data",
     "dhat_data",
     "predictions_data",
-    "privacy_curve_data",
-    "privacy_series",
     "xor_values",
     "xor_title",
     "nllh_plot",
@@ -38,11 +36,15 @@ __all__ = [
     "dhat_scatter",
     "predictions_plot",
     "predictions_mode",
-    "noise_histogram",
-    "noisy_vs_true",
-    "privacy_curve_plot",
     "xor_plot",
     "scoreboard",
+    "finite",
+    "log_x_hook",
+    "xy",
+    "legend_opts",
+    "off_scale_layers",
+    "COMMON",
+    "REF_STYLE",
     "REFERENCE_NAMES",
     "MAX_PINS",
     "MRF_NAME",
@@ -53,7 +55,7 @@ REFERENCE_NAMES = (
     "naive Bayes (single tables)",
     "best pair table",
 )
-_REF_STYLE = {
+REF_STYLE = {
     REFERENCE_NAMES[0]: ("#2ca02c", "dashed"),
     REFERENCE_NAMES[1]: ("#9467bd", "dotted"),
     REFERENCE_NAMES[2]: ("#8c564b", "dashdot"),
@@ -64,7 +66,7 @@ LABEL_COLORS = {"Y = 0": "#1f77b4", "Y = 1": "#d62728"}
 KIND_COLORS = {"single": "#ff7f0e", "pair": "#1f77b4", "triple": "#2ca02c"}
 FONTS = {"title": "13pt", "labels": "12pt", "xticks": "10pt", "yticks": "10pt", "legend": "10pt"}
 _LEGEND_STYLE = {"spacing": 2, "padding": 2, "margin": 0, "label_height": 14, "glyph_height": 14}
-_COMMON = dict(
+COMMON = dict(
     responsive=True,
     min_height=220,  # (a live plot is PLOT_HEIGHT = 236 px: two rows fit 1280×720)
     framewise=True,
@@ -84,7 +86,7 @@ def _history(history: pd.DataFrame | None) -> pd.DataFrame:
     return h
 
 
-def _finite(v) -> float:
+def finite(v) -> float:
     try:
         v = float(v)
     except (TypeError, ValueError):
@@ -111,7 +113,7 @@ class PlotData:
     extra: dict = field(default_factory=dict)
 
 
-def _xy(xs, ys) -> tuple[np.ndarray, np.ndarray]:
+def xy(xs, ys) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
 
 
@@ -166,7 +168,7 @@ def _log_axis_hook(plot, element) -> None:
     _fixed_log_ticks(plot.state, "y")
 
 
-def _log_x_hook(plot, element) -> None:
+def log_x_hook(plot, element) -> None:
     """HoloViews hook: the plot's x axis ticks from ``log_ticks`` of its x range."""
     _fixed_log_ticks(plot.state, "x")
 
@@ -191,7 +193,7 @@ def _log_x_opts(d, hooks=()) -> dict:
         xlim=d.xlim,
         xticks=d.extra["xticks"] or None,
         xformatter="%g",
-        hooks=[*hooks, _log_x_hook],
+        hooks=[*hooks, log_x_hook],
     )
 
 
@@ -306,16 +308,16 @@ def nllh_data(
     layers: dict = {}
     values = [mrf.y]
     for name, p in zip(_pin_names(pins), pins, strict=True):
-        layers[name] = _xy(p.nllh.x, p.nllh.y)
+        layers[name] = xy(p.nllh.x, p.nllh.y)
         values.append(p.nllh.y)
-    layers[MRF_NAME] = _xy(mrf.x, mrf.y)
+    layers[MRF_NAME] = xy(mrf.x, mrf.y)
     for name in REFERENCE_NAMES:
-        v = _finite(references.get(name))
+        v = finite(references.get(name))
         if math.isfinite(v):
             values.append(np.array([v]))
-            layers[_REF_SHORT[name]] = _xy(list(xlim), [v, v])
+            layers[_REF_SHORT[name]] = xy(list(xlim), [v, v])
         else:
-            layers[_REF_SHORT[name]] = _xy([], [])
+            layers[_REF_SHORT[name]] = xy([], [])
     vals = np.concatenate(values)
     lo = min(float(vals.min()) if vals.size else 0.0, 0.0)
     hi = max(float(vals.max()) if vals.size else 0.05, 0.05)
@@ -324,15 +326,15 @@ def nllh_data(
     now = float(mrf.y[-1]) if len(mrf) else float("nan")
     if math.isfinite(now) and now < ylim[0]:
         mark_y = ylim[0] + 0.03 * (ylim[1] - ylim[0])
-        layers[OFF_SCALE] = _xy([mrf.x[-1]], [mark_y])
+        layers[OFF_SCALE] = xy([mrf.x[-1]], [mark_y])
         text = f"now {now:.3g} ▼ (below the axis)".replace("-", "−")
         layers["off-scale value"] = {  # (centred: whole at any x, near either edge)
-            "x": _xy([math.sqrt(xlim[0] * xlim[1])], [0])[0],
-            "y": _xy([0], [ylim[0] + 0.1 * (ylim[1] - ylim[0])])[1],
+            "x": xy([math.sqrt(xlim[0] * xlim[1])], [0])[0],
+            "y": xy([0], [ylim[0] + 0.1 * (ylim[1] - ylim[0])])[1],
             "text": np.array([text], dtype=object),
         }
     else:
-        layers[OFF_SCALE] = _xy([], [])
+        layers[OFF_SCALE] = xy([], [])
         layers["off-scale value"] = {
             "x": np.zeros(0),
             "y": np.zeros(0),
@@ -341,7 +343,7 @@ def nllh_data(
     return PlotData(layers, xlim, ylim, "Test NLLH (higher is better)", _x_ticks(xlim))
 
 
-def _off_scale_layers(d: PlotData, xdim, ydim, font_size: str) -> list:
+def off_scale_layers(d: PlotData, xdim, ydim, font_size: str) -> list:
     """The red ▼ at the bottom edge for a value below the axis, and its value as a centred
     text (``d.layers``' OFF_SCALE and "off-scale value"; empty layers when on the scale)."""
     off = d.layers["off-scale value"]
@@ -354,7 +356,7 @@ def _off_scale_layers(d: PlotData, xdim, ydim, font_size: str) -> list:
     return [marker, text]
 
 
-def _legend_opts(n_items: int) -> dict:
+def legend_opts(n_items: int) -> dict:
     """A legend outside the data: one row above the plot (short labels: the explanation
     under the plots names them in full)."""
     return dict(legend_position="top", legend_cols=n_items, legend_opts=_LEGEND_STYLE)
@@ -386,15 +388,15 @@ def nllh_plot(
     )
     for name in REFERENCE_NAMES:
         short = _REF_SHORT[name]
-        color, dash = _REF_STYLE[name]
+        color, dash = REF_STYLE[name]
         layers.append(
             hv.Curve(d.layers[short], xdim, ydim, label=short).opts(
                 color=color, line_dash=dash, line_width=2
             )
         )
-    layers += _off_scale_layers(d, xdim, ydim, "12pt")
+    layers += off_scale_layers(d, xdim, ydim, "12pt")
     return hv.Overlay(layers).opts(
-        hv.opts.Overlay(title=d.title, ylim=d.ylim, **_log_x_opts(d), **_legend_opts(4), **_COMMON),
+        hv.opts.Overlay(title=d.title, ylim=d.ylim, **_log_x_opts(d), **legend_opts(4), **COMMON),
     )
 
 
@@ -430,16 +432,16 @@ def convergence_data(
         h["iteration"], _positive(h["c_error"]), how="mean", per_decade=ERROR_PER_DECADE
     )
     xlim = iteration_range([h["iteration"], *(p.d_error.x for p in pins)])
-    f = _finite(floor)
+    f = finite(floor)
     has_floor = math.isfinite(f) and f > 0
     layers: dict = {_BAND_NAMES[0]: ds.band(), _BAND_NAMES[1]: cs.band()}
     values = [ds.lo, ds.hi, cs.lo, cs.hi]
     for name, p in zip(_pin_names(pins), pins, strict=True):
-        layers[name] = _xy(p.d_error.x, p.d_error.y)
+        layers[name] = xy(p.d_error.x, p.d_error.y)
         values.append(p.d_error.y)
-    layers[CONVERGENCE_NAMES[0]] = _xy(ds.x, ds.y)
-    layers[CONVERGENCE_NAMES[1]] = _xy(cs.x, cs.y)
-    layers[CONVERGENCE_NAMES[2]] = _xy(list(xlim), [f, f]) if has_floor else _xy([], [])
+    layers[CONVERGENCE_NAMES[0]] = xy(ds.x, ds.y)
+    layers[CONVERGENCE_NAMES[1]] = xy(cs.x, cs.y)
+    layers[CONVERGENCE_NAMES[2]] = xy(list(xlim), [f, f]) if has_floor else xy([], [])
     if has_floor:
         values.append(np.array([f]))
     vals = np.concatenate(values)
@@ -493,8 +495,8 @@ def convergence_plot(
             yticks=d.extra["yticks"] or None,
             yformatter="%g",
             **_log_x_opts(d, hooks=[_log_axis_hook]),
-            **_legend_opts(3),
-            **_COMMON,
+            **legend_opts(3),
+            **COMMON,
         ),
     )
 
@@ -505,16 +507,16 @@ def scoreboard(nllh: float | None, references: dict[str, float] | None = None) -
     against the skyline (with the gap), naive Bayes and the best pair.  Short enough for
     one line beside the pin buttons at 1280 px."""
     refs = references or {}
-    v = _finite(nllh)
+    v = finite(nllh)
     parts = [f"Test NLLH: **MRF {v:.4f}**" if math.isfinite(v) else "Test NLLH: **MRF –**"]
-    sky = _finite(refs.get(REFERENCE_NAMES[0]))
+    sky = finite(refs.get(REFERENCE_NAMES[0]))
     if math.isfinite(sky):
         gap = f" (gap **{v - sky:+.4f}**)".replace("-", "−") if math.isfinite(v) else ""
         parts.append(f"skyline {sky:.4f}{gap}")
     else:
         parts.append("skyline: fitting…")
     for name, short in ((REFERENCE_NAMES[1], "naive Bayes"), (REFERENCE_NAMES[2], "best pair")):
-        r = _finite(refs.get(name))
+        r = finite(refs.get(name))
         if math.isfinite(r):
             parts.append(f"{short} {r:.3f}")
     return " · ".join(parts)
@@ -543,9 +545,9 @@ def dhat_data(frame: pd.DataFrame | None, iteration: int = 0, max_points: int = 
         ys = np.maximum(np.nan_to_num(sub["d_hat"].to_numpy(float), posinf=0.0), floor)
         if len(xs):
             hi = max(hi, float(xs.max()), float(ys.max()))
-        layers[f"{kind}-feature tables"] = _xy(xs, ys)
+        layers[f"{kind}-feature tables"] = xy(xs, ys)
     hi *= 1.5
-    layers["d̂ = d"] = _xy([floor, hi], [floor, hi])
+    layers["d̂ = d"] = xy([floor, hi], [floor, hi])
     title = f"d̂ vs d at iteration {int(iteration):,} (0 shown as 0.5)"
     return PlotData(layers, (floor, hi), (floor, hi), title)
 
@@ -576,8 +578,8 @@ def dhat_scatter(frame: pd.DataFrame | None, iteration: int = 0, max_points: int
             logy=True,
             xlim=d.xlim,
             ylim=d.ylim,
-            **_legend_opts(3),
-            **_COMMON,
+            **legend_opts(3),
+            **COMMON,
         )
     )
 
@@ -612,12 +614,12 @@ def predictions_data(
     extra: dict = {"mode": mode, "n": len(frame)}
     if mode == "waiting":
         title = "P(Y=1|x): the logistic skyline is still fitting…"
-        layers["records"] = _xy([], [])
+        layers["records"] = xy([], [])
     elif mode == "scatter":
         title = "P(Y=1|x): MRF vs logistic (test records)"
         for v, name in ((0, "Y = 0"), (1, "Y = 1")):
             m = lab == v
-            layers[f"test records, {name}"] = _xy(lx[m], my[m])
+            layers[f"test records, {name}"] = xy(lx[m], my[m])
     else:
         title = f"P(Y=1|x): MRF vs logistic ({len(frame):,} records)"
         edges = np.linspace(0, 1, PRED_BINS + 1)
@@ -625,7 +627,7 @@ def predictions_data(
         pos, _, _ = np.histogram2d(my, lx, bins=[edges, edges], weights=lab)
         # row 0 = lowest MRF probability (Bokeh's image orientation)
         extra["image"] = np.where(cnt > 0, pos / np.maximum(cnt, 1), np.nan)
-    layers["y = x"] = _xy([0, 1], [0, 1])
+    layers["y = x"] = xy([0, 1], [0, 1])
     return PlotData(layers, (0.0, 1.0), (0.0, 1.0), title, extra)
 
 
@@ -641,7 +643,7 @@ def predictions_plot(frame: pd.DataFrame | None, mode: str | None = None, max_po
     diag = hv.Curve(d.layers["y = x"], xdim, ydim, label="y = x").opts(
         color="black", line_dash="dashed", line_width=1.5
     )
-    opts = dict(xlim=d.xlim, ylim=d.ylim, title=d.title, **_legend_opts(3), **_COMMON)
+    opts = dict(xlim=d.xlim, ylim=d.ylim, title=d.title, **legend_opts(3), **COMMON)
     mode = d.extra["mode"]
     if mode == "waiting":
         pts = hv.Scatter(d.layers["records"], xdim, ydim, label="records").opts(color="grey")
@@ -669,93 +671,6 @@ def predictions_plot(frame: pd.DataFrame | None, mode: str | None = None, max_po
     return (img * diag).opts(hv.opts.Overlay(**opts))
 
 
-def noise_histogram(noise: np.ndarray | None, std: float, mechanism: str, pmf=None, bins: int = 40):
-    """Histogram (density) of the noise added to released counts, with the mechanism's
-    density; for integer noise (``pmf``: x ↦ P(noise = x), a discrete mechanism's ``pmf``)
-    bins of whole integers and the pmf at the integers."""
-    xdim = hv.Dimension("noise", label="noise added to a count (records)")
-    ydim = hv.Dimension("density", label="density (1 / record)")
-    noise = np.asarray(noise if noise is not None else [], dtype=float)
-    noise = noise[np.isfinite(noise)]
-    s = _finite(std)
-    if not math.isfinite(s) or s <= 0:
-        s = float(np.std(noise)) if noise.size else 1.0
-    s = max(s, 1e-9)
-    lim = 4 * s
-    edges = np.linspace(-lim, lim, bins + 1) if pmf is None else _integer_edges(lim, bins)
-    lo, hi = float(edges[0]), float(edges[-1])
-    inner = (lo, hi) if pmf is None else (lo + 0.5, hi - 0.5)  # (integers of the end bins)
-    counts, _ = np.histogram(np.clip(noise, *inner), bins=edges, density=noise.size > 0)
-    hist = hv.Histogram((edges, counts), kdims=[xdim], vdims=[ydim], label="released rows").opts(
-        color="#aec7e8", line_color="white"
-    )
-    label = MECHANISM_LABELS.get(mechanism, mechanism)
-    if pmf is not None:
-        xs = np.unique(np.linspace(inner[0], inner[1], 401).round())
-        ys = np.asarray(pmf(xs), dtype=float)
-        size = "σ" if "gaussian" in mechanism else "std"
-        name = f"{label} pmf ({size} {s:.3g})"
-    elif mechanism in ("laplace", "discrete_laplace"):
-        xs = np.linspace(-lim, lim, 201)
-        b = s / math.sqrt(2)
-        ys = np.exp(-np.abs(xs) / b) / (2 * b)
-        name = f"Laplace density (std {s:.3g})"
-    else:
-        xs = np.linspace(-lim, lim, 201)
-        ys = np.exp(-0.5 * (xs / s) ** 2) / (s * math.sqrt(2 * math.pi))
-        name = f"Gaussian density (σ {s:.3g})"
-    curve = hv.Curve((xs, ys), xdim, ydim, label=name).opts(color="#d62728", line_width=2)
-    layers = [hist, curve]
-    if pmf is not None and xs.size <= 61:  # few integers: a dot on each
-        layers.append(hv.Scatter((xs, ys), xdim, ydim).opts(color="#d62728", size=6))
-    heights = np.concatenate([np.asarray(counts, dtype=float), ys])
-    heights = heights[np.isfinite(heights)]
-    top = float(heights.max()) if heights.size else 0.0
-    return hv.Overlay(layers).opts(
-        hv.opts.Overlay(
-            title="Noise on released counts" + (" (integers)" if pmf is not None else ""),
-            legend_position="top_right",
-            xlim=(lo, hi),
-            ylim=(0, 1.45 * top if top > 0 else 1.0),  # (room for the legend above the bars)
-            yformatter="%.2g",
-            **_COMMON,
-        )
-    )
-
-
-def _integer_edges(lim: float, bins: int) -> np.ndarray:
-    """Edges of about ``bins`` bins of the same odd number of integers each, the middle
-    one centred on 0, covering −lim … lim: every integer in exactly one bin."""
-    half = max(1, math.ceil(lim))
-    width = max(1, round(2 * half / bins))
-    width += 1 - width % 2  # odd: the middle bin is symmetric about 0
-    j = width // 2
-    m = math.ceil((half - j) / width)
-    return -j - 0.5 - m * width + width * np.arange(2 * m + 2, dtype=float)
-
-
-def noisy_vs_true(true: np.ndarray | None, noisy: np.ndarray | None, max_points: int = 4000):
-    """Released (noisy) vs true count of every released row, with the y = x line."""
-    true = np.asarray(true if true is not None else [], dtype=float)
-    noisy = np.asarray(noisy if noisy is not None else [], dtype=float)
-    if true.size > max_points:
-        idx = np.linspace(0, true.size - 1, max_points).astype(int)
-        true, noisy = true[idx], noisy[idx]
-    xdim = hv.Dimension("true", label="true count (records)")
-    ydim = hv.Dimension("noisy", label="released noisy count (records)")
-    lo = float(min(true.min(), noisy.min(), 0.0)) if true.size else 0.0
-    hi = float(max(true.max(), noisy.max(), 1.0)) if true.size else 1.0
-    pts = hv.Scatter((true, noisy), xdim, ydim, label="table rows").opts(
-        color="#1f77b4", size=5, alpha=0.5
-    )
-    diag = hv.Curve(([lo, hi], [lo, hi]), xdim, ydim, label="no noise").opts(
-        color="black", line_dash="dashed", line_width=1.5
-    )
-    return (pts * diag).opts(
-        hv.opts.Overlay(title="Released vs true counts", legend_position="bottom_right", **_COMMON)
-    )
-
-
 XOR_MODELS = ("truth", "exact max-ent", "live MRF", "logistic")
 XOR_COLORS = ["#7f7f7f", "#d62728", "#1f77b4", "#2ca02c"]
 
@@ -771,7 +686,7 @@ def xor_values(frame: pd.DataFrame | None) -> pd.DataFrame:
     if frame is not None:
         for m in XOR_MODELS:
             for _, r in frame.iterrows():
-                v = _finite(r.get(m, np.nan))
+                v = finite(r.get(m, np.nan))
                 rows.append((r["state"], m, v if math.isfinite(v) else 0.0))
     if not rows:
         rows = [("(no data)", m, 0.0) for m in XOR_MODELS]
@@ -792,7 +707,7 @@ def xor_title(frame: pd.DataFrame | None) -> str:
     def values(col: str) -> str:
         if frame is None or col not in frame or not len(frame):
             return "–"
-        return " / ".join(fmt(_finite(v)) for v in frame[col])
+        return " / ".join(fmt(finite(v)) for v in frame[col])
 
     return f"XOR, P(Y=1|x): truth {values('truth')}, exact max-ent {values('exact max-ent')}"
 
@@ -818,174 +733,6 @@ def xor_plot(frame: pd.DataFrame | None):
         title=xor_title(frame),
         xrotation=0,
         multi_level=False,  # the legend names the bars; inner labels would overlap
-        **_COMMON,
+        **COMMON,
     )
     return bars
-
-
-# ---------------------------------------------------------------------- price of privacy
-MECHANISM_LABELS = {
-    "laplace": "Laplace",
-    "gaussian": "Gaussian",
-    "discrete_laplace": "discrete Laplace",
-    "discrete_gaussian": "discrete Gaussian",
-    "local": "Local",
-}
-MECHANISM_COLORS = {
-    "laplace": "#1f77b4",
-    "gaussian": "#ff7f0e",
-    "discrete_laplace": "#17becf",
-    "discrete_gaussian": "#8c564b",
-    "local": "#9467bd",
-}
-PRIVACY_LIVE = "this run (training)"
-PRIVACY_SKYLINE = "skyline (no privacy)"
-
-
-def _series(run: dict) -> tuple[str, bool]:
-    return str(run.get("mechanism") or ""), bool(run.get("noise_aware"))
-
-
-def _series_label(mech: str, aware: bool) -> str:
-    learner = "MRF-N" if aware else "MRF"
-    return f"{MECHANISM_LABELS.get(mech, mech)} · {learner}" if mech else learner
-
-
-def privacy_series(runs: list[dict] | None, dataset: str | None = None) -> tuple[str, ...]:
-    """The curves of :func:`privacy_curve_plot`: one per (mechanism, learner) among the
-    finished runs of ``dataset``, e.g. ("Laplace · MRF", "Gaussian · MRF"); the figure's
-    layer structure (a live plot's key)."""
-    order = {m: i for i, m in enumerate(MECHANISM_LABELS)}
-    found = {_series(r) for r in _privacy_ok(runs, dataset)}
-    return tuple(
-        _series_label(*s) for s in sorted(found, key=lambda s: (order.get(s[0], 9), s[0], s[1]))
-    )
-
-
-def _privacy_ok(runs, dataset) -> list[dict]:
-    return [
-        r
-        for r in (runs or [])
-        if (dataset is None or r.get("dataset") == dataset)
-        and _finite(r.get("epsilon")) > 0
-        and math.isfinite(_finite(r.get("nllh")))
-    ]
-
-
-def privacy_curve_data(
-    runs: list[dict] | None,
-    live: dict | None = None,
-    skyline: float | None = None,
-    dataset: str | None = None,
-) -> PlotData:
-    """Layers of :func:`privacy_curve_plot`: this session's test NLLH against ε.
-
-    ``runs``: the store's ``privacy_runs`` (dicts with epsilon, nllh, mechanism,
-    noise_aware, dataset, …), one point each, joined by one line per mechanism and
-    learner (:func:`privacy_series`; Laplace and Gaussian runs never share a line), in ε
-    order, through the mean of the runs at one ε; ``live``: the run training now
-    (``store.privacy_point()``), an open marker; ``skyline``: the logistic fitted on the
-    records (no privacy), the reference line.  Runs of another ``dataset`` are left out.
-    The y axis never goes below ``NLLH_FLOOR``: a point below it is drawn on the axis as
-    a red ▼ with its value, and its line goes down to it.
-    """
-    ok = _privacy_ok(runs, dataset)
-    lv = live or {}
-    le, ln = _finite(lv.get("epsilon")), _finite(lv.get("nllh"))
-    has_live = le > 0 and math.isfinite(ln) and lv.get("dataset") in (None, dataset)
-    xs = [float(r["epsilon"]) for r in ok] + ([le] if has_live else [])
-    ys = [float(r["nllh"]) for r in ok] + ([ln] if has_live else [])
-    sky = _finite(skyline)
-    lo_x, hi_x = min(xs + [1.0]) / 2, max(xs + [1.0]) * 2
-    shown = [y for y in ys + [sky] if math.isfinite(y)]
-    lo_y = max(min(shown + [0.0]), NLLH_FLOOR)
-    hi_y = max(shown + [0.05])
-    pad = 0.08 * (hi_y - lo_y or 1.0)
-    ylim = (lo_y - pad if lo_y > NLLH_FLOOR else NLLH_FLOOR - pad, hi_y + pad)
-    bottom = ylim[0] + 0.03 * (ylim[1] - ylim[0])
-    layers: dict = {}
-    for label in privacy_series(ok):
-        pts = sorted(
-            (float(r["epsilon"]), float(r["nllh"]))
-            for r in ok
-            if _series_label(*_series(r)) == label
-        )
-        eps = sorted({e for e, _ in pts})
-        mean = [float(np.mean([v for e2, v in pts if e2 == e])) for e in eps]
-        layers[f"{label} (finished runs)"] = _xy(eps, np.maximum(mean, bottom))
-        layers[f"{label}: runs"] = _xy([e for e, _ in pts], [v for _, v in pts])
-    layers[PRIVACY_LIVE] = _xy([le], [ln]) if has_live else _xy([], [])
-    low = [(x, y) for x, y in zip(xs, ys, strict=True) if y < ylim[0]]
-    layers[OFF_SCALE] = _xy([x for x, _ in low], [bottom] * len(low))
-    step = 0.07 * (ylim[1] - ylim[0])  # (values at one ε: stacked, never on top of each other)
-    layers["off-scale value"] = {
-        "x": _xy([x for x, _ in low], [])[0],
-        "y": _xy(
-            [],
-            [
-                bottom + step * (1 + [x for x, _ in low[:k]].count(x))
-                for k, (x, _) in enumerate(low)
-            ],
-        )[1],
-        "text": np.array([f"{y:.3g} ▼".replace("-", "−") for _, y in low], dtype=object),
-    }
-    layers[PRIVACY_SKYLINE] = _xy([lo_x, hi_x], [sky, sky]) if math.isfinite(sky) else _xy([], [])
-    n = len(ok)
-    title = (
-        f"The price of privacy: test NLLH vs ε ({n} finished run{'s' if n != 1 else ''})"
-        if n
-        else "The price of privacy: move ε, each finished run adds a point"
-    )
-    majors, minors = log_ticks(lo_x, hi_x)
-    return PlotData(layers, (lo_x, hi_x), ylim, title, {"xticks": majors, "xminor": minors})
-
-
-def privacy_curve_plot(
-    runs: list[dict] | None,
-    live: dict | None = None,
-    skyline: float | None = None,
-    dataset: str | None = None,
-) -> hv.Overlay:
-    """Test NLLH against ε (log axis) from this session's runs, one line per mechanism
-    and learner (MRF solid, MRF-N dashed), with the live run, the points below the axis
-    and the skyline (no privacy) as the reference."""
-    d = privacy_curve_data(runs, live, skyline, dataset)
-    xdim = hv.Dimension("epsilon", label="privacy budget ε (log)")
-    ydim = hv.Dimension("nllh", label="final test NLLH")
-    layers = []
-    series = privacy_series(runs, dataset)
-    for label in series:
-        mech = next((m for m, t in MECHANISM_LABELS.items() if label.startswith(f"{t} · ")), "")
-        color = MECHANISM_COLORS.get(mech, MRF_COLOR)
-        dash = "dashed" if label.endswith("MRF-N") else "solid"
-        line = d.layers[f"{label} (finished runs)"]
-        layers.append(
-            hv.Curve(line, xdim, ydim, label=label).opts(
-                color=color, line_width=2.5, line_dash=dash
-            )
-        )
-        layers.append(hv.Scatter(d.layers[f"{label}: runs"], xdim, ydim).opts(color=color, size=10))
-    layers.append(
-        hv.Scatter(d.layers[PRIVACY_LIVE], xdim, ydim, label=PRIVACY_LIVE).opts(
-            color="white", line_color="black", line_width=2, size=13
-        )
-    )
-    layers += _off_scale_layers(d, xdim, ydim, "11pt")
-    color, dash = _REF_STYLE[REFERENCE_NAMES[0]]
-    layers.append(
-        hv.Curve(d.layers[PRIVACY_SKYLINE], xdim, ydim, label=PRIVACY_SKYLINE).opts(
-            color=color, line_dash=dash, line_width=2
-        )
-    )
-    return hv.Overlay(layers).opts(
-        hv.opts.Overlay(
-            title=d.title,
-            logx=True,
-            xlim=d.xlim,
-            ylim=d.ylim,
-            xformatter="%g",
-            hooks=[_log_x_hook],
-            **_legend_opts(min(len(series) + 2, 4)),
-            **_COMMON,
-        )
-    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import panel as pn
 
-from . import plots
+from . import plots, privacy_plots
 from .binding import Binder, log_grid
 from .help import explain, tab_note
 from .liveplots import LivePlot, static_figure
@@ -34,7 +34,9 @@ class PrivacyTab(pn.viewable.Viewer):
         )
         self.slider = binder.slider_of[EPSILON_CSS]
         self.slider.param.watch(lambda e: binder.guard(self._after_tab_epsilon), "value")
-        self.p_privacy = LivePlot(plots.privacy_curve_plot, plots.privacy_curve_data, height=320)
+        self.p_privacy = LivePlot(
+            privacy_plots.privacy_curve_plot, privacy_plots.privacy_curve_data, height=320
+        )
         self.runs_md = pn.pane.Markdown(
             "", margin=(0, 10), css_classes=["aggmrf-privacy-runs"], **SW
         )
@@ -84,7 +86,9 @@ class PrivacyTab(pn.viewable.Viewer):
             return
         sky = s.references().get(plots.REFERENCE_NAMES[0])
         runs, live = list(s.privacy_runs), s.privacy_point()
-        key = plots.privacy_series(runs, s.dataset)  # a new curve: the figure is drawn again
+        key = privacy_plots.privacy_series(
+            runs, s.dataset
+        )  # a new curve: the figure is drawn again
         kw = {"runs": runs, "live": live, "skyline": sky, "dataset": s.dataset}
         self.p_privacy.update(kw, key=key)
 
@@ -125,8 +129,8 @@ class PrivacyTab(pn.viewable.Viewer):
         pmf = getattr(s.mechanism_obj, "pmf", None)  # integer noise: its pmf
         noise, true, noisy = (nf[c].to_numpy() for c in ("noise", "true", "noisy"))
         figs = (
-            lambda: plots.noise_histogram(noise, std, s.mechanism, pmf),
-            lambda: plots.noisy_vs_true(true, noisy),
+            lambda: privacy_plots.noise_histogram(noise, std, s.mechanism, pmf),
+            lambda: privacy_plots.noisy_vs_true(true, noisy),
         )
         for pane, build in zip((self.noise_hist, self.noise_scatter), figs, strict=True):
             pane.object = static_figure(build, height=380)

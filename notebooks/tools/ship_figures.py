@@ -5,9 +5,9 @@ several seconds on a loaded one).
 
     python notebooks/tools/ship_figures.py
 
-Run it after a change to ``aggmrf_explore/explorer/plots.py`` or to the package, Bokeh or
-HoloViews versions: a shipped structure is found by the digest of all four, so a stale
-file is simply not used (``tests/test_shipped_figures.py`` checks the lookup, and this
+Run it after a change to ``aggmrf_explore/explorer/plots.py`` or ``privacy_plots.py``, or
+to the package, Bokeh or HoloViews versions: a shipped structure is found by the digest of
+them all, so a stale file is simply not used (``tests/test_shipped_figures.py`` checks the lookup, and this
 script prints what it wrote).
 """
 
