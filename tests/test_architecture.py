@@ -123,7 +123,7 @@ MAX_CLASS_LINES = 500
 # Known debt, each with the ceiling it may not grow past (lines of the module, or of the
 # class); shrink a ceiling when the file shrinks, remove the entry once under the limit.
 DEBT_MODULES: dict[str, int] = {}
-DEBT_CLASSES = {"explorer/store.py:ExplorerSession": 681}
+DEBT_CLASSES: dict[str, int] = {}
 
 
 def _rel(path: Path) -> str:
