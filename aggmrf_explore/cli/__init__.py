@@ -20,6 +20,7 @@ status 2 (:func:`main` is the one place that turns errors into that line).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from ..files import command_inputs
@@ -31,7 +32,7 @@ from .lessons import cmd_lessons
 from .parser import build_parser, input_paths
 from .predict import cmd_predict
 from .run import cmd_run
-from .serve import cmd_serve
+from .serve import cmd_serve, restart_with_system_allocator
 from .sweep import cmd_sweep
 from .xor import cmd_xor
 
@@ -60,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def command() -> int:
         args = build_parser().parse_args(argv)
+        if argv is None and args.command == "serve":  # a server process of its own
+            restart_with_system_allocator(sys.argv[1:])
         report.QUIET["on"] = bool(getattr(args, "quiet", False))
         with command_inputs(input_paths(args)):  # no output may overwrite an input
             return COMMANDS[args.command](args)

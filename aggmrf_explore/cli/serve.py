@@ -9,8 +9,29 @@ proxy, the number of server processes, and opening a browser.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
-__all__ = ["cmd_serve", "check_prefix"]
+__all__ = ["cmd_serve", "check_prefix", "restart_with_system_allocator"]
+
+
+def restart_with_system_allocator(argv: list[str]) -> None:
+    """Run this command again as ``python -m aggmrf_explore.cli *argv`` with
+    ``PYTHONMALLOC=malloc``, unless ``PYTHONMALLOC`` is already set (then return).
+
+    Why: Python's own allocator keeps each 1 MiB arena of small objects until every
+    object in it is freed.  A class's sessions allocate millions of small objects,
+    and the few that outlive them (caches, interned names) pin their arenas, so after
+    the class the server stayed ≈ 30 % above its one-session size.  Under the C
+    allocator the explorer's ``malloc_trim`` after the last close hands back every free
+    page instead (docs/explorer.md, "Sessions and memory").  Only on POSIX; the
+    variable must be set before Python starts, hence the restart.
+    """
+    if os.environ.get("PYTHONMALLOC") or os.name != "posix":
+        return
+    env = {**os.environ, "PYTHONMALLOC": "malloc"}
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "aggmrf_explore.cli", *argv], env)
 
 
 def check_prefix(prefix: str) -> str:
