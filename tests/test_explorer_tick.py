@@ -67,6 +67,27 @@ def test_refresh_intervals_stretch_with_the_class_but_stay_bounded():
     assert heavy == app.MAX_HEAVY_REFRESH
 
 
+def test_the_status_line_changes_when_the_heavy_views_take_their_turn(explorer, monkeypatch):
+    """With a class training, a session's fast refresh (status and line plots) comes every
+    MAX_FAST_REFRESH s and its heavy one every MAX_HEAVY_REFRESH s, never both at once: the
+    status line alone still changes at the latest every STATUS_REFRESH s."""
+    ex = explorer
+    shown: list[str] = []
+    show = ex.messages.show_status
+    monkeypatch.setattr(ex.messages, "show_status", lambda: (shown.append("status"), show()))
+    monkeypatch.setattr(ex, "_refresh_heavy", lambda: shown.append("heavy"))
+    monkeypatch.setattr(ex, "_refresh_fast", lambda: shown.append("fast"))
+    now = time.monotonic()
+    ex._last_fast = ex._last_status = now - app.STATUS_REFRESH - 0.1  # fast not yet due…
+    ex._last_heavy = now - 2 * app.MAX_HEAVY_REFRESH  # …the heavy views far more overdue
+    ex._refresh_due(30)
+    assert shown == ["heavy", "status"]
+    shown.clear()
+    ex._refresh_due(30)  # just shown: not again before STATUS_REFRESH
+    assert "status" not in shown
+    assert app.STATUS_REFRESH <= 1.0
+
+
 def test_a_step_goes_ahead_of_queued_slices():
     pool = runtime.TrainingPool(workers=1)
     order: list[str] = []

@@ -23,7 +23,8 @@ loop: each training session loops (a coroutine on the event loop) "queue a slice
 for it, refresh the page if due", at most one slice per ``TICK_MS`` period.  Line plots and
 the status line refresh every ``FAST_REFRESH`` s, the visible tab's heavier views every
 ``HEAVY_REFRESH`` s; with more sessions training than cores both stretch, up to
-``MAX_FAST_REFRESH`` and ``MAX_HEAVY_REFRESH`` (:func:`refresh_intervals`).
+``MAX_FAST_REFRESH`` and ``MAX_HEAVY_REFRESH`` (:func:`refresh_intervals`); the status
+line alone still changes every ``STATUS_REFRESH`` s at the latest (when a slice returns).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ TICK_MS = 100  # a training session queues at most one slice per period
 SLICE_SECONDS = 0.1  # the most one slice trains (then the page may refresh)
 FAST_REFRESH = 0.5  # status line and line plots, seconds (one session per core)
 HEAVY_REFRESH = 2.0  # the visible tab's heavier views
+STATUS_REFRESH = 1.0  # the status line alone, at the latest (with many sessions training)
 MAX_FAST_REFRESH = 1.5  # the longest they stretch to with many sessions training
 MAX_HEAVY_REFRESH = 6.0
 SW = dict(sizing_mode="stretch_width")
@@ -124,7 +126,7 @@ class Explorer(pn.viewable.Viewer):
         self._closed = False  # the server destroyed the session
         self._slice_lock = asyncio.Lock()  # one slice of this session at a time (Play, Step)
         self._slice_future = None  # the slice queued or under way in the training pool
-        self._last_fast = 0.0
+        self._last_fast = self._last_status = 0.0
         self._last_heavy = 0.0
         # the served page starts light (:meth:`template`): its cards come once it is shown,
         # its tabs of plots once they are drawn (``_deferred_tabs``)
@@ -486,6 +488,11 @@ class Explorer(pn.viewable.Viewer):
                 self.guard(self._refresh_fast)
             elif heavy >= 1:
                 self.guard(self._refresh_heavy)
+            if now - self._last_status >= min(fast_s, STATUS_REFRESH):
+                # the status line is one short text: it does not wait for the line plots'
+                # turn (with a class, that left it unchanged for more than 3 s)
+                self._last_status = now
+                self.guard(self.messages.show_status)
 
     def _sampler_ready(self) -> bool:
         """False while the kernels this run needs still compile in the background (the
@@ -575,7 +582,7 @@ class Explorer(pn.viewable.Viewer):
 
     def _refresh_fast(self) -> None:
         """The status line and, on the Training tab, the scoreboard and line plots."""
-        self._last_fast = time.monotonic()
+        self._last_fast = self._last_status = time.monotonic()
         self.messages.show_status()
         if self.session.trainer is not None and self.tabs.active == 0:
             self.training_tab.refresh_lines()
