@@ -177,8 +177,8 @@ def rss_mb(pid: int) -> float:
 def machine_busy_seconds() -> float:
     """CPU seconds every core of the machine has spent busy so far (``/proc/stat``)."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle, iowait (and steal, field 8, is another guest's)
+    return (sum(fields[:7]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 RELEASED = "memory released after closed sessions"  # the explorer's log, 5 s after a close
