@@ -2,6 +2,7 @@
 
     nice -n 10 python benchmarks/criteo_defaults.py                  # 3·10⁵ records, 8 features
     nice -n 10 python benchmarks/criteo_defaults.py --n 200000 --seed 3 --largest 32
+    nice -n 10 python benchmarks/criteo_defaults.py --n 1000000 --seed 1 --only-defaults --n-gibbs 10000
 
 1. generate (``datasets.criteo.write_criteo_release``): a known model over ``--features``
    features (cardinalities ``criteo_cardinalities(D, largest)`` in a seeded order, Zipf-like:
@@ -21,6 +22,9 @@
 4. the skyline: an L2 logistic on the MRF's features (one-hot singles and pair crosses of
    the imported modalities), λ on a validation split, trained on all n records of the
    aggregated stream.
+
+``--n-gibbs N`` adds ``--gibbs-samples N`` to the command and uses n' = N in every variant
+(default: the rule's n', ``mrf.default_gibbs``).
 
 Test NLLH = 1 − logloss / entropy on the test set.  The API's all-defaults row must equal
 the command's number (same seed): the benchmark checks it.  A run that diverges is
@@ -76,11 +80,16 @@ def cli(*args: str, fail: bool = True) -> dict | str:
     return json.loads(res.stdout)
 
 
-def train(release: Path, label: str, noise_aware: bool, new_rule: bool, test) -> float | str:
+def train(
+    release: Path, label: str, noise_aware: bool, new_rule: bool, test, n_gibbs: int | None
+) -> float | str:
     """Test NLLH of the MRF trained on ``label`` of ``release`` as ``run --tables`` does
-    (or "diverged at k" when the trainer rejects iteration k)."""
+    (``n_gibbs``: None for the rule's n'; or "diverged at k" when the trainer rejects
+    iteration k)."""
     data = read_release(release, label=label).data
-    st = default_settings(data.layout, data.n, noise_aware=noise_aware and data.noise is not None)
+    over = {} if n_gibbs is None else {"n_gibbs": n_gibbs}
+    aware = noise_aware and data.noise is not None
+    st = default_settings(data.layout, data.n, noise_aware=aware, **over)
     if new_rule:
         iterations = default_iterations(st)
     else:
@@ -122,7 +131,14 @@ def main() -> None:
         help="a control: the challenge files without their σ = 17 noise (suppression kept), "
         "imported with --sigma 0.01",
     )
+    ap.add_argument(
+        "--n-gibbs",
+        type=int,
+        default=None,
+        help="Gibbs samples n' of every training (default: the rule's, mrf.default_gibbs)",
+    )
     args = ap.parse_args()
+    gibbs = [] if args.n_gibbs is None else ["--gibbs-samples", str(args.n_gibbs)]
     print(f"load average {os.getloadavg()}", flush=True)
     src = Path(args.dir) / f"n{args.n}_d{args.features}_m{args.largest}_s{args.seed}"
     if args.noise_free:
@@ -165,6 +181,7 @@ def main() -> None:
             label,
             "--test-csv",
             str(src / "test.csv"),
+            *gibbs,
             fail=False,
         )
         row["command"] = out["models"]["mrf"]["nllh_test"] if isinstance(out, dict) else out
@@ -174,7 +191,7 @@ def main() -> None:
         Xt, yt = schema.transform(test), test[label].to_numpy().astype(np.int64)
         for key in () if args.only_defaults else VARIANTS:
             t0 = time.perf_counter()
-            row[key] = train(rel, label, *key, (Xt, yt))
+            row[key] = train(rel, label, *key, (Xt, yt), args.n_gibbs)
             print(f"{label}: {VARIANTS[key]} {fmt(row[key])} ({time.perf_counter() - t0:.0f}s)")
         if isinstance(row["command"], float) and not args.only_defaults:
             assert abs(row[(True, True)] - row["command"]) < 1e-12, "the API and the command differ"

@@ -26,6 +26,7 @@ from aggmrf_explore.mrf import (
     PCDTrainer,
     Targets,
     TrainerSettings,
+    default_gibbs,
     default_iterations,
     default_settings,
     divergence,
@@ -61,6 +62,29 @@ def test_default_rule_lambda_theta_and_iterations():
     lay = TableLayout.all_pairs([3] * 20)
     assert default_iterations(default_settings(lay, 10, step_theta=0.0001)) == 60000
     assert default_settings(lay, 10, lambda_theta=7.0).lambda_theta == 7.0
+
+
+def test_default_rule_gibbs_samples():
+    """n' = min(n, max(10 000, min(⌈n/10⌉, 400 000))): the paper's 10 000 up to 10⁵ records
+    (Adult and Bank), one sample per 10 records up to the paper's Criteo 400 000; an
+    explicit n_gibbs wins."""
+    from aggmrf_explore.tables import TableLayout
+
+    got = {n: default_gibbs(n) for n in (0, 1, 5_000, 32_561, 100_000, 100_001, 10**6, 10**8)}
+    assert got == {
+        0: 1,
+        1: 1,
+        5_000: 5_000,
+        32_561: 10_000,
+        100_000: 10_000,
+        100_001: 10_001,
+        10**6: 100_000,
+        10**8: 400_000,
+    }
+    lay = TableLayout.all_pairs([3] * 4)
+    assert default_settings(lay, 300_000).n_gibbs == 30_000
+    assert default_settings(lay, 28_832).n_gibbs == 10_000
+    assert default_settings(lay, 300_000, n_gibbs=123).n_gibbs == 123
 
 
 def test_xor_pcd_matches_the_exact_regularised_optimum():

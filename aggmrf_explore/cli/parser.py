@@ -124,7 +124,7 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
     _setting_flag(
         g, "iterations", "Default max(3000, ⌈6/α_θ⌉): 3 000 on Adult and Bank.", default=None
     )
-    _setting_flag(g, "n_gibbs", "Default min(n, 10 000).", default=None)
+    _setting_flag(g, "n_gibbs", "Default min(n, max(10 000, min(⌈n/10⌉, 400 000))).", default=None)
     _setting_flag(g, "lambda_mu", default=None)
     g.add_argument(
         "--lambda-theta",
