@@ -214,18 +214,3 @@ def test_a_session_trains_on_the_build_ready_and_moves_to_a_faster_one():
     assert s.iteration == 5 and "numpy" not in s.status
     ready[0] = None
     assert not s.can_train()
-
-
-def test_the_pool_shortens_the_gil_switch_interval():
-    """Training threads retake the GIL after every compiled kernel: with Python's default
-    5 ms interval each retake could wait that long behind the event loop's Python."""
-    import sys
-
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(0.005)  # Python's default
-    try:
-        pool = runtime.TrainingPool(1)
-        assert pool.submit(lambda: 1).result(timeout=30) == 1
-        assert sys.getswitchinterval() <= runtime.GIL_SWITCH_SECONDS
-    finally:
-        sys.setswitchinterval(before)

@@ -99,10 +99,6 @@ THREADS_PER_SLICE = 1  # numba threads of a training slice (see TrainingPool)
 # the training threads' niceness: on a busy machine the event loop (one thread, answering
 # every page) gets the cores first, training what is left; alone, training loses nothing
 TRAINING_NICE = 5
-# How long a thread holding the GIL keeps it while another waits (Python's default 5 ms).
-# A training thread takes the GIL back after each compiled kernel; while the event loop
-# runs Python (refreshing a class's pages) each retake waited up to the whole interval.
-GIL_SWITCH_SECONDS = 0.0005
 
 
 def max_sessions() -> int:
@@ -149,8 +145,6 @@ class TrainingPool:
         future: Future = Future()
         self._queue.put((priority, next(self._order), future, fn, args))
         with self._lock:
-            if not self._threads and sys.getswitchinterval() > GIL_SWITCH_SECONDS:
-                sys.setswitchinterval(GIL_SWITCH_SECONDS)
             while len(self._threads) < self.workers:
                 t = threading.Thread(
                     target=self._work, name=f"aggmrf-train-{len(self._threads)}", daemon=True
