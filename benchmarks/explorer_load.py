@@ -585,7 +585,6 @@ def run(
             res["outside_requests"] = sorted({u for p in pages for u in p.outside})
             res["client_errors"] = [c.error for c in clients if c.error]
             log_before_close = len(server_log(proc))
-            released_before = server_log(proc).count(RELEASED)
             for p in pages:
                 p.close()
             for c in clients:
@@ -601,7 +600,10 @@ def run(
             time.sleep(0.5)
         res["sessions_destroyed"] = server_log(proc).count("session closed (")
         res["close_seconds"] = time.perf_counter() - t_close
-        wait_for_release(proc, released_before)
+        # Bokeh destroys closed sessions in batches (every 17 s): a release may already
+        # have followed an earlier batch, so wait for the one after the last destroy
+        # (RELEASE_DELAY = 5 s after it; this loop saw the destroy within 0.5 s)
+        wait_for_release(proc, server_log(proc).count(RELEASED))
         res["rss_after_close_mb"] = rss_mb(proc.pid)
         res["rss_peak_mb"] = max(res["rss_peak_mb"], sampler.peak)
         log = server_log(proc)

@@ -58,8 +58,11 @@ SLICE_SECONDS = 0.1  # the most one slice trains (then the page may refresh)
 FAST_REFRESH = 0.5  # status line and line plots, seconds (one session per core)
 HEAVY_REFRESH = 2.0  # the visible tab's heavier views
 STATUS_REFRESH = 1.0  # the status line alone, at the latest (with many sessions training)
-MAX_FAST_REFRESH = 1.5  # the longest they stretch to with many sessions training
-MAX_HEAVY_REFRESH = 6.0
+# the longest they stretch to with many sessions training (the status line still changes
+# every STATUS_REFRESH s): with a class, fewer refreshes leave the training threads more
+# of the server's GIL (docs/explorer.md)
+MAX_FAST_REFRESH = 3.0
+MAX_HEAVY_REFRESH = 12.0
 SW = dict(sizing_mode="stretch_width")
 
 CSS = """
@@ -169,6 +172,7 @@ class Explorer(pn.viewable.Viewer):
             doc.on_session_destroyed(self._on_destroyed)
             doc.js_on_event("connection_lost", _connection_lost_banner())
             runtime.SESSIONS.add(self)
+            runtime.freeze_heap_soon(self)
 
     def _on_destroyed(self, session_context) -> None:
         """The browser tab closed: stop training and drop the per-session trainer (a
@@ -399,6 +403,7 @@ class Explorer(pn.viewable.Viewer):
         self._show_controls()
         self._on_version()
         self._show_tabs()  # (the served page's first drawing: its plots join the page)
+        runtime.freeze_heap_soon(self)  # (a served page's: not a notebook's)
 
     # ------------------------------------------------------------------ run loop
     def _start_training(self) -> None:
