@@ -155,6 +155,9 @@ def test_feature_subset_built_by_clicking(server, browser):  # noqa: F811
             p.wait_status(lambda t: "iteration 0" in t and t.endswith("synthetic"), timeout=30)
             # the pick stays (no "best_pair needs at least two features" and no revert)
             assert _chips(p) == want, _chips(p)
+            t0 = time.perf_counter()  # (the URL follows the settings' next sync, not at once)
+            while _url_features(p) != want and time.perf_counter() - t0 < 10:
+                p.page.wait_for_timeout(100)
             assert _url_features(p) == want, p.page.url
             assert not p.visible(".alert-danger"), p.text(".alert-danger")
             assert "best_pair" not in p.text(".aggmrf-control-features")
