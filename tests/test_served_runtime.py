@@ -1,10 +1,9 @@
 """What the server process does for a class: the cycle collector's full passes kept short
 (``runtime.freeze_heap_soon``) while a closed session's reference cycles are still freed
-(``runtime.release_memory_soon``), and the GIL shared sooner (``runtime.share_the_gil``)."""
+(``runtime.release_memory_soon``)."""
 
 import asyncio
 import gc
-import sys
 import weakref
 
 import pytest
@@ -62,18 +61,3 @@ def test_a_closed_sessions_frozen_cycles_are_freed_by_the_release(quick):
     ref = asyncio.run(scenario())
     assert ref() is None
     assert gc.get_freeze_count() > 0  # what still lives is frozen again
-
-
-def test_a_served_page_shortens_the_gil_switch_interval_a_notebook_does_not(monkeypatch):
-    from aggmrf_explore.explorer.app import Explorer
-
-    old = sys.getswitchinterval()
-    try:
-        sys.setswitchinterval(0.005)
-        Explorer()  # a notebook's explorer
-        assert sys.getswitchinterval() == pytest.approx(0.005)
-        runtime.share_the_gil()  # what every served page calls (serve.build_app)
-        assert sys.getswitchinterval() == pytest.approx(runtime.GIL_SWITCH_SECONDS)
-        assert runtime.GIL_SWITCH_SECONDS <= 0.001
-    finally:
-        sys.setswitchinterval(old)

@@ -100,7 +100,6 @@ THREADS_PER_SLICE = 1  # numba threads of a training slice (see TrainingPool)
 # the training threads' niceness: on a busy machine the event loop (one thread, answering
 # every page) gets the cores first, training what is left; alone, training loses nothing
 TRAINING_NICE = 5
-GIL_SWITCH_SECONDS = 0.0005  # the served app's GIL switch interval (share_the_gil)
 
 
 def max_sessions() -> int:
@@ -517,19 +516,6 @@ def wait_for_warm_up(timeout: float) -> None:
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter: the most malloc arenas (one per thread by default)
 _arenas_limited = False
-
-
-def share_the_gil() -> None:
-    """In a server process: a thread that holds the GIL gives it up after
-    :data:`GIL_SWITCH_SECONDS` when another waits (Python's default: 5 ms).
-
-    A training thread takes the GIL back after every compiled kernel and numpy operation
-    (tens per iteration); while the event loop runs Python for a class's pages, each retake
-    waited up to the whole interval, and the cores stood idle.  Served pages only: a
-    notebook's kernel keeps Python's default.
-    """
-    if sys.getswitchinterval() > GIL_SWITCH_SECONDS:
-        sys.setswitchinterval(GIL_SWITCH_SECONDS)
 
 
 def limit_malloc_arenas(arenas: int = 2) -> None:

@@ -108,7 +108,6 @@ def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
     t0 = time.perf_counter()
     quiet_closed_sockets()  # (a tab closed mid-write: one log line, not a traceback)
     runtime.limit_malloc_arenas()  # (the first page: before any worker thread starts)
-    runtime.share_the_gil()  # (training threads and the event loop take turns sooner)
     serve_resources_locally()
     limit = runtime.max_sessions() if max_sessions is None else max(1, int(max_sessions))
     if len(runtime.SESSIONS) >= limit:
