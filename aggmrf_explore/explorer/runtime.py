@@ -571,12 +571,13 @@ def freeze_heap_soon(explorer=None) -> None:
     alive then out of the cycle collector's reach (``gc.freeze``); at most one freeze per
     ``FREEZE_DELAY`` s while a class arrives.
 
-    With a class on one server the collector's full passes scanned every session's objects
-    (1.7 million at 30 sessions): 0.5–1.5 s each, the GIL held, every page and training
-    thread stopped, several times a minute.  Frozen, the same passes scan only what was
-    made since (0.06–0.18 s).  Frozen objects are still freed by their reference counts;
-    only their reference cycles wait for the next release after a close
-    (:func:`release_memory_soon` unfreezes and collects everything).
+    With a class on one server the collector's full passes scanned every session's objects,
+    the GIL held: every page and training thread stopped for up to seconds, several times
+    a minute.  Frozen, the same passes scan only what was made since (docs/explorer.md,
+    "A class on one server").  Frozen objects are still freed by their reference counts;
+    only their reference cycles (a closed page's, or the views a data switch replaced) wait
+    for the next release after a close (:func:`release_memory_soon` unfreezes and collects
+    everything).
     """
     global _freeze_handle
     if explorer is not None and explorer not in SESSIONS:
