@@ -44,32 +44,3 @@ def test_five_sessions_train_without_stall_or_error():
     # every session was destroyed once closed, and the server gave the memory back
     assert r["sessions_destroyed"] >= 6, r["sessions_destroyed"]
     assert r["rss_after_close_mb"] <= 1.5 * r["rss_one_idle_mb"], r
-
-
-def test_two_server_processes_serve_every_resource_from_the_machine():
-    """``panel serve --num-procs 2``: a page whose websocket reaches the other process
-    still loads every stylesheet from this server (Panel sent CDN addresses before)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from explorer_load import BrowserPage, start_server, stop_server_tree
-    from playwright.sync_api import sync_playwright
-
-    from tests.test_browser import CHROMIUM_ARGS, free_port
-
-    port = free_port()
-    proc = start_server(port, num_procs=2)
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            pages = []
-            for _ in range(3):  # (each may land on either process)
-                p = BrowserPage(browser, f"http://127.0.0.1:{port}/explorer", port)
-                p.wait(lambda t: "iteration 0" in t, 120 * slack())
-                p.page.wait_for_timeout(2000)  # the cards and tabs that join the page later
-                pages.append(p)
-            outside = sorted({u for p in pages for u in p.outside})
-            errors = [e for p in pages for e in p.errors]
-            browser.close()
-    finally:
-        stop_server_tree(proc)
-    assert not outside, outside[:5]
-    assert not errors, errors[:5]

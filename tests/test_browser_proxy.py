@@ -54,7 +54,7 @@ def start_serve(
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "AGGMRF_EXPLORER_LOG": "1", **(env or {})},
-        start_new_session=True,  # its own process group: --num-procs forks (stop_serve)
+        start_new_session=True,  # its own process group: stop_serve ends its children
     )
     proc.log_path = log.name
     t0 = time.perf_counter()
@@ -285,11 +285,10 @@ def _handlers():
 _HTTPProxy, _WebSocketProxy = _handlers()
 
 
-@pytest.mark.parametrize("num_procs", [1, 2], ids=["one-process", "two-processes"])
-def test_explorer_behind_a_path_prefix_proxy(browser, tmp_path, num_procs):
-    """With two server processes the page's websocket may reach the process that did not
-    serve the page, which builds the session anew: its stylesheets too must come through
-    the proxy, under the prefix."""
+def test_explorer_behind_a_path_prefix_proxy(browser, tmp_path):
+    """The page, its scripts and stylesheets, and its websocket all come through the proxy,
+    under the prefix (one server process: ``--num-procs`` other than 1 is refused,
+    tests/test_num_procs.py)."""
     from aggmrf_explore.kernels import warm_up
 
     warm_up()  # numba's on-disk cache: the server loads, not compiles, the kernels
@@ -309,8 +308,6 @@ def test_explorer_behind_a_path_prefix_proxy(browser, tmp_path, num_procs):
                 PREFIX,
                 "--allow-websocket-origin",
                 f"127.0.0.1:{proxy.port}",
-                "--num-procs",
-                str(num_procs),
             ],
             cwd=tmp_path,
         )
@@ -319,22 +316,15 @@ def test_explorer_behind_a_path_prefix_proxy(browser, tmp_path, num_procs):
             proxy.backend = direct.split("/")[2]  # 127.0.0.1:PORT
             url = f"http://127.0.0.1:{proxy.port}{PREFIX}/explorer"
             origin = f"127.0.0.1:{proxy.port}{PREFIX}/"
-            # with two processes, pages until one's websocket reached the other process
-            # (its session built a second time: one more "page built" line than pages)
-            for pages in range(1, 4 if num_procs > 1 else 2):
-                p = check_explorer(browser, url)
-                p.close()
-                outside = [
-                    u
-                    for u in p.asked
-                    if not u.startswith(("data:", "blob:"))
-                    and u.split("://", 1)[-1][: len(origin)] != origin
-                ]
-                assert not outside, f"requests that did not go through the proxy: {outside[:10]}"
-                built = Path(proc.log_path).read_text().count("session page built")
-                if built > pages:
-                    break
-            print(f"{num_procs} process(es): {pages} page(s), {built} session(s) built")
+            p = check_explorer(browser, url)
+            p.close()
+            outside = [
+                u
+                for u in p.asked
+                if not u.startswith(("data:", "blob:"))
+                and u.split("://", 1)[-1][: len(origin)] != origin
+            ]
+            assert not outside, f"requests that did not go through the proxy: {outside[:10]}"
             # through the proxy: the page, Bokeh's and Panel's scripts, and the websocket
             assert f"{PREFIX}/explorer" in proxy.forwarded
             assert any(
@@ -346,41 +336,3 @@ def test_explorer_behind_a_path_prefix_proxy(browser, tmp_path, num_procs):
             stop_serve(proc)
     finally:
         proxy.stop()
-
-
-def test_explorer_on_two_server_processes(browser, tmp_path):
-    """``--num-procs 2``: a page's HTTP request and its websocket may reach different
-    processes (which then builds the session anew); two pages both work, from loopback only."""
-    from aggmrf_explore.kernels import warm_up
-
-    warm_up()
-    proc, url = start_serve(
-        [
-            sys.executable,
-            "-m",
-            "aggmrf_explore.cli",
-            "serve",
-            "--port",
-            "0",
-            "--address",
-            "127.0.0.1",
-            "--num-procs",
-            "2",
-        ],
-        cwd=tmp_path,
-    )
-    try:
-        log = Path(proc.log_path).read_text()
-        assert log.count(URL_LINE) == 1, log  # the URL printed once, not once per process
-        for _ in range(2):
-            p = check_explorer(browser, url)
-            p.close()
-            outside = [
-                u
-                for u in p.asked
-                if not u.startswith(("data:", "blob:"))
-                and u.split("://", 1)[-1].split("/")[0] != url.split("/")[2]
-            ]
-            assert not outside, f"requests away from the server: {outside[:10]}"
-    finally:
-        stop_serve(proc)

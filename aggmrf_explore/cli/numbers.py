@@ -14,6 +14,7 @@ from collections.abc import Callable
 __all__ = [
     "SEED_MAX",
     "integer",
+    "any_integer",
     "number",
     "seed",
     "fraction",
@@ -48,6 +49,15 @@ def integer(lo: int, hi: int) -> Callable[[str], int]:
 
     parse.__name__ = "integer"
     return parse
+
+
+def any_integer(text: str) -> int:
+    """Any integer (decimal digits, a sign): for a flag whose command checks the value itself
+    (``serve --num-procs``, where every value but 1 gets its own explanation)."""
+    try:
+        return _int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be an integer; got {text[:40]!r}") from None
 
 
 def seed(text: str) -> int:

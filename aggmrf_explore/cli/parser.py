@@ -428,9 +428,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sv.add_argument(
         "--num-procs",
-        type=numbers.integer(1, 256),
+        type=numbers.any_integer,
         default=1,
-        help="server processes sharing the port, for a large class (1)",
+        help="server processes: 1 only, any other value is refused (the explorer is one "
+        "process that trains on every core itself)",
     )
     sv.add_argument("--show", action="store_true", help="open the page in a browser")
 

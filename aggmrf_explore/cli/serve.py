@@ -3,7 +3,9 @@
 The same page as ``panel serve apps/explorer.py`` in a clone
 (:func:`aggmrf_explore.explorer.serve.explorer_document`), with the options a class needs:
 the port and address, the origins a browser may open it from, a path prefix for a reverse
-proxy, the number of server processes, and opening a browser.
+proxy, and opening a browser.  ``--num-procs`` other than 1 is refused with one ``error:``
+line before anything starts (:func:`check_num_procs`): the explorer is one server process
+that trains on every core itself.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import argparse
 import os
 import sys
 
-__all__ = ["cmd_serve", "check_prefix", "restart_with_system_allocator"]
+__all__ = ["cmd_serve", "check_prefix", "check_num_procs", "restart_with_system_allocator"]
 
 
 def restart_with_system_allocator(argv: list[str]) -> None:
@@ -48,10 +50,23 @@ def check_prefix(prefix: str) -> str:
     return "/" + path if path else ""
 
 
+def check_num_procs(num_procs: int) -> None:
+    """``--num-procs`` other than 1 raises :class:`AggMRFError` (one ``error:`` line, exit 2):
+    the explorer runs as one server process that trains on every core itself (the words of
+    :mod:`aggmrf_explore.explorer.one_process`, also on the page of ``panel serve
+    apps/explorer.py --num-procs N``)."""
+    if num_procs == 1:
+        return  # (without importing the explorer's package)
+    from ..explorer.one_process import check_num_procs as check
+
+    check(num_procs)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """``serve``: print the page's URL, then serve until Ctrl-C; returns the exit status."""
     from ..explorer import serve as served
 
+    check_num_procs(args.num_procs)
     prefix = check_prefix(args.prefix)
 
     def started(url: str) -> None:

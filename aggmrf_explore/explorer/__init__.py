@@ -12,6 +12,7 @@
   setting; ``loader.py`` loads data off the event loop;
 - ``app.py``: ``Explorer``, which composes the views and runs the training loop;
 - ``serve.py``: the served page (``build_app``, for ``panel serve apps/explorer.py``);
+- ``one_process.py``: the server is one process (``--num-procs`` other than 1 is refused);
 - ``widget.py``: notebook widgets.
 
 ``panel serve apps/explorer.py`` serves it; in Jupyter, ``Explorer()`` displays inline.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -22,10 +23,18 @@ from tornado.web import RedirectHandler
 
 from . import runtime
 from .closed_tabs import quiet_closed_sockets
+from .one_process import (
+    ONE_PROCESS,
+    PANEL_COMMAND,
+    check_num_procs,
+    forked_server,
+    one_process_message,
+)
 
 __all__ = [
     "build_app",
     "explorer_document",
+    "forked_document",
     "frozen_document",
     "serve",
     "APP_NAME",
@@ -68,10 +77,11 @@ def serve_resources_locally() -> None:
     """Point the session's stylesheets at this server, never at Panel's CDN.
 
     Panel points them at its server only when it renders the page's HTML (the document's
-    ``dist_url``).  With ``--num-procs`` above 1 the page's websocket may reach another
-    server process, which builds the session anew without that HTML and so sent CDN
-    addresses: offline, the page then missed its styles (a console error each).  Set
-    before the page's models are made, the same local address is used in every process.
+    ``dist_url``).  A session built from a websocket request instead (a page whose session
+    the server no longer had, or, before it was refused, ``--num-procs`` above 1 with the
+    websocket reaching another process) had no such HTML and sent CDN addresses: offline,
+    the page missed its styles (a console error each).  Set before the page's models are
+    made, the same local address is used in every case.
     """
     doc = pn.state.curdoc
     if doc is None or doc.session_context is None:
@@ -97,6 +107,60 @@ def full_page(limit: int) -> pn.viewable.Viewable:
     return pn.template.BootstrapTemplate(
         title="aggmrf explorer", main=[alert], header_background="#1f4e79", busy_indicator=None
     )
+
+
+_FORK_REPORTED: list[bool] = []  # the refusal was printed in this process
+
+FORKED_HTML = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>aggmrf explorer: start it as one process</title>
+<link rel="icon" href="data:,">
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 46em; margin: 3em auto; padding: 0 1em;
+       line-height: 1.5; color: #212529; }}
+.aggmrf-num-procs {{ border: 1px solid #f1aeb5; background: #f8d7da; color: #58151c;
+                     border-radius: 6px; padding: 1em 1.5em; }}
+code {{ font-size: 1.05em; }}
+</style>
+</head>
+<body>
+<div class="aggmrf-num-procs" role="alert">
+<h1>This explorer server runs in several processes</h1>
+<p>It was started with <code>--num-procs</code> other than 1, which the explorer does not
+support: {why}.</p>
+<p>Teacher: stop this server (Ctrl-C) and start it again without <code>--num-procs</code>:
+<code>{command}</code> (or <code>aggmrf-explore serve</code>).</p>
+</div>
+</body>
+</html>
+"""
+
+
+def forked_document() -> None:
+    """The page of every session of a forked server (``panel serve --num-procs N``): the
+    refusal instead of the explorer, also printed once per process on stderr.
+
+    A plain HTML page (the session document's template, no Bokeh model, no script): it asks
+    for nothing (not even a favicon), opens no websocket (which might reach another process),
+    and a plain HTTP client reads the message.  The session Bokeh made for it is never
+    connected and expires by itself.
+    """
+    import html
+
+    import jinja2
+
+    fix = f"stop this server and start it again without --num-procs: {PANEL_COMMAND}"
+    message = one_process_message("panel serve --num-procs other than 1", fix)
+    if not _FORK_REPORTED:
+        _FORK_REPORTED.append(True)
+        print(f"aggmrf explorer: error: {message}", file=sys.stderr, flush=True)
+    page = FORKED_HTML.format(why=html.escape(ONE_PROCESS), command=html.escape(PANEL_COMMAND))
+    doc = pn.state.curdoc
+    if doc is not None:
+        doc.title = "aggmrf explorer: start it as one process"
+        doc.template = jinja2.Template("{% raw %}" + page + "{% endraw %}")
 
 
 def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
@@ -133,10 +197,10 @@ def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
 def page_path_from_websocket() -> None:
     """Give a session that a websocket request made the page's own path.
 
-    With ``--num-procs`` above 1 the page's websocket may reach another server process than
-    its page, which builds the session anew from that request: Panel then takes the page's
-    path to be ``…/explorer/ws``, counts one directory too many, and points the page's
-    stylesheets one level up (``../static/…``: not found under a path prefix, measured
+    A session the server no longer has (or, before ``--num-procs`` above 1 was refused, one
+    whose websocket reached another server process than its page) is built anew from the
+    websocket's request: Panel then takes the page's path to be ``…/explorer/ws``, counts
+    one directory too many, and points the page's stylesheets one level up (``../static/…``: not found under a path prefix, measured
     through a proxy).  Setting the path before the page is built keeps them at ``static/…``.
     """
     doc = pn.state.curdoc
@@ -154,6 +218,9 @@ def explorer_document() -> None:
     returns None: the page is in the document already, as under ``panel serve``).
     """
     page_path_from_websocket()
+    if forked_server():  # ``panel serve --num-procs N``: the refusal, not the explorer
+        forked_document()
+        return
     with frozen_document():  # the page's ~400 Bokeh models are indexed once, not a dozen times
         build_app().servable()
 
@@ -177,17 +244,14 @@ def serve(
     (a reverse proxy's, or the machine's name on the network); default: ``localhost:PORT``.
     ``prefix``: a path the page is served under (``/user/alice/proxy/5006`` serves
     ``…/user/alice/proxy/5006/explorer``), for a reverse proxy that keeps the path.
-    ``num_procs``: server processes sharing the port (Bokeh forks them; each serves its own
-    sessions, see :func:`serve_resources_locally` and :func:`page_path_from_websocket`).
+    ``num_procs``: 1, the only value (one process trains on every core; any other raises
+    :class:`AggMRFError` before anything listens, see :func:`check_num_procs`).
     ``show`` opens the page in the default browser.  ``on_start(url)`` is called once the server
-    listens (in the first process only), with the page's URL on this machine.
+    listens, with the page's URL on this machine.
     """
-    from tornado.process import task_id
-
     from ..errors import AggMRFError
 
-    if num_procs < 1:
-        raise AggMRFError(f"--num-procs {num_procs}: at least 1 — give 1 or more.")
+    check_num_procs(num_procs)
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     # Bokeh answers /favicon.ico without the prefix, the page asks for it under the prefix:
     # an extra route (Bokeh adds the prefix to it) sends it to Panel's icon
@@ -199,7 +263,7 @@ def serve(
             address=address,
             websocket_origin=list(allow_websocket_origin or []) or None,
             prefix=prefix,
-            num_procs=num_procs,
+            num_procs=1,
             show=False,
             start=False,
             verbose=False,
@@ -220,9 +284,8 @@ def serve(
     host = address if address not in ("", "0.0.0.0", "::") else "localhost"
     url = f"http://{host}:{server.port}{prefix}/{APP_NAME}"
     server.start()
-    first = task_id() in (None, 0)  # None: not forked (one process)
-    if on_start is not None and first:
+    if on_start is not None:
         on_start(url)
-    if show and first:
+    if show:
         server.io_loop.add_callback(server.show, f"/{APP_NAME}")
     server.io_loop.start()
