@@ -33,6 +33,7 @@ __all__ = [
     "Callback",
     "History",
     "HeldOutNLLH",
+    "held_out_rows",
     "Progress",
     "StopTraining",
     "TimeBox",
@@ -115,14 +116,14 @@ class HeldOutNLLH:
         self.live = bool(live)
         self.last: float | None = None
         self.last_live: float | None = None
-        self.rows = None if layout is None else layout.rows(X).astype(np.int32)
+        self.rows = None if layout is None else held_out_rows(layout, X)
 
     def __call__(self, trainer: Trainer, stats: Any) -> None:
         every = self.every if self.every is not None else trainer.settings.eval_every
         it = trainer.iteration
         if it % every == 0 or it == 1:
             if self.rows is None:
-                self.rows = trainer.layout.rows(self.X).astype(np.int32)
+                self.rows = held_out_rows(trainer.layout, self.X)
             model = trainer.model
             self.last = nllh(self.y, model.proba_of_rows(self.rows))
             stats.nllh_eval = self.last
@@ -131,6 +132,27 @@ class HeldOutNLLH:
                 same = live.theta is model.theta or np.array_equal(live.theta, model.theta)
                 self.last_live = self.last if same else nllh(self.y, live.proba_of_rows(self.rows))
                 stats.nllh_live = self.last_live
+
+
+_ROWS: dict[tuple[int, int], tuple[Any, np.ndarray, np.ndarray]] = {}
+ROWS_KEPT = 8  # (layout, records) pairs whose rows are kept
+
+
+def held_out_rows(layout: Any, X: np.ndarray) -> np.ndarray:
+    """The table rows of coded records ``X`` (n, D) under ``layout``, int32 (n, T),
+    read-only and computed once for the same layout and array: the sessions of a server
+    that evaluate on the same test records share one copy (the last ``ROWS_KEPT`` pairs,
+    each kept with its layout and records, so that their ids stay theirs)."""
+    key = (id(layout), id(X))
+    hit = _ROWS.get(key)
+    if hit is not None and hit[0] is layout and hit[1] is X:
+        return hit[2]
+    rows = layout.rows(X).astype(np.int32)
+    rows.flags.writeable = False
+    while len(_ROWS) >= ROWS_KEPT:
+        _ROWS.pop(next(iter(_ROWS)))
+    _ROWS[key] = (layout, X, rows)
+    return rows
 
 
 class History:

@@ -693,6 +693,45 @@ class PCDTrainer:
         """The most recent held-out NLLH, or None if none was computed."""
         return self._last_nllh
 
+    # ------------------------------------------------------------------ another process
+    def shared_parts(self) -> dict[str, object]:
+        """The parts that a copy of this trainer in another process keeps between calls
+        instead of receiving them again (``trainer_worker``), by name: what never changes
+        over the trainer's life (the data, layout, penalty, targets, the held-out records
+        and their rows) and the chain's (``chain.shared_parts()``, if it has them: its
+        structure, and scratch buffers that each sweep rewrites before reading)."""
+        parts = {
+            "data": self.data,
+            "layout": self.layout,
+            "penalty": self.penalty,
+            "projected": self._projected,
+            "fit_targets": self._fit_targets,
+            "released": self._released,
+            "row_sd": self._row_sd,
+            "folded": self._folded,
+        }
+        if self.held_out is not None:
+            parts.update(held_out_X=self.held_out.X, held_out_y=self.held_out.y)
+            parts["held_out_rows"] = self.held_out.rows
+        chain_parts = getattr(self.chain, "shared_parts", dict)()
+        parts.update({f"chain.{name}": obj for name, obj in chain_parts.items()})
+        return {name: obj for name, obj in parts.items() if obj is not None}
+
+    def absorb(self, trained: PCDTrainer) -> list[IterationStats]:
+        """Take over the state of ``trained``: a copy of this trainer (with its shared
+        parts, ``shared_parts()``) that started with an empty history and was stepped in
+        another process.  Everything becomes the copy's but the history, which gets the
+        copy's statistics appended, and the held-out monitor, which keeps its identity;
+        returns those statistics."""
+        new = trained.history
+        for name, value in vars(trained).items():
+            if name not in ("recorder", "_monitors", "held_out"):
+                setattr(self, name, value)
+        if self.held_out is not None and trained.held_out is not None:
+            vars(self.held_out).update(vars(trained.held_out))
+        self.recorder.records.extend(new)
+        return new
+
     def history_frame(self) -> pd.DataFrame:
         """The training history, one row per iteration."""
         return self.recorder.frame()

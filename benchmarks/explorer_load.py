@@ -140,11 +140,14 @@ def server_first(server_pid: int, nice: int = 10) -> int:
 
 
 def server_pids(pid: int) -> list[int]:
-    """The server process and its children (``--num-procs`` forks)."""
+    """The server process and all its descendants (its training worker processes, a
+    compiler), whichever of its threads started them."""
+    import psutil
+
     out = [pid]
     try:
-        out += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
+        out += [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
         pass
     return out
 
@@ -607,6 +610,8 @@ def run(
         res["rss_after_close_mb"] = rss_mb(proc.pid)
         res["rss_peak_mb"] = max(res["rss_peak_mb"], sampler.peak)
         log = server_log(proc)
+        # the training worker processes the server started (one per core once a class trains)
+        res["training_processes"] = len(re.findall(r"training worker process \d+ started", log))
         res["server_errors"] = [
             line
             for line in log[:log_before_close].splitlines()

@@ -3,7 +3,8 @@
 - ``store.py``: the session store (settings as params with declared bounds, trainer, run loop);
 - ``problems.py`` and ``caches.py``: data shared by every session (problems, releases,
   baselines; the LRU cache, the upload registry, the disk cache);
-- ``runtime.py``: the process runtime (kernel warm-up, worker threads, memory);
+- ``runtime.py``: the process runtime (kernel warm-up, the training pool and its worker
+  processes, memory);
 - ``plots.py``: pure functions history → HoloViews; ``liveplots.py``: those figures drawn
   once and refreshed in place;
 - small views that take the store (Viewers): ``controls.py``, ``data_card.py``,
@@ -13,7 +14,7 @@
 - ``app.py``: ``Explorer``, which composes the views and runs the training loop;
 - ``serve.py``: the served page (``build_app``, for ``panel serve apps/explorer.py``);
 - ``one_process.py``: the server is one process (``--num-procs`` other than 1 is refused);
-- ``widget.py``: notebook widgets.
+- ``widget.py``: notebook widgets; ``ipywidget.py``: an explorer as an ipywidgets.Widget.
 
 ``panel serve apps/explorer.py`` serves it; in Jupyter, ``Explorer()`` displays inline.
 Importing this package starts nothing (no training, no data loading).

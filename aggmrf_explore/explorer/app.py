@@ -172,6 +172,7 @@ class Explorer(pn.viewable.Viewer):
             doc.on_session_destroyed(self._on_destroyed)
             doc.js_on_event("connection_lost", _connection_lost_banner())
             runtime.SESSIONS.add(self)
+            runtime.TRAINING.use_processes()
             runtime.freeze_heap_soon(self)
 
     def _on_destroyed(self, session_context) -> None:
@@ -323,36 +324,10 @@ class Explorer(pn.viewable.Viewer):
             self.main.objects = tabs
 
     def to_ipywidget(self):
-        """The explorer as an ipywidgets.Widget (needs jupyter_bokeh).
+        """The explorer as an ipywidgets.Widget (needs jupyter_bokeh; ``ipywidget.py``)."""
+        from .ipywidget import explorer_widget
 
-        jupyter_bokeh sends later changes as patches to the views already drawn, and a view
-        draws itself from the widget's ``render_bundle``, a snapshot taken when the widget
-        was made.  A view that finishes drawing after a step from code (the README's
-        ``display(w); w.explorer.session.step(5)``; a second ``display(w)``; a reloaded
-        page) would show the state of the snapshot.  A change of the bundle makes every
-        view redraw from scratch, and a view still drawing then fails inside BokehJS
-        ("configuration is missing"), so the bundle is re-taken only when a view reports
-        that it has finished drawing (Bokeh's ``DocumentReady``) and the session has moved
-        on since the snapshot: that view redraws once, with the current state.
-        """
-        from bokeh.document import Document
-        from bokeh.events import DocumentReady
-        from jupyter_bokeh.widgets import BokehModel
-
-        # what pn.ipywidget does, keeping the root model in hand
-        root = self.__panel__().get_root(doc=Document())
-        w = BokehModel(root, combine_events=True)
-        s = self.session
-        taken = [(s.iteration, s.version)]  # the state the bundle shows
-
-        def on_ready(event) -> None:
-            now = (s.iteration, s.version)
-            if now != taken[0]:
-                taken[0] = now
-                w.update_from_model(root)
-
-        root.document.on_event(DocumentReady, on_ready)
-        return w
+        return explorer_widget(self)
 
     # ------------------------------------------------------------------ loading
     def _on_load(self) -> None:
@@ -446,7 +421,12 @@ class Explorer(pn.viewable.Viewer):
             # (a Pause cancels the slice while it waits in the pool's queue; one under way
             # ends after its current iteration)
             future = runtime.TRAINING.submit(
-                s.train_slice, SLICE_SECONDS, s.iters_per_tick, True, priority=priority
+                s.train_slice,
+                SLICE_SECONDS,
+                s.iters_per_tick,
+                True,
+                runtime.steps_for(self),
+                priority=priority,
             )
             self._slice_future = future
             try:
@@ -554,7 +534,9 @@ class Explorer(pn.viewable.Viewer):
             if s.trainer is None or s.busy or self._closed:
                 return
             try:
-                done = await runtime.TRAINING.run(s.train_slice, None, 1, priority=0)
+                done = await runtime.TRAINING.run(
+                    s.train_slice, None, 1, False, runtime.steps_for(self), priority=0
+                )
                 s.finish_slice(done)
             except Exception as exc:  # noqa: BLE001
                 self.messages.show_message(error_message(exc))

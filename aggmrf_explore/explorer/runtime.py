@@ -16,9 +16,13 @@ One per server process (module-level, shared by every session):
   compiles the parallel builds into numba's cache; the sessions' chains move to them once
   they are there (:func:`chain_build`, :func:`parallel_ready`);
 - training runs in :data:`TRAINING`, a pool of one thread per core shared by every
-  session (:class:`TrainingPool`): numba's compiled sweeps release the GIL, so the
-  sessions training at once use every core, and the event loop only hands out slices
-  of training and pushes their results to the pages;
+  session (:class:`TrainingPool`); the event loop only hands out slices of training and
+  pushes their results to the pages.  A served session's slices run in the pool
+  thread's worker process (:mod:`aggmrf_explore.trainer_worker`, the trainer's state
+  shipped there and back, the same numbers bit for bit): with a GIL of its own it keeps
+  its core busy however busy the event loop is, in a scheduling group niced to
+  :data:`WORKER_NICE` (it trains on what the pages and everything else leave); the
+  worker processes end when no session trains (:data:`WORKER_IDLE`);
 - data preparation runs in :data:`DATA_EXECUTOR` (2 threads), the slow baselines in
   :data:`SLOW_EXECUTOR` (1 niced thread), so the event loop never blocks;
 - :func:`max_sessions` caps the open sessions (a page past it says the class is full);
@@ -46,9 +50,12 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from ..trainer_worker import TrainerWorker, WorkerLost
+
 __all__ = [
     "TrainingPool",
     "TRAINING",
+    "steps_for",
     "max_sessions",
     "DEFAULT_MAX_SESSIONS",
     "DATA_EXECUTOR",
@@ -100,6 +107,12 @@ THREADS_PER_SLICE = 1  # numba threads of a training slice (see TrainingPool)
 # the training threads' niceness: on a busy machine the event loop (one thread, answering
 # every page) gets the cores first, training what is left; alone, training loses nothing
 TRAINING_NICE = 5
+# a training worker process's niceness and that of its scheduling group: it trains on what
+# the event loop and everything else on the machine (the pages of a class on one machine,
+# a teacher's notebook) leave
+WORKER_NICE = 19
+WORKER_IDLE = 15.0  # seconds without a slice after which a worker process ends
+MAX_WORKER_FAILURES = 4  # worker processes lost before the pool keeps to its threads
 
 
 def max_sessions() -> int:
@@ -125,7 +138,14 @@ class TrainingPool:
     for at most the slices already running, never for the queue.
 
     numba's compiled kernels release the GIL, so the threads train at the same time, one
-    core each, niced by :data:`TRAINING_NICE` so that the event loop answers first.  A slice runs its parallel kernels on one thread: with more (numba's
+    core each, niced by :data:`TRAINING_NICE` so that the event loop answers first.  But
+    a thread hands the GIL back tens of times per iteration and waits to get it back from
+    the event loop: with a class, the threads waited more than they trained.  So, once
+    :meth:`use_processes` was called (a served page) and the compiled sampler is loaded,
+    each thread hands its slices to a worker process of its own (:meth:`run_steps`), and
+    only waits for the answer.
+
+    A slice runs its parallel kernels on one thread: with more (numba's
     OpenMP teams), every kernel ends at a barrier that waits for a descheduled team
     thread whenever the machine is busy (another session, a browser, another job), and
     Adult at n' = 10 000 fell from 142–173 to 17–51 iterations per second at load 4 on 2
@@ -140,6 +160,66 @@ class TrainingPool:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self.active = 0  # slices running now
+        self.processes = False  # step trainers in worker processes (use_processes)
+        self._local = threading.local()  # a pool thread's worker process
+        self._failures = 0  # worker processes lost (past MAX_WORKER_FAILURES: threads only)
+        self._processes: list[TrainerWorker] = []  # the worker processes started
+
+    def use_processes(self) -> None:
+        """From now on each pool thread steps trainers in a worker process of its own
+        (:mod:`aggmrf_explore.trainer_worker`) once the compiled sampler is ready: a
+        process has its own GIL, so a class training at once keeps every core busy
+        while the event loop answers the pages.  ``AGGMRF_TRAIN_PROCESSES=0`` keeps
+        them in the threads."""
+        if os.environ.get("AGGMRF_TRAIN_PROCESSES", "").strip() != "0":
+            self.processes = True
+
+    def run_steps(self, trainer, k: int, box) -> None:
+        """``trainer.step(k, callbacks=[box])``, in this pool thread's worker process when
+        it has one ready (the same numbers bit for bit), else in this thread; for
+        ``ExplorerSession.train_slice(steps=…)`` in the pool."""
+        worker = self._worker()
+        if worker is not None and getattr(trainer.chain, "build", "parallel") == "parallel":
+            try:
+                return worker.run_steps(trainer, k, box)
+            except WorkerLost as exc:
+                self._local.worker = None
+                if not worker.closed:  # (not ended by end_idle_workers meanwhile)
+                    say(f"{exc} Training continues in the server process.")
+                    self._failures += 1
+        trainer.step(k, callbacks=[box])
+
+    def _worker(self):
+        """This pool thread's worker process once it is ready (None before, or without
+        processes); started here the first time it is wanted."""
+        if not self.processes or not _PARALLEL.is_set():
+            return None
+        worker = getattr(self._local, "worker", None)
+        if worker is None or worker.closed:
+            if self._failures >= MAX_WORKER_FAILURES:
+                return None
+            try:
+                worker = self._local.worker = TrainerWorker(nice=WORKER_NICE)
+            except OSError as exc:
+                say(f"no training worker process ({exc}): training stays in the server process.")
+                self._failures = MAX_WORKER_FAILURES
+                return None
+            with self._lock:
+                self._processes.append(worker)
+            log(f"training worker process {worker.proc.pid} started")
+        return worker if worker.ready() else None
+
+    def end_idle_workers(self) -> None:
+        """End the worker processes that are not stepping a trainer now (when no session
+        trains: their memory goes back to the system; the next training starts new ones)."""
+        with self._lock:
+            processes, self._processes = self._processes, []
+        for worker in processes:
+            if worker.close_if_idle():
+                log(f"training worker process {worker.proc.pid} ended")
+            else:
+                with self._lock:
+                    self._processes.append(worker)
 
     def submit(self, fn: Callable, *args, priority: int = 1) -> Future:
         """Queue ``fn(*args)``; its future has the result (or the exception)."""
@@ -158,12 +238,30 @@ class TrainingPool:
         """An awaitable of ``fn(*args)`` run in the pool (call it on the event loop)."""
         return asyncio.wrap_future(self.submit(fn, *args, priority=priority))
 
+    def _idle(self) -> None:
+        """(A pool thread with nothing to do for ``RELEASE_DELAY`` s.)  Its worker process
+        drops what it holds of closed sessions, and ends after ``WORKER_IDLE`` s without
+        work: the memory of a class that left goes back to the system (it starts again, in
+        about a second, with the next training)."""
+        worker = getattr(self._local, "worker", None)
+        if worker is None or worker.closed:
+            return
+        if time.monotonic() - worker.last_used > WORKER_IDLE:
+            if worker.close_if_idle():
+                log(f"training worker process {worker.proc.pid} ended (idle)")
+        else:
+            worker.forget_dead()
+
     def _work(self) -> None:
         from ..kernels import set_threads
 
         lower_priority(TRAINING_NICE)  # the event loop (clicks, pages, refreshes) comes first
         while True:
-            _, _, future, fn, args = self._queue.get()
+            try:
+                _, _, future, fn, args = self._queue.get(timeout=RELEASE_DELAY)
+            except queue.Empty:
+                self._idle()
+                continue
             if not future.set_running_or_notify_cancel():
                 continue
             with self._lock:
@@ -176,6 +274,13 @@ class TrainingPool:
             finally:
                 with self._lock:
                     self.active -= 1
+
+
+def steps_for(explorer):
+    """How the pool steps ``explorer``'s trainer (``train_slice(steps=…)``): in a worker
+    process if it is a served session (:meth:`TrainingPool.run_steps`), else None, in the
+    pool's thread (a notebook's kernel keeps to one process)."""
+    return TRAINING.run_steps if explorer in SESSIONS else None
 
 
 TRAINING = TrainingPool(int(os.environ.get("AGGMRF_TRAIN_THREADS", "0") or 0) or None)
@@ -553,6 +658,8 @@ def release_memory_soon() -> None:
     def release() -> None:
         global _release_handle
         _release_handle = None
+        if not RUNNING:  # nobody trains: the worker processes' memory goes back too
+            TRAINING.end_idle_workers()
         gc.unfreeze()  # the closed sessions' objects may be among the frozen ones
         gc.collect()
         gc.freeze()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ..callbacks import TimeBox
@@ -107,12 +108,18 @@ class TrainingControl:
         return self.finish_slice(self.train_slice(budget, max_iters))
 
     def train_slice(
-        self, budget: float | None, max_iters: int, while_running: bool = False
+        self,
+        budget: float | None,
+        max_iters: int,
+        while_running: bool = False,
+        steps: Callable | None = None,
     ) -> TrainingSlice:
         """Up to ``max_iters`` iterations of the current trainer, ending before ``budget``
         seconds are overrun (None: no limit), through the trainer's one loop (``step`` with
         a :class:`TimeBox` callback); with ``while_running``, none once the session is
         paused, and none after the iteration under way when it is paused meanwhile.
+        ``steps(trainer, k, box)``, if given, runs ``trainer.step(k, callbacks=[box])``
+        elsewhere (the server's pool: a worker process), with the same result.
 
         Safe in a worker thread while the views run elsewhere: it changes the trainer only,
         never a parameter of the session (so no view reacts in this thread); the caller
@@ -126,7 +133,10 @@ class TrainingControl:
             try:
                 if trainer is not None and max_iters >= 1 and not (paused and paused()):
                     self._faster_chain(trainer)
-                    trainer.step(max_iters, callbacks=[box])
+                    if steps is None:
+                        trainer.step(max_iters, callbacks=[box])
+                    else:
+                        steps(trainer, max_iters, box)
             except DivergenceError as exc:
                 error = exc
         return TrainingSlice(trainer, box.stats, error)

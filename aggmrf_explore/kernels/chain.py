@@ -442,6 +442,22 @@ class GibbsChain:
         arrays = (self._x, self._y, self._z, p.W, p.E, self._work.acc, p.mu_f)
         return int(sum(a.nbytes for a in arrays)) + p.theta_f.nbytes
 
+    def shared_parts(self) -> dict[str, object]:
+        """What a copy of this chain in another process may keep between calls instead of
+        receiving it again: the structure (never changes) and the sweep's parameter
+        buffers (``build_params`` rewrites them before each sweep reads them)."""
+        return {"structure": self.structure, "row_tables": self._row_tables, "params": self._params}
+
+    def __getstate__(self) -> dict:
+        """Pickled without its compiled kernels (``__setstate__`` looks up its build's)."""
+        state = dict(vars(self))
+        del state["_kernels"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        self._kernels = dense_kernels(self.build)
+
     def use_build(self, build: str) -> None:
         """Run the kernels of ``build`` ("parallel" or "serial") from the next call on:
         the state stays, and the results are the same bit for bit (:mod:`.quick`)."""

@@ -1,0 +1,398 @@
+"""Steps of a PCD trainer run in a worker process: the trainer's state goes there and back.
+
+Why.  numba's kernels release the GIL, but a training thread hands it back and forth tens
+of times per iteration; in a server whose event loop also wants it, the threads wait for
+it more than they train (docs/explorer.md, "What kept the second core idle").  A worker
+process has a GIL of its own.
+
+How.  :class:`TrainerWorker` starts ``python -m aggmrf_explore.trainer_worker`` (a child
+that ends with its parent) and talks to it over two pipes, one framed message at a time.
+``worker.run_steps(trainer, k, box)`` does what ``trainer.step(k, callbacks=[box])`` does,
+with the same numbers bit for bit:
+
+1. the trainer is pickled whole, except its *shared parts* (``trainer.shared_parts()``:
+   the data, layout, targets, held-out records, the chain's structure and scratch
+   buffers), which go to the worker once and stay there under a token, and its history,
+   which the worker does not need (it starts an empty one);
+2. the worker steps its copy with a :class:`~aggmrf_explore.callbacks.TimeBox` of the same
+   budget (``box.stop()``, polled here, reaches it as SIGUSR1) and sends the copy back,
+   the shared parts again as tokens;
+3. ``trainer.absorb(copy)`` takes over the copy's state and appends its new statistics to
+   the history; ``box.stats`` gets them too.  A divergence is absorbed, then raised as in
+   ``trainer.step``; any other failure leaves the trainer as it was and is raised.
+
+A trainer that is garbage-collected is forgotten by the workers (with the next message).
+If the child cannot start or dies, ``run_steps`` raises :class:`WorkerLost` and the
+caller trains in its own process (the trainer is unchanged).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from multiprocessing.connection import Connection
+
+from .callbacks import TimeBox
+from .errors import AggMRFError, DivergenceError
+
+__all__ = ["TrainerWorker", "WorkerLost", "worker_main"]
+
+FRESH_LIST = "fresh-list"  # the token of the trainer's history: the worker starts a new one
+READY = b"ready"
+
+_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trainer -> its key
+_OBJECTS: dict[int, tuple[weakref.ref, str]] = {}  # id(shared part) -> (its ref, its token)
+_PINNED: dict[str, dict[str, object]] = {}  # trainer key -> its parts that take no weakref
+_DEAD: set[str] = set()  # tokens of trainers and parts garbage-collected since
+_COUNTER = itertools.count(1)
+_KEYS_LOCK = threading.Lock()
+
+
+class WorkerLost(AggMRFError):
+    """The worker process is not there (not started yet, failed, or died)."""
+
+
+def _key(trainer) -> str:
+    """A name of ``trainer`` for the workers' caches (forgotten once it is gone)."""
+    with _KEYS_LOCK:
+        key = _KEYS.get(trainer)
+        if key is None:
+            key = _KEYS[trainer] = f"t{next(_COUNTER)}"
+            _PINNED[key] = {}
+            weakref.finalize(trainer, _trainer_gone, key)
+        return key
+
+
+def _trainer_gone(key: str) -> None:
+    _PINNED.pop(key, None)
+    _DEAD.add(key)
+
+
+def _token(obj, key: str, name: str) -> str:
+    """The token of a shared part: its own while it lives (an array several trainers share,
+    e.g. the held-out records, goes to a worker once), else ``key:name`` (``key``: its
+    trainer's; for parts that take no weak reference, like named tuples)."""
+    try:
+        with _KEYS_LOCK:
+            hit = _OBJECTS.get(id(obj))
+            if hit is not None and hit[0]() is obj:
+                return hit[1]
+            token = f"o{next(_COUNTER)}"
+            ident = id(obj)
+            _OBJECTS[ident] = (weakref.ref(obj, lambda _, i=ident, t=token: _gone(i, t)), token)
+            return token
+    except TypeError:  # kept alive with its trainer, so that its id stays its own
+        token = f"{key}:{name}:{id(obj)}"
+        _PINNED.setdefault(key, {})[token] = obj
+        return token
+
+
+def _gone(ident: int, token: str) -> None:
+    hit = _OBJECTS.get(ident)
+    if hit is not None and hit[1] == token:
+        del _OBJECTS[ident]
+    _DEAD.add(token)
+
+
+def _owner(token: str) -> str:
+    """The cache entry a token belongs to: its trainer's key, or itself."""
+    return token.split(":", 1)[0]
+
+
+class _RefPickler(pickle.Pickler):
+    """Pickles objects whose id is in ``refs`` as their token (``persistent_id``)."""
+
+    def __init__(self, file, refs: dict[int, str]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.refs = refs
+        self.used: set[str] = set()
+
+    def persistent_id(self, obj):
+        token = self.refs.get(id(obj))
+        if token is not None:
+            self.used.add(token)
+        return token
+
+
+class _RefUnpickler(pickle.Unpickler):
+    """Unpickles tokens as the objects of ``objects`` (``FRESH_LIST``: a new list)."""
+
+    def __init__(self, file, objects: dict[str, object]) -> None:
+        super().__init__(file)
+        self.objects = objects
+
+    def persistent_load(self, token):
+        if token == FRESH_LIST:
+            return []
+        try:
+            return self.objects[token]
+        except KeyError:
+            raise pickle.UnpicklingError(f"unknown shared part {token!r}") from None
+
+
+def _dumps(obj, refs: dict[int, str]) -> tuple[bytes, set[str]]:
+    buf = io.BytesIO()
+    pickler = _RefPickler(buf, refs)
+    pickler.dump(obj)
+    return buf.getvalue(), pickler.used
+
+
+def _loads(data: bytes, objects: dict[str, object]):
+    return _RefUnpickler(io.BytesIO(data), objects).load()
+
+
+class TrainerWorker:
+    """One worker process that steps trainers for the calling threads, one at a time.
+
+    ``nice``: the child's niceness (the server's event loop comes first).  The child is
+    started at once; it is ready (``ready()``) once it has loaded the compiled kernels,
+    about a second.  ``close()`` ends it.
+    """
+
+    def __init__(self, nice: int = 0) -> None:
+        self._lock = threading.Lock()
+        self.holding: set[str] = set()  # the tokens of the parts the child holds
+        self._ready = False
+        self.lost = False
+        self.closed = False  # by close(): not a failure
+        self.last_used = time.monotonic()  # when the last steps ended
+        r_child, w_parent = os.pipe()
+        r_parent, w_child = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "aggmrf_explore.trainer_worker",
+                    str(r_child),
+                    str(w_child),
+                    str(nice),
+                ],
+                pass_fds=(r_child, w_child),
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "AGGMRF_WORKER": "1"},
+            )
+        finally:
+            os.close(r_child)
+            os.close(w_child)
+        self._send = Connection(w_parent, readable=False)
+        self._recv = Connection(r_parent, writable=False)
+
+    def ready(self) -> bool:
+        """True once the child has said it is ready (never blocks)."""
+        if self._ready or self.lost:
+            return self._ready and not self.lost
+        try:
+            if self._recv.poll(0) and self._recv.recv_bytes() == READY:
+                self._ready = True
+        except (EOFError, OSError):
+            self.lost = True
+        return self._ready
+
+    def wait_ready(self, timeout: float = 60.0) -> bool:
+        """Wait up to ``timeout`` s for the child to be ready; True if it is."""
+        end = time.monotonic() + timeout
+        while not self.ready() and not self.lost and time.monotonic() < end:
+            time.sleep(0.02)
+        return self.ready()
+
+    def run_steps(self, trainer, k: int, box: TimeBox) -> None:
+        """``trainer.step(k, callbacks=[box])`` in the child (module docstring); raises
+        :class:`WorkerLost` (trainer unchanged) if the child is not ready or dies."""
+        if not self.ready():
+            raise WorkerLost("the training worker is not ready.")
+        with self._lock:
+            try:
+                return self._run(trainer, int(k), box)
+            finally:
+                self.last_used = time.monotonic()
+
+    def _run(self, trainer, k: int, box: TimeBox) -> None:
+        key = _key(trainer)
+        parts = {_token(obj, key, name): obj for name, obj in trainer.shared_parts().items()}
+        refs = {id(obj): token for token, obj in parts.items()}
+        refs[id(trainer.history)] = FRESH_LIST
+        state, used = _dumps(trainer, refs)
+        forget = self._dead()
+        new = {token: parts[token] for token in used - self.holding - {FRESH_LIST}}
+        budget = None if box.budget is None else box.budget - (time.perf_counter() - box.t0)
+        message = pickle.dumps(
+            ("step", forget, pickle.dumps(new, protocol=pickle.HIGHEST_PROTOCOL), state, k, budget),
+            protocol=pickle.HIGHEST_PROTOCOL,
+        )
+        try:
+            self._send.send_bytes(message)
+            self.holding.update(new)
+            while not self._recv.poll(0.02):
+                if box.stop is not None and box.stop():
+                    os.kill(self.proc.pid, signal.SIGUSR1)
+                    box.stop = None  # (once)
+                if self.proc.poll() is not None:
+                    raise EOFError
+            reply = self._recv.recv_bytes()
+        except (EOFError, OSError) as exc:
+            self.lost = True
+            raise WorkerLost(f"the training worker stopped ({exc or 'exit'}).") from None
+        kind, payload = pickle.loads(reply)
+        if kind == "error":
+            raise payload
+        copy, error = _loads(payload, parts)
+        box.stats.extend(trainer.absorb(copy))
+        if error is not None:
+            raise DivergenceError(error)
+
+    def _dead(self) -> list[str]:
+        """What the child holds of trainers and parts gone since (now dropped here)."""
+        gone = {t for t in self.holding if _owner(t) in _DEAD}
+        self.holding -= gone
+        return sorted({_owner(t) for t in gone})
+
+    def forget_dead(self) -> None:
+        """Tell the child to drop what it holds of trainers gone since (their memory)."""
+        if not self.ready():
+            return
+        with self._lock:
+            dead = self._dead()
+            if dead:
+                try:
+                    self._send.send_bytes(pickle.dumps(("forget", dead)))
+                except OSError:
+                    self.lost = True
+
+    def close_if_idle(self) -> bool:
+        """End the child unless it is stepping a trainer now; True if it was ended."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            self.close()
+        finally:
+            self._lock.release()
+        return True
+
+    def close(self) -> None:
+        """End the child (it also ends by itself when this process ends)."""
+        self.lost = self.closed = True
+        for conn in (self._send, self._recv):
+            try:
+                conn.close()
+            except OSError:
+                pass
+        try:
+            self.proc.terminate()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+# ---------------------------------------------------------------------------- the child
+_STOP = [False]
+
+
+def _on_stop(signum, frame) -> None:
+    _STOP[0] = True
+
+
+def _end_with_parent() -> None:
+    """Linux: the system ends this process when its parent ends."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def _take_leftovers(nice: int) -> None:
+    """Run at niceness ``nice`` and, on Linux, in a session of its own whose scheduling
+    group ("autogroup") has that niceness: Linux weighs each session as one unit, so a
+    thread's nice value alone counts only against its own session's threads.  The worker
+    then trains on what the server's event loop and everything else on the machine leave."""
+    if hasattr(os, "setsid"):
+        try:
+            os.setsid()
+        except OSError:
+            pass
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError:
+        pass  # no autogroups: the nice value below is enough
+    try:  # (never less nice than it is: the parent's thread may be niced already)
+        os.setpriority(os.PRIO_PROCESS, 0, max(nice, os.getpriority(os.PRIO_PROCESS, 0)))
+    except (AttributeError, OSError):
+        pass
+
+
+def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
+    """The child's loop: load the kernels, say ready, then step what it is sent."""
+    _end_with_parent()
+    _take_leftovers(nice)
+    signal.signal(signal.SIGUSR1, _on_stop)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the terminal is the server's
+    recv, send = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+    from .kernels import set_threads, warm_up
+
+    warm_up()  # numba's on-disk cache (the parent compiled it): about a second
+    set_threads(1)  # one core per worker: the parent runs as many workers as it wants cores
+    send.send_bytes(READY)
+    cache: dict[str, dict[str, object]] = {}  # owner (trainer key or token) -> token -> part
+    while True:
+        try:
+            message = recv.recv_bytes()
+        except (EOFError, OSError):
+            return
+        kind, forget, *rest = pickle.loads(message)
+        for key in forget:
+            cache.pop(key, None)
+        if kind == "forget":
+            _trim()  # (their arrays back to the system)
+            continue
+        new, state, k, budget = rest
+        _STOP[0] = False
+        try:
+            for token, obj in pickle.loads(new).items():
+                cache.setdefault(_owner(token), {})[token] = obj
+            objects = {t: o for parts in cache.values() for t, o in parts.items()}
+            trainer = _loads(state, objects)
+            box = TimeBox(budget, stop=lambda: _STOP[0])
+            error = None
+            try:
+                trainer.step(k, callbacks=[box])
+            except DivergenceError as exc:
+                error = str(exc)
+            refs = {id(obj): token for token, obj in objects.items()}
+            payload, _ = _dumps((trainer, error), refs)
+            reply = pickle.dumps(("ok", payload), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it
+            reply = _error_reply(exc)
+        send.send_bytes(reply)
+
+
+def _trim() -> None:
+    """Hand freed memory back to the system (glibc; nothing elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _error_reply(exc: Exception) -> bytes:
+    try:
+        return pickle.dumps(("error", exc), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - an exception that does not pickle
+        return pickle.dumps(("error", AggMRFError(f"training worker: {type(exc).__name__}: {exc}")))
+
+
+if __name__ == "__main__":
+    worker_main(*(int(a) for a in sys.argv[1:4]))
