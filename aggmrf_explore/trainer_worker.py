@@ -163,6 +163,7 @@ class TrainerWorker:
         self._ready = False
         self.lost = False
         self.closed = False  # by close(): not a failure
+        self.retire = False  # to be closed by its thread once idle (nobody trains)
         self.last_used = time.monotonic()  # when the last steps ended
         r_child, w_parent = os.pipe()
         r_parent, w_child = os.pipe()

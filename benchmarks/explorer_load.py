@@ -197,11 +197,17 @@ def wait_for_release(proc, before: int, timeout: float = 60.0) -> None:
     time.sleep(1.0)
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) the server's processes have used so far."""
+WORKER = "aggmrf_explore.trainer_worker"  # the command line of a training worker process
+
+
+def cpu_seconds(pid: int, only: str = "") -> float:
+    """CPU time (user + system) the server's processes have used so far (``only``: those
+    whose command line holds it, e.g. the training worker processes)."""
     total = 0
     for p in server_pids(pid):
         try:
+            if only and only not in Path(f"/proc/{p}/cmdline").read_text():
+                continue
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
         except (OSError, IndexError, ValueError):
@@ -530,6 +536,7 @@ def run(
             # ---- the rates: every session, read in turns every 0.25 s
             t0 = time.perf_counter()
             cpu0, busy0 = cpu_seconds(proc.pid), machine_busy_seconds()
+            train0 = cpu_seconds(proc.pid, WORKER)
             start = [iteration_of(s.observe()) for s in everyone]
             while time.perf_counter() - t0 < seconds:
                 for s in everyone:
@@ -539,6 +546,7 @@ def run(
             end = [iteration_of(s.observe()) for s in everyone]
             res["server_cores"] = (cpu_seconds(proc.pid) - cpu0) / (t1 - t0)
             res["machine_cores"] = (machine_busy_seconds() - busy0) / (t1 - t0)
+            res["training_cores"] = (cpu_seconds(proc.pid, WORKER) - train0) / (t1 - t0)
             rates = [(b - a) / (t1 - t0) for a, b in zip(start, end, strict=True)]
             gaps = [s.longest_gap(t0, t1) for s in everyone]
             res["rates"] = rates
@@ -554,7 +562,8 @@ def run(
             say(
                 f"it/s per session: min {min(rates):.1f}, median {res['rate_median']:.1f}, "
                 f"max {max(rates):.1f}, total {sum(rates):.0f}; the server used "
-                f"{res['server_cores']:.2f} cores (the machine {res['machine_cores']:.2f}: "
+                f"{res['server_cores']:.2f} cores, {res['training_cores']:.2f} of them in its "
+                f"training processes (the machine {res['machine_cores']:.2f}: "
                 "the rest is the pages and clients); longest unchanged status "
                 f"{max(gaps):.1f} s (chromium pages {res['status_gap_pages']:.1f} s); below half "
                 f"the median: {res['stalled']}"

@@ -181,7 +181,9 @@ class TrainingPool:
         worker = self._worker()
         if worker is not None and getattr(trainer.chain, "build", "parallel") == "parallel":
             try:
-                return worker.run_steps(trainer, k, box)
+                worker.run_steps(trainer, k, box)
+                self._retire(worker)
+                return
             except WorkerLost as exc:
                 self._local.worker = None
                 if not worker.closed:  # (not ended by end_idle_workers meanwhile)
@@ -217,9 +219,17 @@ class TrainingPool:
         for worker in processes:
             if worker.close_if_idle():
                 log(f"training worker process {worker.proc.pid} ended")
-            else:
+            else:  # busy this instant: its thread ends it once done (_retire)
+                worker.retire = True
                 with self._lock:
                     self._processes.append(worker)
+
+    def _retire(self, worker) -> bool:
+        """End ``worker`` (this thread's) if :meth:`end_idle_workers` asked; True if so."""
+        if worker.retire and worker.close_if_idle():
+            log(f"training worker process {worker.proc.pid} ended")
+            return True
+        return False
 
     def submit(self, fn: Callable, *args, priority: int = 1) -> Future:
         """Queue ``fn(*args)``; its future has the result (or the exception)."""
@@ -244,7 +254,7 @@ class TrainingPool:
         work: the memory of a class that left goes back to the system (it starts again, in
         about a second, with the next training)."""
         worker = getattr(self._local, "worker", None)
-        if worker is None or worker.closed:
+        if worker is None or worker.closed or self._retire(worker):
             return
         if time.monotonic() - worker.last_used > WORKER_IDLE:
             if worker.close_if_idle():
