@@ -2,11 +2,10 @@
 
     python benchmarks/explorer_load.py --sessions 10
     python benchmarks/explorer_load.py --sessions 30 --browsers 3 --seconds 40
-    python benchmarks/explorer_load.py --sessions 5 --num-procs 2
     python benchmarks/explorer_load.py --sessions 20 --memory-rounds 3   # memory, class after class
 
-One ``aggmrf-explore serve`` (the page of ``panel serve apps/explorer.py``; ``--num-procs``
-passed on).  ``--browsers`` of the
+One ``aggmrf-explore serve`` (the page of ``panel serve apps/explorer.py``; one process,
+which trains in its worker processes).  ``--browsers`` of the
 sessions are real chromium pages (what a student sees); the others are lighter Python
 clients (``bokeh.client.pull_session``: they receive every change the server pushes, and
 press Play with the same click event a browser sends).  Every session opens Adult with
@@ -69,7 +68,6 @@ ERROR_LINES = ("Traceback", "AssertionError", "ERROR")
 # ---------------------------------------------------------------------------- server
 def start_server(
     port: int,
-    num_procs: int = 1,
     env: dict | None = None,
     timeout: float = 120,
     own_session: bool = False,
@@ -79,7 +77,7 @@ def start_server(
     log = tempfile.NamedTemporaryFile("w+", prefix="aggmrf-load-", suffix=".log", delete=False)
     cmd = [sys.executable, "-m", "aggmrf_explore.cli", "serve"]  # what a class is served with
     cmd += ["--port", str(port), "--address", "127.0.0.1"]
-    cmd += ["--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", str(num_procs)]
+    cmd += ["--allow-websocket-origin", f"127.0.0.1:{port}"]
     proc = subprocess.Popen(
         cmd,
         cwd=ROOT,
@@ -153,7 +151,7 @@ def server_pids(pid: int) -> list[int]:
 
 
 def stop_server_tree(proc) -> None:
-    """Stop the server and the processes ``--num-procs`` forked (they outlive their parent)."""
+    """Stop the server and its descendants (a child that would outlive its parent)."""
     import signal
 
     kids = server_pids(proc.pid)[1:]
@@ -458,7 +456,6 @@ def run(
     seconds: float = 30.0,
     dataset: str = "adult",
     n_gibbs: int = 10_000,
-    num_procs: int = 1,
     cycles: int = 2,
     timeout: float = 300.0,
     say=print,
@@ -482,7 +479,6 @@ def run(
     port = free_port()
     proc = start_server(
         port,
-        num_procs,
         env={"AGGMRF_MAX_SESSIONS": str(sessions + 10)},
         own_session=server_cores_first,
     )
@@ -491,7 +487,7 @@ def run(
     page_url = f"{url}?{urlencode(query)}"
     sampler = RssSampler(proc.pid)
     sampler.start()
-    res: dict = {"sessions": sessions, "browsers": browsers, "num_procs": num_procs}
+    res: dict = {"sessions": sessions, "browsers": browsers}
     pages: list[BrowserPage] = []
     clients: list[LightClient] = []
 
@@ -751,7 +747,6 @@ def main() -> None:
     )
     ap.add_argument("--dataset", default="adult")
     ap.add_argument("--n-gibbs", type=int, default=10_000)
-    ap.add_argument("--num-procs", type=int, default=1, help="passed to panel serve")
     ap.add_argument("--cycles", type=int, default=2, help="Pause/Step/Step/Play rounds per page")
     ap.add_argument("--json", help="append each run's figures to this JSON-lines file")
     ap.add_argument(
@@ -782,7 +777,6 @@ def main() -> None:
             a.seconds,
             a.dataset,
             a.n_gibbs,
-            a.num_procs,
             a.cycles,
             say=lambda m: print(m, flush=True),
             server_cores_first=not a.share_cores,
