@@ -43,7 +43,7 @@ from multiprocessing.connection import Connection
 from .callbacks import TimeBox
 from .errors import AggMRFError, DivergenceError
 
-__all__ = ["TrainerWorker", "WorkerLost", "worker_main"]
+__all__ = ["TrainerWorker", "WorkerLost", "worker_main", "end_with_parent", "trim_memory"]
 
 FRESH_LIST = "fresh-list"  # the token of the trainer's history: the worker starts a new one
 READY = b"ready"
@@ -301,8 +301,9 @@ def _on_stop(signum, frame) -> None:
     _STOP[0] = True
 
 
-def _end_with_parent() -> None:
-    """Linux: the system ends this process when its parent ends."""
+def end_with_parent() -> None:
+    """Linux: the system ends the calling process when its parent ends (a child that
+    never outlives the server; nothing elsewhere)."""
     if sys.platform.startswith("linux"):
         try:
             import ctypes
@@ -335,7 +336,7 @@ def _take_leftovers(nice: int) -> None:
 
 def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
     """The child's loop: load the kernels, say ready, then step what it is sent."""
-    _end_with_parent()
+    end_with_parent()
     _take_leftovers(nice)
     signal.signal(signal.SIGUSR1, _on_stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the terminal is the server's
@@ -345,24 +346,25 @@ def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
     warm_up()  # numba's on-disk cache (the parent compiled it): about a second
     set_threads(1)  # one core per worker: the parent runs as many workers as it wants cores
     send.send_bytes(READY)
-    cache: dict[str, dict[str, object]] = {}  # owner (trainer key or token) -> token -> part
+    objects: dict[str, object] = {}  # token -> shared part
+    refs: dict[int, str] = {}  # id(shared part) -> token (to send them back as tokens)
     while True:
         try:
             message = recv.recv_bytes()
         except (EOFError, OSError):
             return
         kind, forget, *rest = pickle.loads(message)
-        for key in forget:
-            cache.pop(key, None)
+        for token in [t for t in objects if _owner(t) in forget]:
+            refs.pop(id(objects.pop(token)), None)
         if kind == "forget":
-            _trim()  # (their arrays back to the system)
+            trim_memory()  # (their arrays back to the system)
             continue
         new, state, k, budget = rest
         _STOP[0] = False
         try:
             for token, obj in pickle.loads(new).items():
-                cache.setdefault(_owner(token), {})[token] = obj
-            objects = {t: o for parts in cache.values() for t, o in parts.items()}
+                objects[token] = obj
+                refs[id(obj)] = token
             trainer = _loads(state, objects)
             box = TimeBox(budget, stop=lambda: _STOP[0])
             error = None
@@ -370,7 +372,6 @@ def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
                 trainer.step(k, callbacks=[box])
             except DivergenceError as exc:
                 error = str(exc)
-            refs = {id(obj): token for token, obj in objects.items()}
             payload, _ = _dumps((trainer, error), refs)
             reply = pickle.dumps(("ok", payload), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it
@@ -378,8 +379,8 @@ def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
         send.send_bytes(reply)
 
 
-def _trim() -> None:
-    """Hand freed memory back to the system (glibc; nothing elsewhere)."""
+def trim_memory() -> None:
+    """Hand the process's freed memory back to the system (glibc; nothing elsewhere)."""
     try:
         import ctypes
 

@@ -41,7 +41,6 @@ import importlib
 import itertools
 import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -50,7 +49,7 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..trainer_worker import TrainerWorker, WorkerLost
+from ..trainer_worker import TrainerWorker, WorkerLost, end_with_parent, trim_memory
 
 __all__ = [
     "TrainingPool",
@@ -363,12 +362,7 @@ def _child_setup(nice: bool) -> None:
             os.nice(10)
         except OSError:
             pass
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
+    end_with_parent()
 
 
 def compile_in_subprocess(code: str, nice: bool = False) -> bool:
@@ -673,10 +667,7 @@ def release_memory_soon() -> None:
         gc.unfreeze()  # the closed sessions' objects may be among the frozen ones
         gc.collect()
         gc.freeze()
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):
-            pass  # not glibc
+        trim_memory()
         log(f"memory released after closed sessions ({len(SESSIONS)} open)")
 
     _release_handle = loop.call_later(RELEASE_DELAY, release)
