@@ -19,6 +19,7 @@ This module imports nothing from :mod:`.mrf`: the trainer is duck-typed (:class:
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Protocol
@@ -134,24 +135,27 @@ class HeldOutNLLH:
                 stats.nllh_live = self.last_live
 
 
-_ROWS: dict[tuple[int, int], tuple[Any, np.ndarray, np.ndarray]] = {}
-ROWS_KEPT = 8  # (layout, records) pairs whose rows are kept
+_ROWS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # key → rows, while used
+_OWNERS: dict[tuple[int, int], tuple[weakref.ref, weakref.ref]] = {}  # key → (layout, X)
 
 
 def held_out_rows(layout: Any, X: np.ndarray) -> np.ndarray:
     """The table rows of coded records ``X`` (n, D) under ``layout``, int32 (n, T),
-    read-only and computed once for the same layout and array: the sessions of a server
-    that evaluate on the same test records share one copy (the last ``ROWS_KEPT`` pairs,
-    each kept with its layout and records, so that their ids stay theirs)."""
+    read-only and computed once for the same layout and array while anything still holds
+    them: the sessions of a server that evaluate on the same test records share one copy,
+    and it is freed with the last of them (the cache holds the rows, the layout and the
+    records weakly, so an id reused by a later object never returns stale rows)."""
     key = (id(layout), id(X))
-    hit = _ROWS.get(key)
-    if hit is not None and hit[0] is layout and hit[1] is X:
-        return hit[2]
+    rows = _ROWS.get(key)
+    owners = _OWNERS.get(key)
+    if rows is not None and owners is not None and owners[0]() is layout and owners[1]() is X:
+        return rows
     rows = layout.rows(X).astype(np.int32)
     rows.flags.writeable = False
-    while len(_ROWS) >= ROWS_KEPT:
-        _ROWS.pop(next(iter(_ROWS)))
-    _ROWS[key] = (layout, X, rows)
+    for gone in [k for k in _OWNERS if k not in _ROWS]:
+        del _OWNERS[gone]
+    _ROWS[key] = rows
+    _OWNERS[key] = (weakref.ref(layout), weakref.ref(X))
     return rows
 
 

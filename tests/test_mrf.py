@@ -438,6 +438,28 @@ def test_held_out_nllh_callback_matches_the_model(xor_problem):
         HeldOutNLLH(enc.X_test, enc.y_test[:-1])
 
 
+def test_held_out_rows_are_shared_while_held_and_freed_after(xor_problem):
+    """Two evaluators of the same records under the same layout share one read-only copy of
+    the rows; once nothing holds it, it is freed, and records at a reused address get their
+    own rows."""
+    import gc
+    import weakref
+
+    from aggmrf_explore.callbacks import held_out_rows
+
+    layout, X = xor_problem.layout, xor_problem.encoded.X_test.copy()
+    a = HeldOutNLLH(X, xor_problem.encoded.y_test, layout=layout)
+    b = HeldOutNLLH(X, xor_problem.encoded.y_test, layout=layout)
+    assert a.rows is b.rows and not a.rows.flags.writeable
+    np.testing.assert_array_equal(a.rows, layout.rows(X))
+    gone = weakref.ref(a.rows)
+    del a, b
+    gc.collect()
+    assert gone() is None, "the rows outlived every evaluator"
+    other = X[::-1].copy()  # may take the freed address; must not get X's rows
+    np.testing.assert_array_equal(held_out_rows(layout, other), layout.rows(other))
+
+
 def test_iterate_average_rule(xor_problem):
     """The documented rule: the average starts after ⌈2/α_θ⌉ iterations; the j-th iterate
     since then weighs ∝ j(j+1) (w_k = 3/(k+2)); the model is the average, live_model the last

@@ -1,13 +1,15 @@
-"""The explorer is one server process: ``--num-procs`` other than 1 is refused, clearly, in
+"""The explorer is one server process with one event loop: ``--num-procs`` other than 1 and
+Panel's callback threads (``--num-threads``, ``PANEL_NUM_THREADS``) are refused, clearly, in
 both ways a user starts it.
 
-- ``aggmrf-explore serve --num-procs N`` stops at once with one ``error:`` line (exit 2),
-  before any server listens;
-- ``panel serve apps/explorer.py --num-procs N`` (Bokeh forks N processes) serves, instead of
-  the explorer, a plain page with the same explanation, and prints it on stderr once per
-  process.  The page is checked with a plain HTTP client: the message is in its HTML, it
-  loads nothing (no script, no stylesheet, no address off the machine) and no explorer
-  session was built.
+- ``aggmrf-explore serve --num-procs N`` (or with ``PANEL_NUM_THREADS`` set) stops at once
+  with one ``error:`` line (exit 2), before any server listens;
+- ``panel serve apps/explorer.py --num-procs N`` (Bokeh forks N processes), ``--num-threads
+  N`` or ``PANEL_NUM_THREADS=N`` serves, instead of the explorer, a plain page with the same
+  explanation, and prints it on stderr once per process.  The page is checked with a plain
+  HTTP client: the message is in its HTML, it loads nothing (no script, no stylesheet, no
+  address off the machine) and no explorer session was built.  (With Panel's threads Play
+  did nothing: the click ran in a thread without the event loop that trains.)
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from aggmrf_explore.explorer.one_process import ONE_PROCESS
+from aggmrf_explore.explorer.one_process import ONE_LOOP, ONE_PROCESS
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the environment's console scripts
@@ -83,10 +85,50 @@ def test_aggmrf_explore_serve_refuses_num_procs(num_procs, tmp_path):
     assert seconds < 30, seconds
 
 
-def test_panel_serve_with_num_procs_shows_the_refusal_page():
+def test_aggmrf_explore_serve_refuses_panel_threads(tmp_path):
+    port = free_port()
+    cmd = [str(BIN / "aggmrf-explore"), "serve", "--address", "127.0.0.1", "--port", str(port)]
+    env = {**os.environ, "PANEL_NUM_THREADS": "4"}
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert done.stderr.splitlines() == [
+        f"error: PANEL_NUM_THREADS=4: {ONE_LOOP} — unset it for the explorer: "
+        "env -u PANEL_NUM_THREADS aggmrf-explore serve."
+    ], done.stderr
+    assert "The explorer is at" not in done.stdout and not listening(port)
+
+
+REFUSALS = {  # how the server is started → (what the page says, the fix, the reason)
+    "--num-procs 2": (
+        (["--num-procs", "2"], {}),
+        "This explorer server runs in several processes",
+        "panel serve --num-procs other than 1",
+        "without --num-procs: panel serve apps/explorer.py",
+        ONE_PROCESS,
+    ),
+    "--num-threads 2": (
+        (["--num-threads", "2"], {}),
+        "This explorer server runs its callbacks in threads",
+        "panel serve --num-threads",
+        "without --num-threads: panel serve apps/explorer.py",
+        ONE_LOOP,
+    ),
+    "PANEL_NUM_THREADS=0": (
+        ([], {"PANEL_NUM_THREADS": "0"}),
+        "This explorer server runs its callbacks in threads",
+        "panel serve PANEL_NUM_THREADS=0",
+        "without PANEL_NUM_THREADS: env -u PANEL_NUM_THREADS panel serve apps/explorer.py",
+        ONE_LOOP,
+    ),
+}
+
+
+@pytest.mark.parametrize("started", list(REFUSALS))
+def test_panel_serve_with_a_refused_option_shows_the_refusal_page(started):
+    (options, env), heading, said, fix, why = REFUSALS[started]
     port = free_port()
     log = tempfile.NamedTemporaryFile("w+", prefix="aggmrf-num-procs-", suffix=".log")
-    cmd = [str(BIN / "panel"), "serve", "apps/explorer.py", "--num-procs", "2"]
+    cmd = [str(BIN / "panel"), "serve", "apps/explorer.py", *options]
     cmd += ["--port", str(port), "--address", "127.0.0.1"]
     proc = subprocess.Popen(
         cmd,
@@ -94,7 +136,7 @@ def test_panel_serve_with_num_procs_shows_the_refusal_page():
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "AGGMRF_EXPLORER_LOG": "1"},  # (logs every explorer page built)
+        env={**os.environ, "AGGMRF_EXPLORER_LOG": "1", **env},  # (logs every page built)
         start_new_session=True,  # its own process group: the forked processes are stopped too
     )
     url = f"http://127.0.0.1:{port}/explorer"
@@ -118,9 +160,9 @@ def test_panel_serve_with_num_procs_shows_the_refusal_page():
     assert not listening(port)
     for page in pages:
         text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page)).split())  # what it says
-        assert "This explorer server runs in several processes" in text
-        assert ONE_PROCESS in text
-        assert "start it again without --num-procs: panel serve apps/explorer.py" in text
+        assert heading in text
+        assert why in text
+        assert f"start it again {fix}" in text
         # a page of its own: no Bokeh document, nothing to load, nothing off the machine
         lower = page.lower()
         assert "<script" not in lower and "data-root-id" not in lower
@@ -131,7 +173,4 @@ def test_panel_serve_with_num_procs_shows_the_refusal_page():
     assert "Traceback" not in output, output
     refusals = [line for line in output.splitlines() if "aggmrf explorer: error:" in line]
     assert 1 <= len(refusals) <= 2, output
-    assert refusals[0].endswith(
-        f"panel serve --num-procs other than 1: {ONE_PROCESS} — stop this server and start "
-        "it again without --num-procs: panel serve apps/explorer.py."
-    )
+    assert refusals[0].endswith(f"{said}: {why} — stop this server and start it again {fix}.")

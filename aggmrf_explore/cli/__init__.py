@@ -32,7 +32,7 @@ from .lessons import cmd_lessons
 from .parser import build_parser, input_paths
 from .predict import cmd_predict
 from .run import cmd_run
-from .serve import check_num_procs, cmd_serve, restart_with_system_allocator
+from .serve import check_num_procs, check_num_threads, cmd_serve, restart_with_system_allocator
 from .sweep import cmd_sweep
 from .xor import cmd_xor
 
@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "serve":
             check_num_procs(args.num_procs)  # refused before the restart below
+            check_num_threads()
         if argv is None and args.command == "serve":  # a server process of its own
             restart_with_system_allocator(sys.argv[1:])
         report.QUIET["on"] = bool(getattr(args, "quiet", False))

@@ -14,7 +14,13 @@ import argparse
 import os
 import sys
 
-__all__ = ["cmd_serve", "check_prefix", "check_num_procs", "restart_with_system_allocator"]
+__all__ = [
+    "cmd_serve",
+    "check_prefix",
+    "check_num_procs",
+    "check_num_threads",
+    "restart_with_system_allocator",
+]
 
 
 def restart_with_system_allocator(argv: list[str]) -> None:
@@ -62,11 +68,23 @@ def check_num_procs(num_procs: int) -> None:
     check(num_procs)
 
 
+def check_num_threads() -> None:
+    """``PANEL_NUM_THREADS`` in the environment raises :class:`AggMRFError` (one ``error:``
+    line, exit 2): Panel would run the sessions' callbacks in threads, beside the event loop
+    that trains them (:mod:`aggmrf_explore.explorer.one_process`)."""
+    if "PANEL_NUM_THREADS" not in os.environ:
+        return  # (without importing the explorer's package)
+    from ..explorer.one_process import check_num_threads as check
+
+    check(os.environ)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """``serve``: print the page's URL, then serve until Ctrl-C; returns the exit status."""
     from ..explorer import serve as served
 
     check_num_procs(args.num_procs)
+    check_num_threads()
     prefix = check_prefix(args.prefix)
 
     def started(url: str) -> None:

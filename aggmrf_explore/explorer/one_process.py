@@ -1,4 +1,5 @@
-"""The explorer is served by one process: ``--num-procs`` other than 1 is refused.
+"""The explorer is served by one process and one event loop: ``--num-procs`` other than 1
+and Panel's callback threads (``--num-threads``, ``PANEL_NUM_THREADS``) are refused.
 
 The explorer keeps its class in process-wide state (:mod:`.runtime`: the open sessions and
 their cap, the shared pool of training workers, the warm-up of the kernels, the memory
@@ -9,6 +10,15 @@ may reach another process than its page, which then builds the session anew.  So
 (:func:`check_num_procs`), and under ``panel serve apps/explorer.py --num-procs N`` every
 page says the same instead of building the explorer (:func:`forked_server`, used by
 :func:`aggmrf_explore.explorer.serve.explorer_document`).
+
+Panel's callback threads (``panel serve --num-threads N``, or the environment variable
+``PANEL_NUM_THREADS`` that Panel reads in every server) would run a session's widget
+callbacks in a thread pool, beside the event loop that runs its training loop: Play found no
+event loop there and did nothing.  The explorer never blocks the loop (it trains in worker
+processes of its own, one per core), so the threads would buy nothing; ``aggmrf-explore
+serve`` refuses ``PANEL_NUM_THREADS`` with one ``error:`` line (:func:`check_num_threads`)
+and ``panel serve apps/explorer.py`` with either shows the refusal page
+(:func:`threaded_server`).
 
 Light on purpose: the command line checks its arguments with it before importing Panel.
 """
@@ -21,6 +31,9 @@ __all__ = [
     "one_process_message",
     "check_num_procs",
     "forked_server",
+    "ONE_LOOP",
+    "check_num_threads",
+    "threaded_server",
 ]
 
 ONE_PROCESS = (
@@ -29,13 +42,19 @@ ONE_PROCESS = (
     "processes each would keep its own sessions, session cap and training pool, and a "
     "page's websocket could reach another process than the one that built the page"
 )
+ONE_LOOP = (
+    "the explorer runs each session's callbacks on the server's event loop and trains on "
+    "every core in worker processes of its own; Panel's callback threads would run them "
+    "beside that loop, where Play does nothing"
+)
 PANEL_COMMAND = "panel serve apps/explorer.py"
 
 
-def one_process_message(option: str, fix: str) -> str:
-    """The refusal of several server processes, ``<option>: <why> — <fix>.``: the same words
-    on the command line, in the server's log and on the page."""
-    return f"{option}: {ONE_PROCESS} — {fix}."
+def one_process_message(option: str, fix: str, why: str = ONE_PROCESS) -> str:
+    """The refusal of a server option, ``<option>: <why> — <fix>.`` (``why``: :data:`ONE_PROCESS`
+    or :data:`ONE_LOOP`): the same words on the command line, in the server's log and on the
+    page."""
+    return f"{option}: {why} — {fix}."
 
 
 def check_num_procs(num_procs: int) -> None:
@@ -62,3 +81,34 @@ def forked_server() -> bool:
     from tornado.process import task_id
 
     return task_id() is not None
+
+
+def check_num_threads(environ: dict[str, str]) -> None:
+    """Raise :class:`~aggmrf_explore.errors.AggMRFError` if ``environ`` sets
+    ``PANEL_NUM_THREADS`` (any value: Panel takes 0 as one thread per core)."""
+    value = environ.get("PANEL_NUM_THREADS")
+    if value is None:
+        return
+    from ..errors import AggMRFError
+
+    raise AggMRFError(
+        one_process_message(
+            f"PANEL_NUM_THREADS={value}",
+            "unset it for the explorer: env -u PANEL_NUM_THREADS aggmrf-explore serve",
+            ONE_LOOP,
+        )
+    )
+
+
+def threaded_server() -> str | None:
+    """The option that gave this server Panel's callback threads (``--num-threads N`` or
+    ``PANEL_NUM_THREADS=N``, as the user wrote it), or None if it has none.  Reads Panel's
+    ``config.nthreads`` (None unless one of the two is given)."""
+    import os
+
+    import panel as pn
+
+    if pn.config.nthreads is None:
+        return None
+    value = os.environ.get("PANEL_NUM_THREADS")
+    return f"PANEL_NUM_THREADS={value}" if value is not None else "--num-threads"

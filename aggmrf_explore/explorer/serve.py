@@ -24,17 +24,19 @@ from tornado.web import RedirectHandler
 from . import runtime
 from .closed_tabs import quiet_closed_sockets
 from .one_process import (
+    ONE_LOOP,
     ONE_PROCESS,
     PANEL_COMMAND,
     check_num_procs,
     forked_server,
     one_process_message,
+    threaded_server,
 )
 
 __all__ = [
     "build_app",
     "explorer_document",
-    "forked_document",
+    "refusal_document",
     "frozen_document",
     "serve",
     "APP_NAME",
@@ -109,28 +111,27 @@ def full_page(limit: int) -> pn.viewable.Viewable:
     )
 
 
-_FORK_REPORTED: list[bool] = []  # the refusal was printed in this process
+_REPORTED: set[str] = set()  # the refusals printed in this process
 
-FORKED_HTML = """<!DOCTYPE html>
+REFUSAL_HTML = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>aggmrf explorer: start it as one process</title>
+<title>{title}</title>
 <link rel="icon" href="data:,">
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 46em; margin: 3em auto; padding: 0 1em;
        line-height: 1.5; color: #212529; }}
-.aggmrf-num-procs {{ border: 1px solid #f1aeb5; background: #f8d7da; color: #58151c;
-                     border-radius: 6px; padding: 1em 1.5em; }}
+.aggmrf-refusal {{ border: 1px solid #f1aeb5; background: #f8d7da; color: #58151c;
+                   border-radius: 6px; padding: 1em 1.5em; }}
 code {{ font-size: 1.05em; }}
 </style>
 </head>
 <body>
-<div class="aggmrf-num-procs" role="alert">
-<h1>This explorer server runs in several processes</h1>
-<p>It was started with <code>--num-procs</code> other than 1, which the explorer does not
-support: {why}.</p>
-<p>Teacher: stop this server (Ctrl-C) and start it again without <code>--num-procs</code>:
+<div class="aggmrf-refusal" role="alert">
+<h1>{heading}</h1>
+<p>It was started with <code>{said}</code>, which the explorer does not support: {why}.</p>
+<p>Teacher: stop this server (Ctrl-C) and start it again without <code>{option}</code>:
 <code>{command}</code> (or <code>aggmrf-explore serve</code>).</p>
 </div>
 </body>
@@ -138,9 +139,13 @@ support: {why}.</p>
 """
 
 
-def forked_document() -> None:
-    """The page of every session of a forked server (``panel serve --num-procs N``): the
-    refusal instead of the explorer, also printed once per process on stderr.
+def refusal_document(said: str, option: str, command: str, why: str, heading: str) -> None:
+    """The page of every session of a server started with an option the explorer refuses:
+    the refusal instead of the explorer, also printed once per process on stderr.
+
+    ``said``: how the page names what the server was started with (``--num-procs other
+    than 1``, ``--num-threads``, ``PANEL_NUM_THREADS=4``); ``option``: what to start it
+    without; ``command``: how; ``why``: :data:`ONE_PROCESS` or :data:`ONE_LOOP`.
 
     A plain HTML page (the session document's template, no Bokeh model, no script): it asks
     for nothing (not even a favicon), opens no websocket (which might reach another process),
@@ -151,15 +156,17 @@ def forked_document() -> None:
 
     import jinja2
 
-    fix = f"stop this server and start it again without --num-procs: {PANEL_COMMAND}"
-    message = one_process_message("panel serve --num-procs other than 1", fix)
-    if not _FORK_REPORTED:
-        _FORK_REPORTED.append(True)
+    fix = f"stop this server and start it again without {option}: {command}"
+    message = one_process_message(f"panel serve {said}", fix, why)
+    if said not in _REPORTED:
+        _REPORTED.add(said)
         print(f"aggmrf explorer: error: {message}", file=sys.stderr, flush=True)
-    page = FORKED_HTML.format(why=html.escape(ONE_PROCESS), command=html.escape(PANEL_COMMAND))
+    title = f"aggmrf explorer: start it without {option}"
+    words = dict(title=title, heading=heading, said=said, option=option, command=command, why=why)
+    page = REFUSAL_HTML.format(**{k: html.escape(v) for k, v in words.items()})
     doc = pn.state.curdoc
     if doc is not None:
-        doc.title = "aggmrf explorer: start it as one process"
+        doc.title = title
         doc.template = jinja2.Template("{% raw %}" + page + "{% endraw %}")
 
 
@@ -219,7 +226,17 @@ def explorer_document() -> None:
     """
     page_path_from_websocket()
     if forked_server():  # ``panel serve --num-procs N``: the refusal, not the explorer
-        forked_document()
+        heading = "This explorer server runs in several processes"
+        refusal_document(
+            "--num-procs other than 1", "--num-procs", PANEL_COMMAND, ONE_PROCESS, heading
+        )
+        return
+    threads = threaded_server()  # ``--num-threads N`` or ``PANEL_NUM_THREADS``: likewise
+    if threads is not None:
+        option = threads.split("=")[0]
+        command = PANEL_COMMAND if option == "--num-threads" else f"env -u {option} {PANEL_COMMAND}"
+        heading = "This explorer server runs its callbacks in threads"
+        refusal_document(threads, option, command, ONE_LOOP, heading)
         return
     with frozen_document():  # the page's ~400 Bokeh models are indexed once, not a dozen times
         build_app().servable()
