@@ -29,16 +29,11 @@ from pathlib import Path
 import pytest
 
 from aggmrf_explore.explorer.one_process import ONE_LOOP, ONE_PROCESS
+from tests.test_browser import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the environment's console scripts
 BUILT = "session page built"  # runtime.log's line for every explorer page built
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def listening(port: int) -> bool:

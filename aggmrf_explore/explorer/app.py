@@ -37,7 +37,7 @@ import panel as pn
 
 from ..errors import error_message
 from . import runtime, url_sync
-from .binding import Binder
+from .binding import STRETCH, Binder
 from .controls import PrivacyCard, RunControls, TrainingCard
 from .data_card import DataCard
 from .loader import Loader, prefetch_default_data, prefetch_first_screen
@@ -63,7 +63,6 @@ STATUS_REFRESH = 1.0  # the status line alone, at the latest (with many sessions
 # of the server's GIL (docs/explorer.md)
 MAX_FAST_REFRESH = 3.0
 MAX_HEAVY_REFRESH = 12.0
-SW = dict(sizing_mode="stretch_width")
 
 CSS = """
 .aggmrf-error { color: #b00020; font-size: 12px; margin-top: -6px; }
@@ -193,7 +192,7 @@ class Explorer(pn.viewable.Viewer):
             "training": self.training_card.card,
             "share": self.share_card.card,
         }
-        self.sidebar = pn.Column(self.run_controls.run_box, *cards.values(), **SW)
+        self.sidebar = pn.Column(self.run_controls.run_box, *cards.values(), **STRETCH)
         self.tabs = pn.Tabs(
             ("Training", self.training_tab.column),
             ("Tables", self.tables_tab.column),
@@ -201,7 +200,7 @@ class Explorer(pn.viewable.Viewer):
             ("XOR", self.xor_tab.column),
             ("Suppression", self.suppression_tab.column),  # the cells a release left out
             dynamic=True,
-            **SW,
+            **STRETCH,
         )
         # the heavier views of each tab, by the tab's index
         self._heavy = (
@@ -217,7 +216,7 @@ class Explorer(pn.viewable.Viewer):
         self.shortcuts = Shortcuts(width=1, height=1, margin=0, sizing_mode="fixed")
         self.shortcuts.param.watch(lambda e: self._shortcut("play", self._toggle), "play")
         self.shortcuts.param.watch(lambda e: self._shortcut("step", self._step), "step")
-        self.main = pn.Column(*self.messages.panes(), self.tabs, self.shortcuts, **SW)
+        self.main = pn.Column(*self.messages.panes(), self.tabs, self.shortcuts, **STRETCH)
         run = self.run_controls
         hideable = {
             **self.binder.control_boxes,
@@ -256,7 +255,7 @@ class Explorer(pn.viewable.Viewer):
             self.guard(action)
 
     def __panel__(self):
-        return pn.Row(pn.Column(self.sidebar, width=340), self.main, stylesheets=[CSS], **SW)
+        return pn.Row(pn.Column(self.sidebar, width=340), self.main, stylesheets=[CSS], **STRETCH)
 
     def template(self):
         """The served page: a BootstrapTemplate (no external fonts) with the controls in the sidebar."""

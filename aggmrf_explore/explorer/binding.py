@@ -19,7 +19,9 @@ import panel as pn
 from .escape import escape_markdown
 from .help import help_for, with_help
 
-__all__ = ["Binder", "log_grid", "format_value"]
+__all__ = ["Binder", "log_grid", "format_value", "STRETCH"]
+
+STRETCH = {"sizing_mode": "stretch_width"}  # a widget or card that fills its column's width
 
 
 def log_grid(lo_exp: int, hi_exp: int, mantissas=(1, 2, 5), zero: bool = False) -> list[float]:
@@ -97,7 +99,7 @@ class Binder:
             shown,
             err,
             margin=0,
-            sizing_mode="stretch_width",
+            **STRETCH,
             # stable hooks for the browser tests
             css_classes=[css or f"aggmrf-control-{name}"],
         )
@@ -108,7 +110,7 @@ class Binder:
         """A discrete log slider over ``grid`` bound to ``name``; a value off the grid (a
         link, a preset) is added to its options."""
         opts = {format_value(v): v for v in grid}
-        w = pn.widgets.DiscreteSlider(label=label, options=opts, sizing_mode="stretch_width")
+        w = pn.widgets.DiscreteSlider(label=label, options=opts, **STRETCH)
 
         def to_w(v):
             if v not in w.values:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import panel as pn
 
 from ..settings import setting
-from .binding import Binder, log_grid
+from .binding import STRETCH, Binder, log_grid
 from .checkbox import LabeledCheckbox
 from .noise_text import noise_summary
 from .privacy_plots import MECHANISM_LABELS
@@ -37,8 +37,7 @@ PRESETS = {
     "Toy Table 1, exact-size sampler": {"dataset": "toy", "mechanism": "none", "n_gibbs": 1000},
     "True gradient instead of rescaled": {"gradient": "true"},
 }
-SW = dict(sizing_mode="stretch_width")
-BOX = dict(margin=(4, 10), **SW)  # a checkbox: its text is its clickable label
+BOX = dict(margin=(4, 10), **STRETCH)  # a checkbox: its text is its clickable label
 # the mechanism's buttons on two rows (six do not fit the 330 px sidebar): none, Laplace,
 # Gaussian, Local; then the discrete Laplace and Gaussian, each as wide as two
 TWO_ROWS = """
@@ -72,22 +71,22 @@ class RunControls(pn.viewable.Viewer):
         self.binder = binder
         self.show_message = show_message
         guard = binder.guard
-        self.play_button = pn.widgets.Button(label="▶ Play", color="success", **SW)
-        self.step_button = pn.widgets.Button(label="Step", color="primary", **SW)
-        self.reset_button = pn.widgets.Button(label="Reset", color="warning", **SW)
+        self.play_button = pn.widgets.Button(label="▶ Play", color="success", **STRETCH)
+        self.step_button = pn.widgets.Button(label="Step", color="primary", **STRETCH)
+        self.reset_button = pn.widgets.Button(label="Reset", color="warning", **STRETCH)
         self.play_button.on_click(lambda e: guard(toggle))
         self.step_button.on_click(lambda e: guard(step))
         self.reset_button.on_click(lambda e: guard(reset))
-        self.preset = pn.widgets.Select(label="Preset", options=list(PRESETS), **SW)
+        self.preset = pn.widgets.Select(label="Preset", options=list(PRESETS), **STRETCH)
         self.preset.param.watch(lambda e: guard(lambda: self.apply_preset(e.new)), "value")
         self.run_row = pn.Row(
             self.play_button,
             self.step_button,
             self.reset_button,
             css_classes=["aggmrf-run"],
-            **SW,
+            **STRETCH,
         )
-        self.run_box = pn.Column(self.run_row, self.preset, **SW)
+        self.run_box = pn.Column(self.run_row, self.preset, **STRETCH)
         session.param.watch(self._on_busy, "busy")
 
     def __panel__(self):
@@ -133,12 +132,12 @@ class PrivacyCard(pn.viewable.Viewer):
         self.session = session
         b = binder.bind
         self.w_mech = pn.widgets.RadioButtonGroup(
-            label="Mechanism", options=mechanism_options(), stylesheets=[TWO_ROWS], **SW
+            label="Mechanism", options=mechanism_options(), stylesheets=[TWO_ROWS], **STRETCH
         )
         self.w_acc = pn.widgets.Select(
             label="Accounting",
             options={"counts and label sums (2T)": "both", "T queries (paper)": "queries"},
-            **SW,
+            **STRETCH,
         )
         self.w_cal = pn.widgets.Select(
             label="Gaussian calibration",
@@ -147,9 +146,9 @@ class PrivacyCard(pn.viewable.Viewer):
                 "classic": "classic",
                 "AdKDD'21": "adkdd21",
             },
-            **SW,
+            **STRETCH,
         )
-        self.sigma = pn.pane.Markdown("", margin=(0, 10), css_classes=["aggmrf-sigma"], **SW)
+        self.sigma = pn.pane.Markdown("", margin=(0, 10), css_classes=["aggmrf-sigma"], **STRETCH)
         self.w_aware = LabeledCheckbox(label="noise-aware training (MRF-N)", **BOX)
         self.c_mech = b("mechanism", self.w_mech)
         eps_grid, delta_grid = log_grid(-2, 2), log_grid(-12, -2, (1,))
@@ -169,7 +168,7 @@ class PrivacyCard(pn.viewable.Viewer):
             self.c_aware,
             title="Privacy",
             collapsed=False,
-            **SW,
+            **STRETCH,
         )
         session.param.watch(
             lambda *events: self.refresh_sigma(), ["epsilon", "delta", "accounting", "mechanism"]
@@ -199,20 +198,24 @@ class TrainingCard(pn.viewable.Viewer):
     def __init__(self, session, binder: Binder):
         super().__init__()
         b = binder.bind
-        self.w_gibbs = pn.widgets.IntInput(label="Gibbs samples n'", step=1000, **SW)
+        self.w_gibbs = pn.widgets.IntInput(label="Gibbs samples n'", step=1000, **STRETCH)
         self.w_auto = LabeledCheckbox(
             label="default rule for λ and α (α = 1/T, λ_θ = min(T/2, 50))", **BOX
         )
-        self.w_step_mu = pn.widgets.FloatInput(label="step α_μ", step=0.01, format="0.0000", **SW)
+        self.w_step_mu = pn.widgets.FloatInput(
+            label="step α_μ", step=0.01, format="0.0000", **STRETCH
+        )
         self.w_step_theta = pn.widgets.FloatInput(
-            label="step α_θ", step=0.01, format="0.0000", **SW
+            label="step α_θ", step=0.01, format="0.0000", **STRETCH
         )
         self.w_grad = pn.widgets.RadioButtonGroup(
             label="Gradient",
             options={"rescaled": "rescaled", "rescaled (paper)": "rescaled-paper", "true": "true"},
         )
         self.w_precond = LabeledCheckbox(label="preconditioning (diagonal Hessian)", **BOX)
-        self.w_ipt = pn.widgets.IntSlider(label="Max iterations per tick", start=1, end=200, **SW)
+        self.w_ipt = pn.widgets.IntSlider(
+            label="Max iterations per tick", start=1, end=200, **STRETCH
+        )
         self.w_keep = LabeledCheckbox(label="keep my λ, α, n' and seeds on a dataset switch", **BOX)
         self.c_gibbs = b("n_gibbs", self.w_gibbs)
         self.c_auto = b("auto_defaults", self.w_auto)
@@ -241,7 +244,7 @@ class TrainingCard(pn.viewable.Viewer):
             self.c_ipt,
             self.c_keep,
             title="Training",
-            **SW,
+            **STRETCH,
         )
 
     def __panel__(self):

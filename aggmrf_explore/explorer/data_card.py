@@ -13,7 +13,7 @@ from collections.abc import Callable
 import panel as pn
 
 from ..errors import error_message
-from .binding import Binder
+from .binding import STRETCH, Binder
 from .caches import UPLOAD_MAX_BYTES, format_bytes
 from .checkbox import LabeledCheckbox
 from .escape import escape_html, escape_markdown
@@ -33,8 +33,7 @@ DATASET_LABELS = {
 }
 GENERATED = ("xor", "synthetic", "criteo")  # drawn from (n, seed): "Regenerate" applies
 SEEDED = (*GENERATED, "adult", "bank", "upload")  # the seed splits or draws the records
-SW = dict(sizing_mode="stretch_width")
-BOX = dict(margin=(4, 10), **SW)
+BOX = dict(margin=(4, 10), **STRETCH)
 
 
 class DataCard(pn.viewable.Viewer):
@@ -46,14 +45,14 @@ class DataCard(pn.viewable.Viewer):
         self.binder = binder
         self.show_message = show_message
         guard = binder.guard
-        self.w_dataset = pn.widgets.Select(label="Dataset", options=DATASET_LABELS, **SW)
+        self.w_dataset = pn.widgets.Select(label="Dataset", options=DATASET_LABELS, **STRETCH)
         self.w_n = pn.widgets.IntInput(
-            label="Sample size n (per split)", value=session.n_samples, **SW
+            label="Sample size n (per split)", value=session.n_samples, **STRETCH
         )
-        self.w_seed = pn.widgets.IntInput(label="Seed", value=session.data_seed, **SW)
-        self.regenerate = pn.widgets.Button(label="Regenerate data", **SW)
+        self.w_seed = pn.widgets.IntInput(label="Seed", value=session.data_seed, **STRETCH)
+        self.regenerate = pn.widgets.Button(label="Regenerate data", **STRETCH)
         self.regenerate.on_click(lambda e: guard(self._regenerate))
-        self.w_upload = UploadPicker(layout="compact", height=90, **SW)
+        self.w_upload = UploadPicker(layout="compact", height=90, **STRETCH)
         self.w_upload.param.watch(lambda e: guard(lambda: self._on_upload(e.new)), "value")
         self.w_upload.param.watch(lambda e: self._show_upload_refusal(e.new), "refused")
         self.upload_info = pn.pane.Markdown(
@@ -61,11 +60,11 @@ class DataCard(pn.viewable.Viewer):
             "larger files are refused before sending.",
             css_classes=["aggmrf-upload-info"],
             margin=(0, 10),
-            **SW,
+            **STRETCH,
         )
-        self.w_label = pn.widgets.Select(label="Label column", options=[""], **SW)
+        self.w_label = pn.widgets.Select(label="Label column", options=[""], **STRETCH)
         self.w_features = pn.widgets.MultiChoice(
-            label="Features (empty = all)", options=[], placeholder="choose features…", **SW
+            label="Features (empty = all)", options=[], placeholder="choose features…", **STRETCH
         )
         self.w_singles = LabeledCheckbox(label="single-feature tables", **BOX)
         self.w_pairs = LabeledCheckbox(label="pair tables", **BOX)
@@ -90,7 +89,7 @@ class DataCard(pn.viewable.Viewer):
             self.c_singles,
             self.c_pairs,
             title="Data",
-            **SW,
+            **STRETCH,
         )
 
     def __panel__(self):

@@ -11,14 +11,13 @@ from __future__ import annotations
 import panel as pn
 
 from . import plots, privacy_plots
-from .binding import Binder, log_grid
+from .binding import STRETCH, Binder, log_grid
 from .help import explain, tab_note
 from .liveplots import LivePlot, static_figure
 from .messages import DARK_INFO
 
 __all__ = ["PrivacyTab"]
 
-SW = dict(sizing_mode="stretch_width")
 EPSILON_CSS = "aggmrf-privacy-epsilon"  # the tab's ε control (the sidebar has the other)
 
 
@@ -38,19 +37,19 @@ class PrivacyTab(pn.viewable.Viewer):
             privacy_plots.privacy_curve_plot, privacy_plots.privacy_curve_data, height=320
         )
         self.runs_md = pn.pane.Markdown(
-            "", margin=(0, 10), css_classes=["aggmrf-privacy-runs"], **SW
+            "", margin=(0, 10), css_classes=["aggmrf-privacy-runs"], **STRETCH
         )
         # the NLLH-vs-ε view of the session's runs (``store.privacy_runs``) goes in here
-        self.curve_box = pn.Column(self.p_privacy.pane, **SW)
+        self.curve_box = pn.Column(self.p_privacy.pane, **STRETCH)
         self.noise_note = pn.pane.Alert(
             "No noise: choose a mechanism (Laplace, Gaussian, their discrete twins or Local) "
             "in the Privacy controls.",
             alert_type="info",
             stylesheets=[DARK_INFO],
-            **SW,
+            **STRETCH,
         )
-        self.noise_hist = pn.pane.Bokeh(height=380, css_classes=["aggmrf-noise-hist"], **SW)
-        self.noise_scatter = pn.pane.Bokeh(height=380, **SW)
+        self.noise_hist = pn.pane.Bokeh(height=380, css_classes=["aggmrf-noise-hist"], **STRETCH)
+        self.noise_scatter = pn.pane.Bokeh(height=380, **STRETCH)
         self._noise_key = None
         self.column = pn.Column(
             tab_note("Privacy"),
@@ -59,8 +58,8 @@ class PrivacyTab(pn.viewable.Viewer):
             self.curve_box,
             self.runs_md,
             self.noise_note,
-            pn.Row(self.noise_hist, self.noise_scatter, **SW),
-            **SW,
+            pn.Row(self.noise_hist, self.noise_scatter, **STRETCH),
+            **STRETCH,
         )
         session.param.watch(lambda e: binder.guard(self.refresh_runs), "privacy_runs")
 

@@ -14,7 +14,7 @@ import io
 import panel as pn
 
 from . import url
-from .binding import Binder
+from .binding import STRETCH, Binder
 from .escape import escape_markdown
 from .lesson import hidden_groups, lesson_link, parse_lesson
 from .messages import Messages
@@ -22,7 +22,6 @@ from .store import RULE_KEYS, URL_KEYS
 
 __all__ = ["ShareCard"]
 
-SW = dict(sizing_mode="stretch_width")
 DEFAULT_BASE = "http://localhost:5006/explorer"
 
 
@@ -45,25 +44,25 @@ class ShareCard(pn.viewable.Viewer):
             callback=lambda: io.StringIO(session.settings_json()),
             filename="aggmrf_settings.json",
             label="Download settings (JSON)",
-            **SW,
+            **STRETCH,
         )
         self.dl_history = pn.widgets.FileDownload(
             callback=lambda: io.StringIO(session.history_csv()),
             filename="aggmrf_history.csv",
             label="Download history (CSV)",
-            **SW,
+            **STRETCH,
         )
         self.w_lesson_text = pn.widgets.TextAreaInput(
-            label="Lesson text (shown at the top)", height=70, max_length=1000, **SW
+            label="Lesson text (shown at the top)", height=70, max_length=1000, **STRETCH
         )
         self.w_lesson_hide = pn.widgets.MultiChoice(
-            label="Controls to hide", options=[], placeholder="choose controls…", **SW
+            label="Controls to hide", options=[], placeholder="choose controls…", **STRETCH
         )
         self.lesson_url = pn.widgets.TextInput(
-            label="Lesson link", disabled=False, css_classes=["aggmrf-lesson-link"], **SW
+            label="Lesson link", disabled=False, css_classes=["aggmrf-lesson-link"], **STRETCH
         )
         self.copy_lesson = pn.widgets.Button(
-            label="Copy lesson link", color="primary", css_classes=["aggmrf-copy"], **SW
+            label="Copy lesson link", color="primary", css_classes=["aggmrf-copy"], **STRETCH
         )
         self.copy_lesson.js_on_click(
             args={"link": self.lesson_url},
@@ -86,7 +85,7 @@ class ShareCard(pn.viewable.Viewer):
             self.copy_lesson,
             title="Save & share",
             collapsed=True,
-            **SW,
+            **STRETCH,
         )
 
     def __panel__(self):

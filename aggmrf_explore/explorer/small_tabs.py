@@ -12,7 +12,7 @@ import panel as pn
 
 from ..tables.suppression import suppressed_cells, suppression_check
 from . import suppression_view
-from .binding import Binder
+from .binding import STRETCH, Binder
 from .checkbox import LabeledCheckbox
 from .help import explain, tab_note
 from .liveplots import XorPlot
@@ -20,8 +20,6 @@ from .messages import DARK_INFO
 from .table_view import TableBrowser
 
 __all__ = ["TablesTab", "XorTab", "SuppressionTab"]
-
-SW = dict(sizing_mode="stretch_width")
 
 
 class TablesTab(pn.viewable.Viewer):
@@ -32,7 +30,7 @@ class TablesTab(pn.viewable.Viewer):
         self.session = session
         self.table_select = pn.widgets.Select(label="Table", options=[], width=320)
         self.tables = TableBrowser(session, binder.bind("table", self.table_select))
-        self.column = pn.Column(tab_note("Tables"), explain("tables"), self.tables, **SW)
+        self.column = pn.Column(tab_note("Tables"), explain("tables"), self.tables, **STRETCH)
 
     def __panel__(self):
         return self.column
@@ -55,7 +53,7 @@ class XorTab(pn.viewable.Viewer):
         self.session = session
         self.p_xor = XorPlot(height=420)
         self.w_triples = LabeledCheckbox(
-            label="Release the triplet table (X1, X2, X3)", margin=(4, 10), **SW
+            label="Release the triplet table (X1, X2, X3)", margin=(4, 10), **STRETCH
         )
         self.c_triples = binder.bind("triples", self.w_triples)
         self.triples_row = pn.Column(
@@ -66,16 +64,16 @@ class XorTab(pn.viewable.Viewer):
                 margin=(0, 10),
             ),
             css_classes=["aggmrf-triples"],
-            **SW,
+            **STRETCH,
         )
         self.note = pn.pane.Alert(
             "Choose the **XOR counterexample** dataset (or the XOR preset) to see this comparison.",
             alert_type="info",
             stylesheets=[DARK_INFO],
-            **SW,
+            **STRETCH,
         )
         self.column = pn.Column(
-            tab_note("XOR"), self.triples_row, self.note, self.p_xor.pane, explain("xor"), **SW
+            tab_note("XOR"), self.triples_row, self.note, self.p_xor.pane, explain("xor"), **STRETCH
         )
 
     def __panel__(self):
@@ -99,16 +97,16 @@ class SuppressionTab(pn.viewable.Viewer):
     def __init__(self, session):
         super().__init__()
         self.session = session
-        self.summary = pn.pane.Markdown("", margin=(0, 10), **SW)
+        self.summary = pn.pane.Markdown("", margin=(0, 10), **STRETCH)
         self.figure = suppression_view.SuppressionFigure(height=380)
         self.column = pn.Column(
             tab_note("Suppression"),
             self.figure.pane,
             self.summary,
             pn.pane.Markdown(
-                suppression_view.EXPLAIN, css_classes=["aggmrf-explain"], margin=(0, 10), **SW
+                suppression_view.EXPLAIN, css_classes=["aggmrf-explain"], margin=(0, 10), **STRETCH
             ),
-            **SW,
+            **STRETCH,
         )
 
     def __panel__(self):

@@ -13,13 +13,13 @@ import numpy as np
 import panel as pn
 
 from . import plots
+from .binding import STRETCH
 from .help import explain, tab_note
 from .liveplots import LivePlot
 
 __all__ = ["TrainingTab", "PLOT_HEIGHT"]
 
 PLOT_HEIGHT = 236  # pixels per training plot (two rows fit 1280×720 with the header)
-SW = dict(sizing_mode="stretch_width")
 
 
 class TrainingTab(pn.viewable.Viewer):
@@ -39,10 +39,10 @@ class TrainingTab(pn.viewable.Viewer):
             css_classes=["aggmrf-scoreboard"],
             margin=(0, 10),
             stylesheets=["p { font-size: 17px; margin: 6px 0 2px 0; }"],
-            **SW,
+            **STRETCH,
         )
         self.pins_md = pn.pane.Markdown(
-            "", css_classes=["aggmrf-pins"], margin=(0, 10), visible=False, **SW
+            "", css_classes=["aggmrf-pins"], margin=(0, 10), visible=False, **STRETCH
         )
         self.pin_button = pn.widgets.Button(
             label="Pin this run", width=115, margin=(2, 5), css_classes=["aggmrf-pin"]
@@ -54,7 +54,7 @@ class TrainingTab(pn.viewable.Viewer):
         self.unpin_button.on_click(lambda e: guard(self.unpin))
         # the pin buttons sit beside the scoreboard; the served page moves them to the header
         self.pin_row = pn.Row(self.pin_button, self.unpin_button, css_classes=["aggmrf-pins-row"])
-        self.score_row = pn.Row(self.scoreboard, self.pin_row, **SW)
+        self.score_row = pn.Row(self.scoreboard, self.pin_row, **STRETCH)
         # a projector (1280×720) shows the four plots and the run controls at once: the
         # explanations fold away below them
         grid = pn.GridBox(
@@ -64,17 +64,17 @@ class TrainingTab(pn.viewable.Viewer):
             self.p_dhat.pane,
             ncols=2,
             css_classes=["aggmrf-plots"],
-            **SW,
+            **STRETCH,
         )
         notes = pn.Card(
             tab_note("Training"),
             *(explain(k) for k in ("nllh", "predictions", "convergence", "dhat")),
             title="What to look for, and what these plots show",
             collapsed=True,
-            **SW,
+            **STRETCH,
         )
         # (the pins' caption under the plots: at 720 px, pins never push a plot off screen)
-        self.column = pn.Column(self.score_row, grid, self.pins_md, notes, **SW)
+        self.column = pn.Column(self.score_row, grid, self.pins_md, notes, **STRETCH)
 
     def __panel__(self):
         return self.column
