@@ -45,7 +45,7 @@ ONE_PROCESS = (
 ONE_LOOP = (
     "the explorer runs each session's callbacks on the server's event loop and trains on "
     "every core in worker processes of its own; Panel's callback threads would run them "
-    "beside that loop, where Play does nothing"
+    "away from that loop, and Play would do nothing"
 )
 PANEL_COMMAND = "panel serve apps/explorer.py"
 
