@@ -27,6 +27,8 @@ def cmd_xor(args: argparse.Namespace) -> int:
     # infinite data: expected tables of the true distribution (n = 1, fractions)
     exact = fit_exact(xor_expected_tables(lay))
     settings = default_settings(lay, problem.n_train, seed=args.seed, lambda_theta=0.0)
+    # the same tables' exact max-ent (PCD's own target): the gap to ``exact`` is sampling
+    own = fit_exact(problem.aggregated, lambda_mu=settings.lambda_mu)
     run = train_mrf(
         problem,
         settings,
@@ -47,14 +49,16 @@ def cmd_xor(args: argparse.Namespace) -> int:
                 "p_x": float(px),
                 "truth": float(py),
                 "maxent_exact": float(pe),
+                "maxent_tables": float(po),
                 "mrf": float(pm),
                 "logistic": float(pl),
             }
-            for s, px, py, pe, pm, pl in zip(
+            for s, px, py, pe, po, pm, pl in zip(
                 states,
                 dist["p_x"],
                 dist["p_y1"],
                 exact.predict_proba(states)[:, 1],
+                own.predict_proba(states)[:, 1],
                 run.trainer.predict_proba(states)[:, 1],
                 lr.predict_proba(lr.layout_.phi(states))[:, 1],
                 strict=True,
