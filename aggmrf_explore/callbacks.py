@@ -152,10 +152,14 @@ def held_out_rows(layout: Any, X: np.ndarray) -> np.ndarray:
         return rows
     rows = layout.rows(X).astype(np.int32)
     rows.flags.writeable = False
+    try:
+        owners = (weakref.ref(layout), weakref.ref(X))
+    except TypeError:  # records given as a list (no weak reference): rows of their own
+        return rows
     for gone in [k for k in _OWNERS if k not in _ROWS]:
         del _OWNERS[gone]
     _ROWS[key] = rows
-    _OWNERS[key] = (weakref.ref(layout), weakref.ref(X))
+    _OWNERS[key] = owners
     return rows
 
 

@@ -458,6 +458,9 @@ def test_held_out_rows_are_shared_while_held_and_freed_after(xor_problem):
     assert gone() is None, "the rows outlived every evaluator"
     other = X[::-1].copy()  # may take the freed address; must not get X's rows
     np.testing.assert_array_equal(held_out_rows(layout, other), layout.rows(other))
+    as_list = X.tolist()  # records as a list, which has no weak reference: rows all the same
+    held = HeldOutNLLH(as_list, xor_problem.encoded.y_test, layout=layout)
+    np.testing.assert_array_equal(held.rows, layout.rows(X))
 
 
 def test_iterate_average_rule(xor_problem):
