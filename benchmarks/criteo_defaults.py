@@ -62,7 +62,7 @@ from aggmrf_explore.datasets.criteo import (
 )
 from aggmrf_explore.io import read_release, read_schema
 from aggmrf_explore.metrics import nllh
-from aggmrf_explore.mrf import PCDTrainer, default_iterations, default_settings
+from aggmrf_explore.mrf import PCDTrainer, TrainerSettings, default_iterations, default_settings
 
 LABELS = ("click", "sale")
 # (noise-aware, new convergence rule) → row title
@@ -86,6 +86,21 @@ def cli(*args: str, fail: bool = True) -> dict | str:
     return json.loads(res.stdout)
 
 
+def rule_settings(
+    data, noise_aware: bool = True, new_rule: bool = True, **overrides
+) -> tuple[TrainerSettings, int]:
+    """The settings and iteration count of ``run --tables`` on ``data`` (MRF-N when
+    ``noise_aware`` and the release declares its noise), or, ``new_rule=False``, with the
+    former convergence rule: plain step, the average from ⌈2/α_θ⌉, max(600, ⌈6/α_θ⌉)
+    iterations.  ``overrides``: other settings (``n_gibbs``, ``lambda_theta``)."""
+    aware = noise_aware and data.noise is not None
+    st = default_settings(data.layout, data.n, noise_aware=aware, **overrides)
+    if new_rule:
+        return st, default_iterations(st)
+    st = replace(st, momentum=0.0, average_start=int(np.ceil(2.0 / st.step_theta - 1e-9)))
+    return st, max(600, int(np.ceil(6.0 / st.step_theta - 1e-9)))
+
+
 def train(
     release: Path, label: str, noise_aware: bool, new_rule: bool, test, n_gibbs: int | None
 ) -> float | str:
@@ -94,13 +109,7 @@ def train(
     iteration k)."""
     data = read_release(release, label=label).data
     over = {} if n_gibbs is None else {"n_gibbs": n_gibbs}
-    aware = noise_aware and data.noise is not None
-    st = default_settings(data.layout, data.n, noise_aware=aware, **over)
-    if new_rule:
-        iterations = default_iterations(st)
-    else:
-        st = replace(st, momentum=0.0, average_start=int(np.ceil(2.0 / st.step_theta - 1e-9)))
-        iterations = max(600, int(np.ceil(6.0 / st.step_theta - 1e-9)))
+    st, iterations = rule_settings(data, noise_aware, new_rule, **over)
     trainer = PCDTrainer(data, st)
     try:
         trainer.fit(iterations)
@@ -189,22 +198,22 @@ def main() -> None:
         entry = f"{label} n_gibbs={args.n_gibbs}"
         old = stored.get(entry, {}) if args.reuse else {}
         t0 = time.perf_counter()
-        out = (
-            {"models": {"mrf": {"nllh_test": old["command"]}}}
-            if "command" in old
-            else cli(
+        if "command" in old:
+            row["command"] = old["command"]
+        else:
+            test_csv = str(src / "test.csv")
+            out = cli(
                 "run",
                 "--tables",
                 str(rel),
                 "--label",
                 label,
                 "--test-csv",
-                str(src / "test.csv"),
+                test_csv,
                 *gibbs,
                 fail=False,
             )
-        )
-        row["command"] = out["models"]["mrf"]["nllh_test"] if isinstance(out, dict) else out
+            row["command"] = out["models"]["mrf"]["nllh_test"] if isinstance(out, dict) else out
         print(
             f"{label}: command {fmt(row['command'])} ({time.perf_counter() - t0:.0f}s"
             f"{', stored' if 'command' in old else ''})",
@@ -231,7 +240,6 @@ def main() -> None:
             flush=True,
         )
         results[label] = row
-        stored = json.loads(store.read_text()) if store.exists() else {}
         stored[entry] = {"command": row["command"], "logistic": row["logistic"], "lambda": lam}
         store.write_text(json.dumps(stored, indent=1))
     print(f"\nload average {os.getloadavg()}")

@@ -25,15 +25,15 @@ import argparse
 import json
 import os
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from criteo_defaults import rule_settings  # (this directory: the same settings as its table)
 
 from aggmrf_explore.callbacks import HeldOutNLLH
 from aggmrf_explore.io import read_release, read_schema
-from aggmrf_explore.mrf import PCDTrainer, default_iterations, default_settings
+from aggmrf_explore.mrf import PCDTrainer, default_iterations
 
 RULES = ("default", "former")
 
@@ -55,10 +55,8 @@ def main() -> None:
     print(f"load average {os.getloadavg()}", flush=True)
     for rule in args.rules:
         over = {} if args.lambda_theta is None else {"lambda_theta": args.lambda_theta}
-        st = default_settings(data.layout, data.n, noise_aware=data.noise is not None, **over)
+        st, _ = rule_settings(data, new_rule=rule == "default", **over)
         n_iter = default_iterations(st) if args.iterations is None else args.iterations
-        if rule == "former":
-            st = replace(st, momentum=0.0, average_start=int(np.ceil(2.0 / st.step_theta - 1e-9)))
         held = HeldOutNLLH(X, y, every=args.every, layout=data.layout, live=True)
         path: list[tuple[int, float, float, float]] = []
 

@@ -100,10 +100,12 @@ def check_num_threads(environ: dict[str, str]) -> None:
     )
 
 
-def threaded_server() -> str | None:
-    """The option that gave this server Panel's callback threads (``--num-threads N`` or
-    ``PANEL_NUM_THREADS=N``, as the user wrote it), or None if it has none.  Reads Panel's
-    ``config.nthreads`` (None unless one of the two is given)."""
+def threaded_server() -> tuple[str, str, str] | None:
+    """How this server got Panel's callback threads, or None if it has none: (what it was
+    started with, as the user wrote it; the option to drop; the command without it), e.g.
+    ``("PANEL_NUM_THREADS=4", "PANEL_NUM_THREADS", "env -u PANEL_NUM_THREADS panel serve
+    apps/explorer.py")``.  Reads Panel's ``config.nthreads`` (None unless ``--num-threads``
+    or ``PANEL_NUM_THREADS`` is given)."""
     import os
 
     import panel as pn
@@ -111,4 +113,10 @@ def threaded_server() -> str | None:
     if pn.config.nthreads is None:
         return None
     value = os.environ.get("PANEL_NUM_THREADS")
-    return f"PANEL_NUM_THREADS={value}" if value is not None else "--num-threads"
+    if value is None:
+        return "--num-threads", "--num-threads", PANEL_COMMAND
+    return (
+        f"PANEL_NUM_THREADS={value}",
+        "PANEL_NUM_THREADS",
+        f"env -u PANEL_NUM_THREADS {PANEL_COMMAND}",
+    )

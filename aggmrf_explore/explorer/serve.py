@@ -233,10 +233,7 @@ def explorer_document() -> None:
         return
     threads = threaded_server()  # ``--num-threads N`` or ``PANEL_NUM_THREADS``: likewise
     if threads is not None:
-        option = threads.split("=")[0]
-        command = PANEL_COMMAND if option == "--num-threads" else f"env -u {option} {PANEL_COMMAND}"
-        heading = "This explorer server runs its callbacks in threads"
-        refusal_document(threads, option, command, ONE_LOOP, heading)
+        refusal_document(*threads, ONE_LOOP, "This explorer server runs its callbacks in threads")
         return
     with frozen_document():  # the page's ~400 Bokeh models are indexed once, not a dozen times
         build_app().servable()
