@@ -41,7 +41,7 @@ from .binding import STRETCH, Binder
 from .controls import PrivacyCard, RunControls, TrainingCard
 from .data_card import DataCard
 from .loader import Loader, prefetch_default_data, prefetch_first_screen
-from .messages import Messages
+from .messages import Messages, training_waits_for
 from .page_fixes import page_script
 from .privacy_tab import PrivacyTab
 from .settle import Settle
@@ -54,6 +54,7 @@ from .training_tab import TrainingTab
 __all__ = ["Explorer", "TICK_MS", "SLICE_SECONDS", "refresh_intervals"]
 
 TICK_MS = 100  # a training session queues at most one slice per period
+WAIT_POLL = 0.25  # s: how often a pressed Play or Step checks that training can start
 SLICE_SECONDS = 0.1  # the most one slice trains (then the page may refresh)
 FAST_REFRESH = 0.5  # status line and line plots, seconds (one session per core)
 HEAVY_REFRESH = 2.0  # the visible tab's heavier views
@@ -138,7 +139,7 @@ class Explorer(pn.viewable.Viewer):
         self.binder = Binder(s, self.guard)
         self.loader = Loader(s, self._after_new_data, self.messages.show_message, self._refresh_all)
         show = self.messages.show_message
-        self.run_controls = RunControls(s, self.binder, self._toggle, self._step, s.reset, show)
+        self.run_controls = RunControls(s, self.binder, self._toggle, self._step, self._reset, show)
         self.data_card = DataCard(s, self.binder, show)
         self.privacy_card = PrivacyCard(s, self.binder)
         self.training_card = TrainingCard(s, self.binder)
@@ -399,24 +400,26 @@ class Explorer(pn.viewable.Viewer):
         try:
             while self.session.running and not self._closed:
                 t0 = time.monotonic()
-                await self._train_once(priority=0 if first else 1)
-                first = False
+                if await self._train_once(priority=0 if first else 1):
+                    first = False
                 await asyncio.sleep(max(TICK_MS / 1000 - (time.monotonic() - t0), 0.0))
         finally:
             self._looping = False
             if not self._closed:
                 self.guard(self._refresh_all)  # paused: the last iterations on the page
 
-    async def _train_once(self, priority: int = 1) -> None:
-        """One slice of training in the pool (the sampler ready), then the refresh due."""
+    async def _train_once(self, priority: int = 1) -> bool:
+        """One slice of training in the pool, then the refresh due; False (after a short
+        wait) if what training needs is not ready yet: the data, the sampler (the status
+        line says which, :func:`messages.training_waits_for`)."""
         s = self.session
         if not self._sampler_ready():
             self._refresh_due(len(runtime.RUNNING))
-            await asyncio.sleep(0.25)
-            return
+            await asyncio.sleep(WAIT_POLL)
+            return False
         async with self._slice_lock:
             if not s.running or s.busy or s.trainer is None or self._closed:
-                return
+                return False
             # (a Pause cancels the slice while it waits in the pool's queue; one under way
             # ends after its current iteration)
             future = runtime.TRAINING.submit(
@@ -443,6 +446,7 @@ class Explorer(pn.viewable.Viewer):
             if priority == 0:
                 self._last_fast = 0.0  # (a Play's first slice: shown at once)
             self._refresh_due(len(runtime.RUNNING))
+        return True
 
     def tick(self) -> list:
         """One slice of training now, in the calling thread, then the refresh due (no
@@ -479,15 +483,10 @@ class Explorer(pn.viewable.Viewer):
                 self.guard(self.messages.show_status)
 
     def _sampler_ready(self) -> bool:
-        """False while the kernels this run needs still compile in the background (the
-        sampler, or MRF-N's noise posterior, on a first start): training waits, nothing
-        blocks (the status line says so)."""
-        if not runtime.kernels_ready() or not self.session.can_train():
-            return False
-        if not self.session.noise_aware or runtime.extras_ready():
-            return True
-        self.session.set_notice("MRF-N's sampler is still compiling (first start only)…")
-        return False
+        """False while what training needs is not ready: the data (a load under way), the
+        kernels this run needs (the sampler, or MRF-N's noise posterior, compiling on a
+        first start): training waits, nothing blocks (the status line says for what)."""
+        return not training_waits_for(self.session)
 
     def _on_running(self, event) -> None:
         self.run_controls.show_running(event.new)
@@ -505,31 +504,44 @@ class Explorer(pn.viewable.Viewer):
             self.guard(self.messages.show_status)  # "paused" now; the plots follow the slice
 
     def _toggle(self) -> None:
-        if self.session.busy or self.session.trainer is None:
-            return  # (a shortcut key while data load)
+        """Play / Pause.  Play is an intent: pressed while data load or the sampler
+        compiles, the session trains as soon as they are ready (the status line says what
+        it waits for)."""
         self.session.toggle()
+        self.guard(self.messages.show_status)
+
+    def _reset(self) -> None:
+        """Reset: a fresh trainer (nothing to do while data load: they bring one)."""
+        if self.session.busy or self.session.bundle is None:
+            return
+        self.session.reset()
 
     def _step(self) -> None:
         """Step: pause if playing, then one iteration (in the training pool, ahead of the
-        other sessions' slices, when an event loop runs; else now)."""
+        other sessions' slices, when an event loop runs; else now).  Pressed while data
+        load or the sampler compiles, the iteration runs as soon as they are ready."""
         s = self.session
-        if s.busy or s.trainer is None:
-            return
         if s.running:
             s.pause()
-        if not self._sampler_ready():
-            self._refresh_all()
-            return
         try:
             asyncio.get_running_loop()
-        except RuntimeError:
-            s.step(1)  # redraws through the session's "stepped" event
+        except RuntimeError:  # a script driving the view: nothing can become ready
+            if self._sampler_ready():
+                s.step(1)  # redraws through the session's "stepped" event
+            else:
+                self._refresh_all()
             return
+        s.want_step()
+        self.guard(self.messages.show_status)
         pn.state.execute(self._step_async)
 
     async def _step_async(self) -> None:
         s = self.session
+        while not self._closed and not self._sampler_ready():
+            self.guard(self.messages.show_status)  # "Step pressed: … once … ready"
+            await asyncio.sleep(WAIT_POLL)
         async with self._slice_lock:  # after this session's slice under way, if any
+            s.step_taken()
             if s.trainer is None or s.busy or self._closed:
                 return
             try:

@@ -102,8 +102,10 @@ class RunControls(pn.viewable.Viewer):
         self.play_button.color = "danger" if running else "success"
 
     def _on_busy(self, event) -> None:
-        for btn in self.buttons:
-            btn.disabled = bool(event.new)
+        """Play and Step stay pressable while data load (a press is an intent: it trains
+        as soon as the data and the sampler are ready); Reset waits for the data (a load
+        starts a fresh trainer anyway)."""
+        self.reset_button.disabled = bool(event.new)
 
     def apply_preset(self, name: str) -> None:
         """Propose a preset's settings in order; the first refused one stops it (and says

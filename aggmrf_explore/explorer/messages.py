@@ -8,17 +8,45 @@ never a traceback; every text that may hold a user's string is shown escaped.
 
 from __future__ import annotations
 
+import time
+
 import panel as pn
 
 from ..errors import error_message
 from . import runtime
 from .escape import escape_markdown
 
-__all__ = ["Messages", "COMPACT_ALERT", "DARK_INFO", "READABLE"]
+__all__ = ["Messages", "COMPACT_ALERT", "DARK_INFO", "READABLE", "training_waits_for"]
 
 COMPACT_ALERT = ":host { padding: 4px 12px !important; margin-bottom: 4px; } p { margin: 0; }"
 DARK_INFO = "p, div { color: #055160; }"  # an info alert's text at 8:1 contrast, not 4.3:1
 READABLE = ":host, p { font-size: 16px; } p { margin: 2px 0; }"  # read on a projector
+
+
+def training_waits_for(session) -> str:
+    """What training still waits for, in words ("" once the session can train): the data
+    (a load under way), the sampler (compiling on a first start), the compiled sampler
+    (data too large for the numpy one), MRF-N's noise posterior (compiling)."""
+    if session.busy or session.trainer is None:
+        return "the data are ready"
+    if not runtime.kernels_ready():
+        return "the sampler is ready"
+    if not session.can_train():
+        return "the compiled sampler is ready (this data is too large for the numpy one)"
+    if session.noise_aware and not runtime.extras_ready():
+        return "MRF-N's sampler is compiled (first start only)"
+    return ""
+
+
+def wait_text(session, waiting: str, busy_since: float | None) -> str:
+    """How long a pressed Play or Step has waited and, for a compiler, roughly how long it
+    takes (``waiting``: the compiler's progress line; ``busy_since``: when the load began)."""
+    if session.busy or session.trainer is None:
+        so_far = f" ({time.monotonic() - busy_since:.0f} s so far)" if busy_since else ""
+        return f"preparing data{so_far}…"
+    if waiting:
+        return f"{waiting} (about {runtime.COMPILE_ESTIMATE} on a first start)"
+    return runtime.warm_up_message() or "compiling…"
 
 
 class Messages(pn.viewable.Viewer):
@@ -32,6 +60,7 @@ class Messages(pn.viewable.Viewer):
         super().__init__()
         self.session = session
         self.filled = True
+        self._busy_since: float | None = None  # when the load under way began
         sw = dict(sizing_mode="stretch_width")
         compact = dict(stylesheets=[COMPACT_ALERT], margin=(0, 10))
         waiting = runtime.warm_up_message()  # first start: "compiling the sampler…"
@@ -142,7 +171,17 @@ class Messages(pn.viewable.Viewer):
         self.spinner.value = loading
         self.spinner.visible = loading
         label = (waiting or "preparing data…") if loading else ""
-        if not self.filled:  # (the served page's first, light version)
+        if not s.busy:
+            self._busy_since = None
+        elif self._busy_since is None:
+            self._busy_since = time.monotonic()
+        pressed = "Play" if s.running else "Step" if s.steps_wanted else ""
+        blocker = training_waits_for(s) if pressed else ""
+        if blocker:
+            # a pressed Play or Step is an intent: say what it waits for, and how long
+            how_long = wait_text(s, waiting, self._busy_since)
+            self.status.object = f"{pressed} pressed: training starts once {blocker} · {how_long}"
+        elif not self.filled:  # (the served page's first, light version)
             self.status.object = waiting or "loading the page…"
         elif not waiting:
             self.status.object = s.status
@@ -156,4 +195,4 @@ class Messages(pn.viewable.Viewer):
                 "once it is ready"
             )
         # the spinner's label, unless the status line beside it says the same
-        self.spinner.label = "" if str(self.status.object).startswith(label) else label
+        self.spinner.label = "" if label in str(self.status.object) else label

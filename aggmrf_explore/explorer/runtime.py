@@ -110,6 +110,9 @@ TRAINING_NICE = 5
 # the event loop and everything else on the machine (the pages of a class on one machine,
 # a teacher's notebook) leave
 WORKER_NICE = 19
+# how long a first start's compiler takes (docs/explorer.md, "A first start"): what a
+# pressed Play waiting for it is told
+COMPILE_ESTIMATE = "a minute on 2 cores"
 WORKER_IDLE = 15.0  # seconds without a slice after which a worker process ends
 MAX_WORKER_FAILURES = 4  # worker processes lost before the pool keeps to its threads
 

@@ -44,8 +44,9 @@ class TrainingControl:
         return bool(self.warning) and self.trainer is not None
 
     def play(self) -> None:
-        if self.trainer is None:
-            raise AggMRFError("no data loaded yet.")
+        """Record that the session wants to train (``running``): it trains as soon as its
+        data and sampler are ready (while data load, ``running`` is already set: the
+        load keeps it, and the status line says what training waits for)."""
         if self.diverged:  # the same step would only be rejected again
             raise AggMRFError(
                 "training diverged: lower a step size α or raise λ, or press "
@@ -78,6 +79,15 @@ class TrainingControl:
                 f"multiplied by {shrink:g}: α_μ = {self.step_mu:.3g}, α_θ = {self.step_theta:.3g}."
             )
         self.play()
+
+    def want_step(self) -> None:
+        """Record a pressed Step (it runs once data and sampler are ready: the view's
+        job); ``steps_wanted`` counts those not run yet (the status line says so)."""
+        self.steps_wanted += 1
+
+    def step_taken(self) -> None:
+        """A pressed Step ran (or was dropped with its data)."""
+        self.steps_wanted = max(0, self.steps_wanted - 1)
 
     def toggle(self) -> None:
         self.pause() if self.running else self.play()
@@ -217,7 +227,7 @@ class TrainingControl:
     def update_status(self) -> None:
         """Recompute the one-line ``status`` (state, iteration, speed, test NLLH, dataset)."""
         if self.busy or self.trainer is None:
-            self.status = "preparing data…" if self.busy else "no data loaded"
+            self.status = "preparing data…" if self.busy or self.running else "no data loaded"
             return
         nl = self.trainer.last_nllh
         nl_s = "–" if nl is None or not math.isfinite(nl) else f"{nl:.4f}"

@@ -171,6 +171,7 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         # meanwhile waits for its end (``_live_pending``) instead of changing the trainer
         self._train_lock = threading.Lock()
         self._live_pending = False
+        self.steps_wanted = 0  # Steps pressed, waiting for data or sampler (want_step)
         self._good_noise = {k: self.param[k].default for k in NOISE_KEYS}  # last release made
         self.param.watch(self._settings_changed, list(URL_KEYS) + ["upload_hash"])
         if not lazy:
