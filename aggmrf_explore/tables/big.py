@@ -106,19 +106,25 @@ def _reader(files: Sequence[str], kind: str) -> str:
     return f"read_parquet({lit})" if kind == "parquet" else f"read_csv({lit}, header = true)"
 
 
-def _header_names(path: str, kind: str) -> list[str]:
-    """The column names a records file declares (a CSV's header line, a Parquet schema)."""
+def _header_names(path: str, kind: str, con) -> list[str]:
+    """The column names a records file declares (a CSV's header line, a Parquet schema).
+
+    A Parquet schema is read by DuckDB (``con``), never by pyarrow: the first allocation
+    from Arrow's default memory pool (mimalloc) reserves about 1 GiB of address space for
+    the rest of the process, which is what made 10⁷ distinct codes (K = 10⁷ + 1) run out
+    of memory under a 3 GB ``ulimit -v`` (docs/criteo_scale.md)."""
     shown = repr(os.path.basename(path))
     if kind == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import duckdb
 
+        lit = "'" + path.replace("'", "''") + "'"
         try:
-            return list(pq.read_schema(path).names)
-        except (pa.ArrowException, OSError):
+            rows = con.execute(f"SELECT name, num_children FROM parquet_schema({lit})").fetchall()
+        except duckdb.Error:
             raise AggMRFError(
                 f"records file {shown} is not a readable Parquet file; check the file."
             ) from None
+        return _top_level(rows)
     try:
         with open(path, "rb") as raw:
             packed = raw.read(2) == b"\x1f\x8b"
@@ -139,8 +145,27 @@ def _header_names(path: str, kind: str) -> list[str]:
     return [c.strip() for c in next(csv.reader([text], delimiter=sep), [])]
 
 
-def _checked_files(source: str, max_file_bytes: int) -> tuple[list[str], str]:
-    """The files a path or glob names, each checked (module docstring), and their kind."""
+def _top_level(rows: list[tuple[str, int | None]]) -> list[str]:
+    """The top-level column names of a Parquet schema given depth first as (name, number
+    of children) rows, the root first (DuckDB's ``parquet_schema``)."""
+    names: list[str] = []
+    pending = [int(rows[0][1] or 0)] if rows else []  # children left to see, per level
+    for name, children in rows[1:]:
+        while pending and pending[-1] == 0:
+            pending.pop()
+        if not pending:
+            break
+        if len(pending) == 1:
+            names.append(str(name))
+        pending[-1] -= 1
+        if children:
+            pending.append(int(children))
+    return names
+
+
+def _checked_files(source: str, max_file_bytes: int, con) -> tuple[list[str], str]:
+    """The files a path or glob names, each checked (module docstring), and their kind
+    (``con``: the DuckDB connection that reads Parquet headers)."""
     kind = _kind(source)
     if any(ch in source for ch in "*?["):
         files = sorted(glob.glob(source))
@@ -166,7 +191,7 @@ def _checked_files(source: str, max_file_bytes: int) -> tuple[list[str], str]:
                 f"{mib(max_file_bytes)} allowed; if it is the right file, raise the cap "
                 "(max_file_bytes=…)."
             )
-        names = _header_names(f, kind)
+        names = _header_names(f, kind, con)
         seen: set[str] = set()
         for c in names:
             if c in seen:
@@ -256,10 +281,11 @@ def aggregate_duckdb(
         raise AggMRFError(f"method must be one of {', '.join(METHODS)}; got {method!r}.")
     cols = _columns(layout, columns)
     src = os.fspath(source)
-    files, kind = _checked_files(src, int(max_file_bytes))
-    source_sql = _reader(files, kind)
+    kind = _kind(src)
     con = duckdb.connect()
     try:
+        files, kind = _checked_files(src, int(max_file_bytes), con)
+        source_sql = _reader(files, kind)
         con.execute(f"SET memory_limit = '{memory_limit}'")
         con.execute("SET preserve_insertion_order = false")
         con.execute("SET enable_progress_bar = false")
