@@ -336,15 +336,18 @@ def test_size_budget_before_reading_tables(tmp_path, records):
     assert read_release(tmp_path / "r", budget=Budget(max_rows=agg.layout.K)).data.n == agg.n
 
 
-def test_n_inconsistent_with_totals_warns(tmp_path, records):
+def test_n_inconsistent_with_totals_is_refused(tmp_path, records):
+    """n sets the scale of training: a forged n is refused (strict) or warned (lenient)."""
     agg = records[-1]
     write_release(agg, tmp_path / "r")
     meta = json.loads((tmp_path / "r" / "release.json").read_text())
     meta["n"] = 10 * int(agg.n)
     (tmp_path / "r" / "release.json").write_text(json.dumps(meta))
-    with pytest.warns(ReleaseWarning, match="declares n"):
-        rel = read_release(tmp_path / "r")
-    assert any("declares n" in w for w in rel.warnings)
+    with pytest.raises(AggMRFError, match="'n' = "):
+        read_release(tmp_path / "r")
+    with pytest.warns(ReleaseWarning, match="'n' = "):
+        rel = read_release(tmp_path / "r", strict=False)
+    assert any("contradict" in w for w in rel.warnings)
 
 
 def test_writer_never_creates_parents(tmp_path, records):

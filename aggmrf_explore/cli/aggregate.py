@@ -55,53 +55,160 @@ def privacy_spent(mechs: list, args: argparse.Namespace) -> dict:
 
 def check_output(args: argparse.Namespace) -> None:
     """``--out`` can be written (before any work): a directory whose parent exists, or with
-    ``--format long`` a ``.csv`` file in an existing directory; nothing is created."""
+    ``--format long`` a ``.csv`` file in an existing directory (and FILE.json beside it);
+    nothing is created.  The release's files are written through
+    :func:`~aggmrf_explore.files.create_file` (never through a link planted in the directory)."""
+    from pathlib import Path
+
     from ..files import check_output_dir, check_output_file
 
     if args.format == "long":
         check_output_file(args.out, "--out", (".csv",))
+        check_output_file(Path(args.out).with_suffix(".json"), "--out")
     else:
         check_output_dir(args.out, "--out")
 
 
-def cmd_aggregate(args: argparse.Namespace) -> int:
-    """``aggregate``: write the release, print a JSON summary; returns the exit status."""
+def _records_schema(ds, bins: int) -> tuple:
+    """(schema, X, y): the schema fitted on the records themselves (``--schema-from-records``,
+    or an exact release), the encoder's deciles and categories as they are."""
     from ..datasets import other_class
     from ..encoding import Schema
+
+    enc = ds.encode(n_bins=bins)
+    neg = other_class(ds.train[ds.label], enc.positive_label)
+    schema = Schema.from_encoder(
+        enc.encoder, ds.label, enc.positive_label, [neg, enc.positive_label]
+    )
+    return schema, enc.X_train, enc.y_train
+
+
+def _subset(schema, names: list[str]):
+    """``schema`` restricted to the features ``names`` (in the schema's order)."""
+    from ..encoding import Schema
+
+    keep = [i for i, f in enumerate(schema.feature_names) if f in set(names)]
+    missing = sorted(set(names) - set(schema.feature_names))
+    if missing:
+        raise AggMRFError(
+            f"the declared schema has no feature {missing[0]!r}; declare it (--schema) or drop "
+            "the column (--drop-features)."
+        )
+
+    def pick(xs: list) -> list:
+        return [xs[i] for i in keep]
+
+    out = Schema(
+        pick(schema.feature_names),
+        pick(schema.modality_labels),
+        pick(schema.kinds),
+        pick(schema.edges),
+        pick(schema.known),
+        pick(schema.codes),
+        pick(schema.values),
+        pick(schema.unseen),
+    )
+    out.label, out.positive_label, out.classes = schema.label, schema.positive_label, schema.classes
+    return out
+
+
+def release_schema(args: argparse.Namespace, ds, mech_name: str) -> tuple:
+    """(schema, X, y, source): the schema the release publishes and the records' codes.
+
+    ``--schema FILE``: declared by the owner (a declared-schema JSON, or an earlier
+    release's release.json);  ``--schema-from-records``: fitted on the records (not
+    private);  else a bundled dataset's declared public schema (Adult, Bank: from their
+    codebooks);  else, for exact tables (``--mechanism none``), the records' own schema;
+    else a DP schema at ``--schema-epsilon`` (default ε/2), whose (ε, δ) ``source`` carries."""
+    from ..datasets import other_class
+    from ..privacy.schema import SCHEMA_SOURCES, bundled_schema, declared_schema, private_schema
+    from ..values import encode_label
+
+    feats = list(ds.feature_columns)
+    source: dict = {}
+    if args.schema:
+        from pathlib import Path
+
+        if Path(args.schema).is_file() and Path(args.schema).suffix.lower() == ".json":
+            schema = declared_schema(args.schema)
+        else:
+            from ..io import read_schema
+
+            schema = read_schema(args.schema)
+        source = {"source": "declared", "about": SCHEMA_SOURCES["declared"]}
+    elif args.schema_from_records:
+        schema, X, y = _records_schema(ds, args.bins)
+        return schema, X, y, {"source": "records", "about": SCHEMA_SOURCES["records"]}
+    elif not args.csv and (schema := bundled_schema(ds.name)) is not None:
+        schema = _subset(schema, feats)
+        source = {
+            "source": "declared",
+            "about": SCHEMA_SOURCES["declared"] + "; " + ds.name + "'s codebook",
+        }
+    elif mech_name == "none":  # exact tables: nothing is private, the records' own schema
+        schema, X, y = _records_schema(ds, args.bins)
+        return schema, X, y, {"source": "records", "about": SCHEMA_SOURCES["records"]}
+    else:
+        eps = args.schema_epsilon if args.schema_epsilon is not None else args.epsilon / 2.0
+        delta = args.delta if args.delta is not None else cli_args.DEFAULT_DELTA
+        schema, source = private_schema(
+            ds.train,
+            feats,
+            epsilon=eps,
+            delta=delta,
+            n_bins=args.bins,
+            neighbours="replace" if args.accounting == "replace" else "add/remove",
+        )
+    y, pos = encode_label(ds.train[ds.label], positive=schema.positive_label or ds.positive)
+    neg = other_class(ds.train[ds.label], pos)
+    schema.label, schema.positive_label, schema.classes = ds.label, pos, [neg, pos]
+    X = schema.transform(ds.train)
+    return schema, X, y, source
+
+
+def privacy_block(mech, accounting: str, generator: str | None, source: dict) -> dict:
+    """release.json's ``privacy``: the whole release's (ε, δ) for the neighbour relation it
+    states: the counts' guarantee (both columns, whatever ``--accounting`` calibrated for)
+    plus the schema's share; ``private`` False when the schema was fitted on the records or
+    the noise was drawn from a seed."""
+    from ..privacy import NEIGHBOURS, release_guarantee
+
+    eps_c, delta_c = release_guarantee(mech, accounting)
+    eps_s = float(source.get("epsilon", 0.0))
+    delta_s = float(source.get("delta", 0.0))
+    relation = "replace" if accounting == "replace" else "both"
+    return {
+        "neighbouring": NEIGHBOURS[relation],
+        "epsilon": eps_c + eps_s,
+        "delta": delta_c + delta_s,
+        "counts": {"epsilon": eps_c, "delta": delta_c},
+        "schema": {"epsilon": eps_s, "delta": delta_s, "source": source.get("source")},
+        "private": source.get("source") != "records" and generator not in ("insecure-seed",),
+    }
+
+
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    """``aggregate``: write the release, print a JSON summary; returns the exit status."""
     from ..tables import TableLayout, aggregate
 
     cli_args.check_numbers(args)
     cli_args.check_tables_kept(args)
     check_output(args)
-    if args.schema:
-        from ..io import read_schema
-
+    if args.schema and not args.csv and not args.dataset:
         cli_args.check_aggregate_schema(args)
-        schema = read_schema(args.schema)
-        df = cli_args.read_records(args.csv)
-        cli_args.check_label_column(args.label, df, args.csv)
+    ds = cli_args.load_aggregate_records(args)
+    cli_args.check_records_size(args, ds)
+    schema, X, y, source = release_schema(args, ds, args.mechanism)
+    if args.schema:
         cli_args.check_schema_size(args, schema)
-        X = schema.transform(df)
-        y = schema.encode_label(df[args.label])
-        layout = TableLayout.all_pairs(
-            schema.n_modalities,
-            schema.feature_names,
-            singles=not args.no_singles,
-            pairs=not args.no_pairs,
-            modality_labels=schema.modality_labels,
-        )
-        name = args.csv
-    else:
-        ds = cli_args.load_aggregate_records(args)
-        cli_args.check_records_size(args, ds)
-        enc = ds.encode(n_bins=args.bins)
-        X, y = enc.X_train, enc.y_train
-        layout = enc.layout(singles=not args.no_singles, pairs=not args.no_pairs)
-        neg = other_class(ds.train[ds.label], enc.positive_label)
-        schema = Schema.from_encoder(
-            enc.encoder, ds.label, enc.positive_label, [neg, enc.positive_label]
-        )
-        name = ds.name
+    layout = TableLayout.all_pairs(
+        schema.n_modalities,
+        schema.feature_names,
+        singles=not args.no_singles,
+        pairs=not args.no_pairs,
+        modality_labels=schema.modality_labels,
+    )
+    name = args.csv or ds.name
     from ..io import write_release
     from ..privacy import publish
 
@@ -115,16 +222,31 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
             "--insecure-seed: whoever knows or guesses the seed recovers every count; "
             "this release is for tests and demonstrations, never for anyone else."
         )
-    meta = write_release(data, args.out, schema, fmt=args.format, accounting=args.accounting)
+    if mech is not None and source.get("source") == "records":
+        warn(
+            "--schema-from-records: the bin edges and categories in release.json come from "
+            "the records without privacy (a bin label prints the data's minimum, a value one "
+            "person holds appears); the file says it is not private. Declare a schema "
+            "(--schema) or let aggregate choose one with privacy (the default)."
+        )
+    extra = {"schema_source": source}
+    if mech is not None:
+        extra["privacy"] = privacy_block(mech, args.accounting, data.meta.get("generator"), source)
+    meta = write_release(
+        data, args.out, schema, fmt=args.format, accounting=args.accounting, extra=extra
+    )
     out = {
         "source": str(name),
         "out": str(args.out),
         "metadata": str(meta),
-        "n_records": int(agg.n),
+        "n_records": int(data.n),
         "n_tables": layout.n_released_tables,
         "n_rows": int(layout.K - int(layout.intercept)),
         "noise": noise_summary(mech, args.accounting, data.meta.get("generator")),
+        "schema": {k: v for k, v in source.items() if k != "about"},
     }
+    if mech is not None:
+        out["privacy"] = extra["privacy"]
     if mech is not None and mech.name == "discrete_gaussian":
         out["noise"]["sigma_continuous"] = mech.sigma_continuous
     if earlier:

@@ -292,7 +292,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="dir: one CSV per table + release.json; long: one CSV + FILE.json",
     )
     agg.add_argument(
-        "--schema", help="encode with the schema of this release.json (a second release)"
+        "--schema",
+        help="the schema to publish: a declared-schema JSON file (categories and bin edges "
+        "from public knowledge, see the README) or an earlier release (its release.json); "
+        "default: the dataset's declared schema (Adult, Bank), else one chosen with "
+        "differential privacy (--schema-epsilon)",
+    )
+    agg.add_argument(
+        "--schema-epsilon",
+        type=numbers.number(0.0, 1e4, lo_open=True),
+        default=None,
+        help="ε spent choosing the schema from the records when none is declared "
+        "(default: half of --epsilon; added to the release's total in release.json)",
+    )
+    agg.add_argument(
+        "--schema-from-records",
+        action="store_true",
+        help="fit the schema on the records WITHOUT privacy (bin edges and categories "
+        "depend on single records; the file says it is not private)",
     )
 
     pr = sub.add_parser("predict", help="probabilities of records under an exported model")

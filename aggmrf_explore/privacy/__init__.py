@@ -49,7 +49,15 @@ from .posterior import (
     posterior_mean_counts,
     scaled_noise,
 )
-from .release import INSECURE_SEED, SECURE, SIMULATION, composed_epsilon, publish, release
+from .release import (
+    INSECURE_SEED,
+    SECURE,
+    SIMULATION,
+    composed_epsilon,
+    publish,
+    release,
+    release_guarantee,
+)
 
 __all__ = [
     "local",
@@ -60,6 +68,7 @@ __all__ = [
     "LOCAL",
     "MECHANISMS",
     "NEIGHBOURS",
+    "release_guarantee",
     "PRIORS",
     "SECURE",
     "SIMULATION",

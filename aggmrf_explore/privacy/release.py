@@ -11,12 +11,13 @@ seed is accepted only as ``insecure_seed`` and is then recorded as such.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ..errors import AggMRFError
 from ..tables import AggregatedData
 from .additive import INSECURE_SEED, SECURE, SIMULATION, add_noise, check_exact
-from .calibration import zcdp_epsilon
+from .calibration import discrete_gaussian_epsilon, zcdp_epsilon
 from .checks import delta_value
 from .mechanisms import (
     DiscreteGaussianMechanism,
@@ -26,7 +27,15 @@ from .mechanisms import (
     check_mechanism,
 )
 
-__all__ = ["release", "publish", "composed_epsilon", "SIMULATION", "SECURE", "INSECURE_SEED"]
+__all__ = [
+    "release",
+    "publish",
+    "composed_epsilon",
+    "release_guarantee",
+    "SIMULATION",
+    "SECURE",
+    "INSECURE_SEED",
+]
 
 
 def release(
@@ -109,3 +118,23 @@ def composed_epsilon(mechanisms: list[NoiseMechanism], delta: float) -> float:
     if pure:
         eps = min(eps, float(sum(m.epsilon for m in mechanisms)))
     return eps
+
+
+def release_guarantee(mechanism: NoiseMechanism, accounting: str) -> tuple[float, float]:
+    """(ε, δ) that a release of counts *and* label sums with ``mechanism``'s noise satisfies.
+
+    "both" and "replace": the mechanism's own (ε, δ), calibrated for both columns (under
+    add/remove-one and replace-one neighbours).  "queries" calibrated for one column per
+    table (Δ1 = T, Δ2 = √T), but both columns are released: one record moves 2T entries,
+    so the true guarantee under add/remove-one is ε × 2 for the Laplace mechanisms, and for
+    the Gaussian ones the ε at the same δ of ρ × 2 (zCDP, Δ2 = √(2T); a valid bound for the
+    continuous Gaussian too).
+    """
+    mech = check_mechanism(mechanism)
+    if accounting != "queries":
+        return float(mech.epsilon), float(mech.delta)
+    if mech.delta == 0.0:  # Laplace: ε = Δ1 / b, Δ1 doubles
+        return 2.0 * float(mech.epsilon), 0.0
+    sigma = mech.sigma if isinstance(mech, DiscreteGaussianMechanism) else mech.std
+    l2 = math.sqrt(2.0) * mech.l2_sensitivity
+    return float(discrete_gaussian_epsilon(sigma, mech.delta, l2)), float(mech.delta)

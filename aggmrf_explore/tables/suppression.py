@@ -2,10 +2,12 @@
 that miss some of their source cells for the same reason.
 
 A release may declare a *suppression threshold* k per table: a row of that table is absent
-from the files if and only if its true count was ≤ k (the AdKDD'21 challenge drops every
-pair cell with count ≤ 10; census tables with k-anonymity thresholds do the same).  An
-absent row is not a zero: it says 0 ≤ d ≤ k, and, since a label sum counts a subset of the
-row's records, 0 ≤ c ≤ d.
+from the files if and only if its count was ≤ k (the AdKDD'21 challenge drops every
+pair cell with count ≤ 10; census tables with k-anonymity thresholds do the same).  This
+package decides on the released count, the noisy one of a noisy release
+(:func:`apply_suppression`: post-processing, covered by the noise's guarantee); releases
+received from others may have decided on true counts.  An absent row is not a zero: it
+says 0 ≤ d ≤ k, and, since a label sum counts a subset of the row's records, 0 ≤ c ≤ d.
 
 **Per-row boxes.**  When the release's rows are coarser than the source's cells (values
 folded into one "(other)" modality by ``import-criteo --max-modalities``), a row r is the
@@ -55,7 +57,7 @@ are split into a part ≥ 0 with the lower bound as target and a part ≤ 0 with
 
 :class:`Suppression` is what :class:`~aggmrf_explore.tables.AggregatedData` carries
 (``data.suppression``; None when nothing is suppressed); :func:`apply_suppression` makes a
-suppressed release from exact (or noisy) aggregates, as a data owner would;
+suppressed release from exact or noisy aggregates, deciding on the released (noisy) counts;
 :func:`suppression_from_presence` builds a release's from the rows its files list (and,
 for folded values, the source cells per modality and the missing ones per listed row).
 """
@@ -187,12 +189,19 @@ def apply_suppression(data, thresholds: Mapping) -> object:
     """A release of ``data`` (an AggregatedData) that leaves out small rows.
 
     ``thresholds``: {table (index, or tuple of feature indices / names): k}.  A row of a
-    listed table is suppressed iff its *true* count is ≤ k (``data.true_d`` for a noisy
-    release, else ``data.d``); its released count and label sum become 0 and it is marked
-    in the result's ``suppression``.  Returns a new AggregatedData (``data`` is unchanged).
+    listed table is suppressed iff its *released* count is ≤ k: ``data.d``, the noisy count
+    of a noisy release (never its true count, ``data.true_d``: deciding on the truth would
+    make a row's presence depend on one record, deterministically, outside the noise's
+    guarantee; deciding on the noisy value is post-processing, covered by it).  A
+    suppressed row's released count and label sum become 0 and it is marked in the
+    result's ``suppression``.  Returns a new AggregatedData (``data`` is unchanged).
+
+    On a noisy release the true count of an absent row is ≤ k plus that row's noise; the
+    trainer's box keeps [0, k] (the box of the released value), an approximation of the
+    order of the noise's sd on those rows.
     """
     lay = data.layout
-    truth = data.true_d if data.true_d is not None else data.d
+    released = data.d
     rows = np.zeros(lay.K, dtype=bool)
     bound = np.zeros(lay.K)
     declared: dict[int, float] = {}
@@ -203,7 +212,7 @@ def apply_suppression(data, thresholds: Mapping) -> object:
         if not np.isfinite(k) or k < 0:
             raise AggMRFError(f"suppression threshold must be a number ≥ 0; got {k!r}.")
         sl = slice(lay.offsets[ti], lay.offsets[ti + 1])
-        hit = truth[sl] <= k
+        hit = released[sl] <= k
         rows[sl] = hit
         bound[sl] = np.where(hit, float(k), 0.0)
         declared[ti] = float(k)
@@ -450,7 +459,8 @@ def suppression_from_presence(
 
 def suppress_pair_tables(data, k: float) -> object:
     """:func:`apply_suppression` with threshold ``k`` on every pair table of ``data`` (the
-    AdKDD'21 rule: pair cells with true count ≤ k are dropped, singles are complete).
+    AdKDD'21 rule: pair cells with count ≤ k are dropped, singles are complete; decided
+    on the released counts, noisy ones included).
     ``data`` unchanged (the same object) when its layout has no pair table."""
     lay = data.layout
     pairs = {ti: float(k) for ti, t in enumerate(lay.tables) if len(t) == 2}

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -14,6 +13,7 @@ import pandas as pd
 from ... import privacy
 from ...encoding import Schema
 from ...errors import AggMRFError
+from ...privacy.tails import FALSE_ALARM, noise_tail
 from ...tables import AggregatedData, TableLayout
 from ...tables.budget import Budget, check_size
 from ...tables.suppression import Suppression, source_cells, suppression_from_presence
@@ -31,7 +31,6 @@ from .common import (
     COUNT,
     LABEL_SUM,
     MAX_LISTED,
-    Z_NOISE,
     RawTable,
     Release,
     ReleaseWarning,
@@ -46,7 +45,7 @@ class _Grid:
 
     ``d`` / ``c``: counts and label sums (K,), 0 where no file row; ``present``: a file
     row gave the value; ``line_of``: its file line; ``tables[ti]``: the raw table of
-    layout table ti; ``mechanism`` / ``sigma``: the declared noise (None / 0 without).
+    layout table ti; ``mechanism``: the declared noise (None without).
     """
 
     layout: TableLayout
@@ -64,10 +63,16 @@ class _Grid:
     def noisy(self) -> bool:
         return self.mechanism is not None
 
-    @property
-    def sigma(self) -> float:
-        # the checks' noise level: σ times the largest declared noise scale (folded rows)
-        return float(self.mechanism.std) * self.noise_scale if self.noisy else 0.0
+    def tail(self, m: float, checks: int) -> float:
+        """How far the declared noise can move a sum of ``m`` released values (counts), in
+        one of ``checks`` comparisons: the tail bound at probability FALSE_ALARM / checks
+        (:func:`~aggmrf_explore.privacy.tails.noise_tail`), rows that sum several noisy
+        source rows (a declared ``noise_scale`` s: s² of them) counted as such; 0 without
+        noise.  An honest release fails a family of checks with probability ≤ FALSE_ALARM."""
+        if not self.noisy:
+            return 0.0
+        q = FALSE_ALARM / max(int(checks), 1)
+        return noise_tail(self.mechanism, q, float(m) * self.noise_scale**2)
 
     def suppressed_in(self, ti: int) -> float:
         """Table ti's declared suppression threshold k, or 0 when it has none."""
@@ -83,6 +88,19 @@ class _Grid:
             return 0.0
         extra = self.suppression.cells[ti] - int(self.missing(ti).sum())
         return self.suppressed_in(ti) * max(extra, 0)
+
+    def shortfall_total(self) -> float:
+        """The most a suppressed table's total may fall short of the records' (k per absent
+        row and per missing source cell), over the release's tables; 0 without suppression."""
+        if self.suppression is None:
+            return 0.0
+        return max(
+            (
+                self.suppressed_in(ti) * float(self.missing(ti).sum()) + self.shortfall(ti)
+                for ti in self.suppression.thresholds
+            ),
+            default=0.0,
+        )
 
     def missing(self, ti: int) -> np.ndarray:
         """bool (table_sizes[ti],): the table's rows its file does not list."""
@@ -298,7 +316,8 @@ def _source_values(layout: TableLayout, declared: dict[str, dict[str, int]]) -> 
 
 def _check_same_modalities(grid: _Grid) -> None:
     """A modality with a (significant) count in one table must have rows in every other."""
-    lay, noisy, sigma = grid.layout, grid.noisy, grid.sigma
+    lay, noisy = grid.layout, grid.noisy
+    checks = int(lay.K)
     for f in range(lay.n_features):
         holding = [ti for ti in range(1, lay.n_tables) if f in lay.tables[ti]]
         per_table = {}
@@ -313,7 +332,7 @@ def _check_same_modalities(grid: _Grid) -> None:
                 has_a, cnt_a = per_table[a]
                 has_b, _ = per_table[b]
                 gap = has_a & ~has_b
-                limit = Z_NOISE * sigma * math.sqrt(max(lay.table_sizes[a], 1)) if noisy else 0
+                limit = grid.tail(max(lay.table_sizes[a], 1), checks) if noisy else 0
                 bad = gap & (np.abs(cnt_a) > limit)
                 if bad.any():
                     k = int(np.flatnonzero(bad)[0])
@@ -370,7 +389,7 @@ def _check_values(grid: _Grid, problems: list[str], notes: list[str]) -> None:
                 f"first: {grid.row_desc(row_table[frac[0]], frac[0])}."
             )
     else:
-        limit = Z_NOISE * grid.sigma * math.sqrt(2.0)
+        limit = grid.tail(2, int(rel.sum()))  # c − d: two independent noises
         over = np.flatnonzero(rel & (c - d > limit))
         _flag(
             [
@@ -378,7 +397,7 @@ def _check_values(grid: _Grid, problems: list[str], notes: list[str]) -> None:
                 for r in over
             ],
             f"{LABEL_SUM} exceeds {COUNT} by more than the declared noise explains "
-            f"({Z_NOISE:g}·σ·√2 = {limit:.3g}): ",
+            f"(by {limit:.3g}: the noise's tail at probability {FALSE_ALARM:g} over all rows): ",
             problems,
         )
 
@@ -386,8 +405,9 @@ def _check_values(grid: _Grid, problems: list[str], notes: list[str]) -> None:
 def _check_suppression(grid: _Grid, problems: list[str]) -> None:
     """A table declaring ``suppression`` k leaves out exactly its rows of true count ≤ k, so
     every row it lists counts more than k: a listed count ≤ k (without noise), or below
-    k − 7σ under the declared noise (a listed row's count is > k, so its noisy value falls
-    that low once in 10¹² rows), contradicts the threshold."""
+    k − t under the declared noise (t: the noise's tail bound, ``_Grid.tail``) contradicts
+    the threshold.  (A release whose suppression is decided on the noisy counts lists only
+    rows whose released count is > k.)"""
     if grid.suppression is None:
         return
     lay = grid.layout
@@ -396,33 +416,83 @@ def _check_suppression(grid: _Grid, problems: list[str]) -> None:
         start = lay.offsets[ti]
         d = grid.d[start : lay.offsets[ti + 1]]
         listed = grid.present[start : lay.offsets[ti + 1]]
-        limit = k - 7.0 * grid.sigma if grid.noisy else k
+        limit = k - grid.tail(1, int(lay.K)) if grid.noisy else k
         bad = np.flatnonzero(listed & ((d < limit) if grid.noisy else (d <= limit)))
         msgs += [f"{grid.row_desc(ti, start + r)}: {COUNT} {d[r]:g}, k = {k:g}" for r in bad]
     _flag(
         msgs,
         f"rows listed although their {COUNT} is within their table's suppression threshold "
         f"(release.json declares that a row is left out exactly when its count is ≤ k"
-        + (", up to 7σ of noise" if grid.noisy else "")
+        + (", up to the noise's tail" if grid.noisy else "")
         + "; fix the threshold or the rows): ",
         problems,
     )
 
 
-def _check_n(grid: _Grid, totals: _Totals, meta: dict | None, notes: list[str]) -> None:
-    """Note: release.json's ``n`` disagrees with the tables' total count (beyond the noise)."""
-    n = (meta or {}).get("n")
-    if n is None:
-        return
+def _declared_number(meta: dict, path: str, value: object) -> float:
+    """A number that release.json declares at ``path``, if finite (else one error naming it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+        raise AggMRFError(f"{RELEASE_FILE} '{path}' must be a finite number; got {value!r}.")
+    return float(value)
+
+
+def _check_declared(grid: _Grid, totals: _Totals, meta: dict | None, problems: list[str]) -> None:
+    """release.json's own numbers against each other and the tables: ``intercept`` (count
+    ≥ 0, 0 ≤ label sum ≤ count, and equal to the tables' totals) and ``n`` (a whole number
+    ≥ 1 equal to the intercept's count, or the tables' total), each within what the
+    declared noise explains (its tail bound; 0.5 for the rounding of an integer release).
+    The intercept and n set the scale of training, so a forged one is a problem, not a note."""
+    meta = meta or {}
+    icpt = meta.get("intercept")
+    msgs: list[str] = []
+    n_tab = max(grid.layout.n_released_tables, 1)
+    # the reference totals are means of the tables' totals; the intercept was derived from them
+    ref_tail = grid.tail(float(grid.layout.table_sizes[1:].sum()), 8) / n_tab + 0.5
     if grid.noisy:
-        allowed = Z_NOISE * grid.sigma * math.sqrt(float(grid.layout.table_sizes.max())) + 0.5
+        slack = ref_tail
     else:
-        allowed = 1e-6 * max(float(n), 1.0) + 0.5
-    if abs(float(n) - totals.ref_d) > allowed:
-        notes.append(
-            f"{RELEASE_FILE} declares n = {n:,} records but the tables count {totals.ref_d:,.6g}; "
-            "n sets the scale of training, so check it (or remove it to use the tables' total)."
-        )
+        slack = 1e-6 * max(abs(totals.ref_d), 1.0)
+    count = None
+    if icpt is not None:
+        if not isinstance(icpt, dict) or "count" not in icpt or "label_sum" not in icpt:
+            raise AggMRFError(
+                f"{RELEASE_FILE} 'intercept' must be an object with 'count' and 'label_sum'; "
+                f"got {icpt!r:.80}."
+            )
+        count = _declared_number(meta, "intercept.count", icpt["count"])
+        label_sum = _declared_number(meta, "intercept.label_sum", icpt["label_sum"])
+        if count < -slack:
+            msgs.append(f"'intercept' count {count:g} is negative")
+        if label_sum < -slack:
+            msgs.append(f"'intercept' label_sum {label_sum:g} is negative")
+        if label_sum > count + slack:
+            msgs.append(f"'intercept' label_sum {label_sum:g} > its count {count:g}")
+        ref_d = totals.ref_d if grid.noisy else float(np.median(totals.d))
+        ref_c = totals.ref_c if grid.noisy else float(np.median(totals.c))
+        if abs(count - ref_d) > slack + grid.shortfall_total():
+            msgs.append(f"'intercept' count {count:g}, the tables count {ref_d:,.6g}")
+        if abs(label_sum - ref_c) > slack + grid.shortfall_total():
+            msgs.append(f"'intercept' label_sum {label_sum:g}, the tables' sum is {ref_c:,.6g}")
+    n = meta.get("n")
+    if n is not None:
+        n_val = _declared_number(meta, "n", n)
+        if n_val < 1 or n_val != round(n_val):
+            msgs.append(f"'n' = {n!r} is not a whole number of records ≥ 1")
+        else:
+            ref = (
+                count
+                if count is not None
+                else (totals.ref_d if grid.noisy else float(np.median(totals.d)))
+            )
+            if abs(n_val - max(ref, 1.0)) > slack + 0.5 + grid.shortfall_total():
+                msgs.append(f"'n' = {int(n_val):,}, the tables count {ref:,.6g}")
+    _flag(
+        msgs,
+        f"{RELEASE_FILE} declares numbers its tables contradict"
+        + (" beyond what the declared noise explains" if grid.noisy else "")
+        + " (they set the scale of training; fix or remove them): ",
+        problems,
+    )
 
 
 def _totals(grid: _Grid) -> _Totals:
@@ -449,10 +519,13 @@ def _check_totals(grid: _Grid, totals: _Totals, tol: float | None, problems: lis
     n_tab = lay.n_released_tables
     names = [grid.tables[ti].name for ti in range(1, lay.n_tables)]
     sizes = lay.table_sizes[1:].astype(float)
-    if grid.noisy:
-        allowed = (
-            Z_NOISE * grid.sigma * np.sqrt(sizes) if tol is None else np.full(n_tab, float(tol))
-        )
+    if grid.noisy and tol is None:
+        # a table's total (a sum of its rows' noises) against the mean of all tables' totals
+        checks = 4 * n_tab
+        ref_tail = grid.tail(float(sizes.sum()), checks) / n_tab
+        allowed = np.asarray([grid.tail(s, checks) + ref_tail for s in sizes])
+    elif grid.noisy:
+        allowed = np.full(n_tab, float(tol))
     else:
         allowed = np.full(n_tab, 1e-6 * max(abs(totals.ref_d), 1.0) if tol is None else float(tol))
     # a suppressed table may fall short by up to k per absent row
@@ -473,7 +546,7 @@ def _check_totals(grid: _Grid, totals: _Totals, tol: float | None, problems: lis
                 for i in bad
             ],
             f"tables whose {what} disagrees with the others"
-            + (f" beyond the declared noise ({Z_NOISE:g}·σ·√rows)" if grid.noisy else "")
+            + (" beyond what the declared noise explains" if grid.noisy else "")
             + ": ",
             problems,
         )
@@ -481,8 +554,9 @@ def _check_totals(grid: _Grid, totals: _Totals, tol: float | None, problems: lis
 
 def _check_marginals(grid: _Grid, tol: float | None, problems: list[str]) -> None:
     """Tables sharing a feature agree on its per-modality counts (within the noise)."""
-    lay, d, sigma = grid.layout, grid.d, grid.sigma
+    lay, d = grid.layout, grid.d
     missing = grid.missing_mask()
+    checks = int(lay.n_modalities.sum()) * max(lay.n_tables - 1, 1)
     for f in range(lay.n_features):
         holding = [ti for ti in range(1, lay.n_tables) if f in lay.tables[ti]]
         if len(holding) < 2:
@@ -497,11 +571,7 @@ def _check_marginals(grid: _Grid, tol: float | None, problems: list[str]) -> Non
                 continue
             m = _block(lay, d, ti, f)
             cells = lay.table_sizes[ti] / lay.n_modalities[f]
-            lim = (
-                Z_NOISE * sigma * math.sqrt(cells + ref_cells)
-                if grid.noisy
-                else 1e-6 * max(ref.sum(), 1.0)
-            )
+            lim = grid.tail(cells + ref_cells, checks) if grid.noisy else 1e-6 * max(ref.sum(), 1.0)
             if tol is not None:
                 lim = float(tol)
             # a suppressed table may fall short by up to k per absent row of the modality
@@ -615,7 +685,7 @@ def assemble(
     _check_totals(grid, totals, tol, problems)
     if not problems:
         _check_marginals(grid, tol, problems)
-    _check_n(grid, totals, meta, notes)
+    _check_declared(grid, totals, meta, problems)
     msgs = _report(problems, notes, strict, source)
     return Release(_aggregated(grid, totals, meta, source), schema, msgs, source, meta or {})
 

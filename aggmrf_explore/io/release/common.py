@@ -16,7 +16,6 @@ from ...tables import AggregatedData, TableLayout
 COUNT = "count"
 LABEL_SUM = "label_sum"
 TABLE = "table"
-Z_NOISE = 5.0  # discrepancies beyond Z_NOISE standard deviations of the declared noise are errors
 MAX_LISTED = 8
 MAX_CELL = 1e15  # |count|, |label_sum| of a table row (more is not a count of records)
 

@@ -356,7 +356,8 @@ def read_release(
 
     ``strict=False`` turns consistency errors (totals, marginals, label sums) into warnings.
     ``count_tolerance`` overrides the allowed discrepancy between table totals (default:
-    1e-6 relative without noise, 5 σ √(cells) with declared noise).  ``label``: which label
+    1e-6 relative without noise, with declared noise the noise's tail bound at probability
+    1e-9 per family of checks, :mod:`aggmrf_explore.privacy.tails`).  ``label``: which label
     of a release with several (``labels`` in release.json, :mod:`.extensions`); default the
     primary one.  ``budget``: the size limits (:class:`~aggmrf_explore.tables.budget.Budget`,
     default 2·10⁶ rows), checked from release.json before any table file is read.
@@ -374,7 +375,12 @@ def read_release(
     tables = _read_table_files(_resolve_table_files(path, meta), column)
     rel = assemble(tables, meta, strict, count_tolerance, str(path), budget)
     generator = ((meta or {}).get("noise") or {}).get("generator")
-    if generator in (privacy.INSECURE_SEED, privacy.SIMULATION):
+    if (meta or {}).get("simulation") is True:
+        rel.warnings.append(
+            "this file is marked as a simulation (continuous noise, written with "
+            "simulation=True): its low bits leak the counts, so it is not a private release."
+        )
+    elif generator in (privacy.INSECURE_SEED, privacy.SIMULATION):
         rel.warnings.append(
             f"this release's noise was drawn from a seed ({generator}): whoever knows or "
             "guesses the seed can recover the exact counts, so it is not private; it is "

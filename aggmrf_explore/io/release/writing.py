@@ -14,7 +14,8 @@ import pandas as pd
 
 from ...encoding import Encoder, Schema
 from ...errors import AggMRFError
-from ...files import check_output_dir, check_output_file
+from ...files import check_output_dir, check_output_file, create_file, write_text
+from ...privacy import SIMULATION
 from ...tables import AggregatedData
 from ..extensions import (
     SUPPRESSED_CELLS,
@@ -190,7 +191,8 @@ def _write_dir(
             + "__".join(_safe(lay.feature_names[f]) for f in lay.tables[ti])
             + ".csv"
         )
-        neutralise_frame(_as_int_if_exact(frame, exact)).to_csv(path / fname, index=False)
+        with create_file(path / fname, "release table", newline="") as fh:
+            neutralise_frame(_as_int_if_exact(frame, exact)).to_csv(fh, index=False)
         meta["tables"].append(_table_entry(agg, ti, fname))
     return path / RELEASE_FILE
 
@@ -218,7 +220,8 @@ def _write_long(
         cols = [TABLE, *lay.feature_names, COUNT, LABEL_SUM, *extra]
         parts.append(_as_int_if_exact(frame, exact)[cols])
         meta["tables"].append(_table_entry(agg, ti, path.name))
-    neutralise_frame(pd.concat(parts, ignore_index=True)).to_csv(path, index=False)
+    with create_file(path, "release file", newline="") as fh:
+        neutralise_frame(pd.concat(parts, ignore_index=True)).to_csv(fh, index=False)
     return path.with_suffix(".json")
 
 
@@ -233,8 +236,18 @@ def write_release(
     positive_label: str | None = None,
     classes: Sequence[str] | None = None,
     labels: dict[str, np.ndarray] | None = None,
+    simulation: bool = False,
+    extra: dict | None = None,
 ) -> Path:
     """Write the released tables of ``agg`` (never its exact values under noise).
+
+    Files are for someone else, so noise this package added must be integers (a
+    discrete mechanism, :func:`~aggmrf_explore.privacy.publish`): continuous noise it
+    added (``meta["generator"] == "simulation"``, or the exact values still held in
+    ``agg.true_d``) leaks the counts through its low bits and is refused, unless
+    ``simulation=True``: the file is then marked ``"simulation": true`` and the reader warns
+    that it is not a private release.  A release received from others (continuous noise,
+    no exact values held, e.g. the AdKDD'21 challenge's) is written as it was received.
 
     ``path``: a directory (``fmt="dir"``: one CSV per table + release.json) or a ``.csv``
     file (``fmt="long"``: one long CSV + ``release.json`` beside it, named FILE.json).
@@ -243,6 +256,7 @@ def write_release(
     ``labels``: the label sums (K,) of further labels, by name (columns ``label_sum.NAME``,
     :mod:`.extensions`); ``agg.c`` is the primary label's (``label``).  Rows that
     ``agg.suppression`` marks are left out and each table declares its threshold.
+    ``extra``: further top-level entries of release.json (JSON-able; never one of its own).
     Returns the path of the metadata file.
     """
     if not isinstance(agg, AggregatedData):
@@ -256,14 +270,35 @@ def write_release(
             "write_release does not support hashed tables (the CSV formats list modality "
             "combinations, a hashed table's rows are buckets); release exact tables only."
         )
+    _check_noise_for_files(agg, simulation)
     schema = _writer_schema(agg, schema, label, positive_label, classes)
     labels = _check_labels(agg, schema, labels)
     meta = _manifest(agg, schema, accounting, labels)
+    if simulation:
+        meta = {"simulation": True, **meta}
+    for key, value in (extra or {}).items():  # e.g. aggregate's "privacy" and "schema_source"
+        if key in meta:
+            raise AggMRFError(f"write_release: extra key {key!r} would replace release.json's own.")
+        meta[key] = value
     path = Path(path)
     write = _write_dir if fmt == "dir" else _write_long
     meta_path = write(agg, path, meta, labels)
-    meta_path.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(meta_path, json.dumps(meta, indent=1, ensure_ascii=False) + "\n", "release metadata")
     return meta_path
+
+
+def _check_noise_for_files(agg: AggregatedData, simulation: bool) -> None:
+    """Refuse continuous noise that this package added, unless the file is a simulation."""
+    noise = agg.noise
+    if noise is None or getattr(noise, "discrete", False) or simulation:
+        return
+    if agg.meta.get("generator") == SIMULATION or agg.true_d is not None:
+        raise AggMRFError(
+            f"this release carries continuous {noise.name} noise, whose low bits leak the "
+            "counts: a file for someone else needs integer noise (privacy.publish with "
+            f"discrete_{noise.name.removeprefix('discrete_')}); pass simulation=True to write "
+            "a file marked as a simulation."
+        )
 
 
 def _check_labels(
