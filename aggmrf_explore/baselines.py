@@ -369,7 +369,10 @@ def ship_baselines(problems, path: Path = SHIPPED, seed: int = 0) -> None:
             arrays[f"{key}/scores"] = np.array([r.nllh_test, r.seconds])
             info = {k: _plain(v) for k, v in r.info.items() if _plain(v) is not None}
             arrays[f"{key}/info"] = np.array(json.dumps(info))
-    np.savez_compressed(path, **arrays)
+    from .files import create_file
+
+    with create_file(path, "shipped baselines", binary=True) as fh:
+        np.savez_compressed(fh, **arrays)
     _shipped.cache_clear()
 
 

@@ -9,8 +9,22 @@ contents) and says what to do.
 * The output checks are one rule for every command that writes files: a target is never a
   device, FIFO, socket or directory; never one of the command's own inputs (declared with
   :func:`command_inputs`, as the command line does for every input flag), nor an existing
-  file inside an input directory; never a symlink that leads out of the directory named
-  in the path.  Directories are never created.
+  file inside an input directory; never a symlink (:func:`create_file` never writes through
+  one).  A name that means "here" or the root (``''``, ``.``, ``..``-only paths, ``/``, any
+  path resolving to the current directory or ``/``) or that lies under ``/dev``, ``/proc``
+  or ``/sys`` is refused (:func:`check_output_name`).  Directories are never created.
+
+* :func:`create_file` is how every file is written (:func:`write_bytes` /
+  :func:`write_text` for data already in memory): a temporary file with an unpredictable
+  name (``.NAME.<random>.tmp``) is created exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``)
+  in the target's directory, opened once (every step relative to that directory's file
+  descriptor, so a directory swapped for a link mid-way changes nothing), written, then
+  renamed over the final name (``os.replace``: atomic, and a rename never follows a link).
+  A final name that is a symbolic link is refused with one error (checked again just before
+  the rename); a link planted between that check and the rename is replaced, never
+  written through.  ``replace_link=True`` (the lessons with ``--force``) replaces such a
+  link instead of refusing.  Permissions are those of a plain ``open`` (0666 less the
+  umask); a hard link at the final name keeps the other name's contents.
 
 * :func:`read_bytes` refuses anything that is not a regular file (a directory, a FIFO, a
   device such as ``/dev/zero``, a socket) *before* reading, opens with ``O_NONBLOCK`` so that
@@ -24,8 +38,10 @@ contents) and says what to do.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
+import secrets
 import stat
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
@@ -43,7 +59,11 @@ __all__ = [
     "check_regular_file",
     "check_output_file",
     "check_output_dir",
+    "check_output_name",
     "command_inputs",
+    "create_file",
+    "write_bytes",
+    "write_text",
     "mib",
 ]
 
@@ -282,14 +302,11 @@ def _check_target(p: Path, what: str, inputs: Iterable[str | os.PathLike]) -> No
     """The rules every output path follows (module docstring): symlinks stay in their
     directory, an existing target is a regular file, no input is overwritten."""
     shown = repr(str(p))
-    parent = p.parent if str(p.parent) else Path(".")
     if p.is_symlink():
-        target = os.path.realpath(p)
-        if os.path.dirname(target) != os.path.realpath(parent):
-            raise AggMRFError(
-                f"{what} {shown} is a symlink to a file outside its directory; remove the link "
-                "or give the path of the file it points to."
-            )
+        raise AggMRFError(
+            f"{what} {shown} is a symlink (a symbolic link); files are never written through "
+            "a link — remove the link or give the path of the file it points to."
+        )
     try:
         st = os.stat(p)
     except OSError:
@@ -319,7 +336,7 @@ def check_output_file(
     a directory, the suffix is one of ``suffixes`` if given) and follows the output rules
     of the module docstring (``inputs``: paths read by the caller, besides those of
     :func:`command_inputs`).  Directories are never created.  Returns the path."""
-    p = Path(path)
+    p = check_output_name(path, what)
     if suffixes and p.suffix.lower() not in suffixes:
         raise AggMRFError(
             f"{what} {str(p)!r} must end in {' or '.join(suffixes)}; got {p.suffix or 'no suffix'!r}."
@@ -339,8 +356,9 @@ def check_output_file(
 def check_output_dir(path: str | Path, what: str, inputs: Iterable[str | os.PathLike] = ()) -> Path:
     """Before any work: ``path`` is an existing directory or can be created as one (its
     parent exists; parents are never created), and is not one of the inputs (``inputs``
-    and those of :func:`command_inputs`).  Returns the path."""
-    p = Path(path)
+    and those of :func:`command_inputs`) nor a name :func:`check_output_name` refuses.
+    Returns the path."""
+    p = check_output_name(path, what)
     if p.exists() and not p.is_dir():
         kind = "a file" if p.is_file() else _kind(os.stat(p).st_mode)
         raise AggMRFError(
@@ -362,3 +380,141 @@ def check_output_dir(path: str | Path, what: str, inputs: Iterable[str | os.Path
     if not os.access(target, os.W_OK):
         raise AggMRFError(f"{what} {str(p)!r} cannot be written (permission denied).")
     return p
+
+
+_SYSTEM_TREES = ("/dev", "/proc", "/sys")
+
+
+def check_output_name(path: str | os.PathLike, what: str) -> Path:
+    """Refuse an output name that means "here" or the root, or names a device: ``''``,
+    ``.``, ``/``, any path resolving to the current directory or to ``/`` (``./``, ``a/..``,
+    ``$PWD``), and anything under ``/dev``, ``/proc`` or ``/sys`` (``/dev/null``,
+    ``/dev/stdout``).  ``what`` names the flag in the message.  Returns the path."""
+    text = os.fspath(path)
+    shown = repr(text)
+    if not text.strip():
+        raise AggMRFError(f"{what} is empty; give the name of a file or directory of yours.")
+    real = os.path.realpath(text)
+    if real == os.path.realpath(os.curdir):
+        raise AggMRFError(
+            f"{what} {shown} is the current directory; give a name inside it, such as "
+            f"{os.path.join(text, 'results')!r}."
+        )
+    if real == os.path.realpath(os.sep) or os.path.abspath(text) == os.sep:
+        raise AggMRFError(f"{what} {shown} is the root directory; give a directory of yours.")
+    for tree in _SYSTEM_TREES:
+        for p in (os.path.abspath(text), real):
+            if p == tree or p.startswith(tree + os.sep):
+                raise AggMRFError(
+                    f"{what} {shown} names a device or system file ({tree}); give a file in a "
+                    "directory of yours."
+                )
+    return Path(text)
+
+
+def _final_state(name: str, dfd: int, shown: str, what: str, replace_link: bool) -> None:
+    """Refuse a final name that is a link (unless ``replace_link``) or not a regular file."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        if replace_link:
+            return
+        raise AggMRFError(
+            f"{what} {shown} is a symlink (a symbolic link); files are never written through "
+            "a link — remove the link or give the path of a regular file."
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise AggMRFError(
+            f"{what} {shown} is {_kind(st.st_mode)}, not a regular file; give the path of a "
+            "file in an existing directory."
+        )
+
+
+def _temp_name(name: str) -> str:
+    """An unpredictable hidden name beside ``name`` (at most 255 bytes)."""
+    stem = name.encode("utf-8", "surrogateescape")[:200].decode("utf-8", "ignore")
+    return f".{stem}.{secrets.token_hex(8)}.tmp"
+
+
+@contextlib.contextmanager
+def create_file(
+    path: str | os.PathLike,
+    what: str = "output file",
+    *,
+    binary: bool = False,
+    encoding: str = "utf-8",
+    newline: str | None = None,
+    replace_link: bool = False,
+) -> Iterator[io.IOBase]:
+    """Write ``path`` safely (module docstring): yields a file object open for writing
+    (text in ``encoding``, or bytes with ``binary=True``) on a fresh temporary file in the
+    same directory; when the block ends without error it is renamed over ``path``,
+    otherwise it is removed and ``path`` is left as it was.  Raises
+    :class:`AggMRFError` (naming ``what`` and the path) when the name is refused, the final
+    name is a link (unless ``replace_link``) or not a regular file, or the directory cannot
+    be written."""
+    p = Path(path)
+    shown = repr(str(p))
+    name = p.name
+    if not name or name in (".", ".."):
+        raise AggMRFError(f"{what} {shown} names a directory; give a file name.")
+    parent = os.fspath(p.parent) if str(p.parent) else os.curdir
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        dfd = os.open(parent, flags)
+    except OSError as e:
+        raise AggMRFError(
+            f"{what} {shown}: its directory {parent!r} cannot be opened ({e.strerror}); "
+            "create it first or choose another path."
+        ) from None
+    tmp = None
+    try:
+        _final_state(name, dfd, shown, what, replace_link)
+        create = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        for _ in range(16):
+            candidate = _temp_name(name)
+            try:
+                fd = os.open(candidate, create, 0o666, dir_fd=dfd)
+            except FileExistsError:
+                continue  # (someone's file or link at that name: never opened, try another)
+            tmp = candidate
+            break
+        else:
+            raise AggMRFError(
+                f"{what} {shown}: no temporary file could be created beside it (every name "
+                "tried exists); check who else writes into that directory."
+            )
+        mode = "wb" if binary else "w"
+        kw = {} if binary else {"encoding": encoding, "newline": newline}
+        with os.fdopen(fd, mode, **kw) as fh:
+            yield fh
+        _final_state(name, dfd, shown, what, replace_link)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        tmp = None
+    except PermissionError:
+        raise AggMRFError(f"{what} {shown} cannot be written (permission denied).") from None
+    except OSError as e:
+        raise AggMRFError(f"{what} {shown} cannot be written ({e.strerror or e}).") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+        os.close(dfd)
+
+
+def write_bytes(
+    path: str | os.PathLike, data: bytes, what: str = "output file", **kw: bool
+) -> Path:
+    """Write ``data`` to ``path`` through :func:`create_file`; returns the path."""
+    with create_file(path, what, binary=True, **kw) as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def write_text(path: str | os.PathLike, text: str, what: str = "output file", **kw: bool) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`create_file`; returns the path."""
+    with create_file(path, what, **kw) as fh:
+        fh.write(text)
+    return Path(path)

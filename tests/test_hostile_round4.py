@@ -6,6 +6,8 @@ a file outside the target directory replaced."""
 
 from __future__ import annotations
 
+import os
+import re
 import resource
 import subprocess
 import sys
@@ -92,3 +94,328 @@ def test_ten_million_distinct_codes_under_3gb_address_space(tmp_path):
         preexec_fn=_limit_address_space,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# --------------------------------------------------------------- files written safely
+from aggmrf_explore import AggMRFError  # noqa: E402
+from aggmrf_explore import files as files_mod  # noqa: E402
+from aggmrf_explore.cli import main  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from hostile.corpus import FAST, make_fixtures  # noqa: E402
+from hostile.round3 import SWEEP_FAST, challenge  # noqa: E402
+
+TEMP = re.compile(r"\..+\.[0-9a-f]{16}\.tmp")  # create_file's temporary names
+_OPENS: list[tuple] = []
+_RECORD = {"on": False}
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _RECORD["on"] and event == "open":
+        _OPENS.append(args)
+
+
+sys.addaudithook(_audit)  # (records only while _RECORD["on"])
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _writes(out: Path) -> list[tuple[str, object, int]]:
+    """The opens for writing recorded inside ``out`` (relative names: opened by dir_fd)."""
+    found = []
+    for path, mode, flags in _OPENS:
+        if isinstance(path, int):
+            continue  # (an fd already opened, e.g. os.fdopen)
+        p = os.fsdecode(path)
+        writing = (mode is None and flags & _WRITE_FLAGS) or (
+            isinstance(mode, str) and any(ch in mode for ch in "wax+")
+        )
+        if writing and (not os.path.isabs(p) or p.startswith(str(out))):
+            found.append((p, mode, flags))
+    return found
+
+
+def _outside(tmp: Path, name: str) -> Path:
+    """A file outside the output directory that a planted link points to."""
+    target = tmp / "outside" / name.replace("/", "_")
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(f"keep {name}\n")
+    return target
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 2
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _one_error(status: int, err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning:")]
+    assert "Traceback" not in err, err
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: "), (status, err)
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("hostile4")
+    make_fixtures(d)
+    challenge()(d)
+    return d
+
+
+#: every command that writes files: (id, argv with {d} = fixtures and {o} = output
+#: directory, the directory inside {o} its files go to ("" = {o} itself))
+WRITERS = [
+    ("lessons", ["lessons", "{o}"], ""),
+    (
+        "aggregate-dir",
+        ["aggregate", "--csv", "{d}/good.csv", "--label", "bought", "--out", "{o}/rel"],
+        "rel",
+    ),
+    (
+        "aggregate-long",
+        [
+            "aggregate",
+            "--csv",
+            "{d}/good.csv",
+            "--label",
+            "bought",
+            "--format",
+            "long",
+            "--out",
+            "{o}/long.csv",
+        ],
+        "",
+    ),
+    (
+        "predict",
+        ["predict", "--model", "{d}/model.json", "--csv", "{d}/test.csv", "--out", "{o}/p.csv"],
+        "",
+    ),
+    (
+        "export-json",
+        ["run", "--tables", "{d}/release", "--export-model", "{o}/m.json", *FAST, "--json"],
+        "",
+    ),
+    (
+        "export-csv",
+        ["run", "--tables", "{d}/release", "--export-model", "{o}/m.csv", *FAST, "--json"],
+        "",
+    ),
+    ("sweep", ["sweep", "--dataset", "toy", *SWEEP_FAST, "--out", "{o}/sw"], ""),
+    (
+        "import-criteo",
+        ["import-criteo", "{d}/ch/pairs.csv", "{d}/ch/singles.csv", "--out", "{o}/ch"],
+        "ch",
+    ),
+]
+
+
+def _argv(template: list[str], d: Path, o: Path) -> list[str]:
+    return [a.replace("{d}", str(d)).replace("{o}", str(o)) for a in template]
+
+
+@pytest.fixture(scope="module")
+def written(fixtures, tmp_path_factory) -> dict[str, list[str]]:
+    """Per command: the names it writes, from a clean run, and every open for writing
+    it made inside its output directory (recorded by an audit hook)."""
+    names, opens = {}, {}
+    for wid, template, sub in WRITERS:
+        o = tmp_path_factory.mktemp(f"clean-{wid}")
+        _OPENS.clear()
+        _RECORD["on"] = True
+        try:
+            status = main(_argv(template, fixtures, o))
+        finally:
+            _RECORD["on"] = False
+        assert status == 0, wid
+        names[wid] = sorted(p.name for p in (o / sub).iterdir())
+        opens[wid] = _writes(o)
+    return {"names": names, "opens": opens}
+
+
+@pytest.mark.parametrize("wid", [w[0] for w in WRITERS])
+def test_every_write_is_an_exclusive_unpredictable_temporary_file(wid, written):
+    """Every file a command writes is opened once, O_CREAT | O_EXCL | O_NOFOLLOW, under an
+    unpredictable hidden name (then renamed): never a plain open of the final name."""
+    names, opens = written["names"][wid], written["opens"][wid]
+    assert names, f"{wid} wrote nothing"
+    assert len(opens) >= len(names), (wid, names, opens)
+    for path, mode, flags in opens:
+        base = os.path.basename(path)
+        assert mode is None, f"{wid}: {base} opened by open(…, {mode!r})"
+        need = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        assert flags & need == need, f"{wid}: {base} opened without O_EXCL/O_NOFOLLOW"
+        assert TEMP.fullmatch(base), f"{wid}: {base} is not an unpredictable temporary name"
+    assert not [n for n in names if TEMP.fullmatch(n)], f"{wid}: temporary file left"
+
+
+@pytest.mark.parametrize("wid", [w[0] for w in WRITERS])
+def test_links_at_predictable_temporary_names_are_never_followed(
+    wid, written, fixtures, tmp_path, capsys
+):
+    """Links planted at the names a careless writer would use (.NAME.tmp, NAME.tmp, NAME~,
+    .NAME.swp, NAME.part): the command succeeds, every file it writes is a regular file,
+    and no file outside its directory changes."""
+    template, sub = next((t, s) for w, t, s in WRITERS if w == wid)
+    o = tmp_path / "out"
+    (o / sub).mkdir(parents=True)
+    planted = {}
+    for name in written["names"][wid]:
+        for fake in (f".{name}.tmp", f"{name}.tmp", f"{name}~", f".{name}.swp", f"{name}.part"):
+            planted[fake] = _outside(tmp_path, fake)
+            (o / sub / fake).symlink_to(planted[fake])
+    status, out, err = _run(_argv(template, fixtures, o), capsys)
+    assert status == 0 and "Traceback" not in err, err
+    for name in written["names"][wid]:
+        assert not (o / sub / name).is_symlink() and (o / sub / name).is_file(), name
+    for fake, target in planted.items():
+        assert target.read_text() == f"keep {fake}\n", f"{wid} wrote through {fake}"
+        assert (o / sub / fake).is_symlink()
+
+
+@pytest.mark.parametrize("wid", [w[0] for w in WRITERS])
+def test_links_at_final_names_are_refused_and_never_followed(
+    wid, written, fixtures, tmp_path, capsys
+):
+    """A link planted at each name the command writes: one error line naming the link
+    (lessons: a changed lesson, replaced only with --force, the link itself), exit 2, and
+    the link's target outside the directory unchanged."""
+    template, sub = next((t, s) for w, t, s in WRITERS if w == wid)
+    names = written["names"][wid]
+    for name in names:  # one planted link at a time: each name is checked
+        o = tmp_path / f"out-{name}"
+        (o / sub).mkdir(parents=True)
+        target = _outside(tmp_path, name)
+        (o / sub / name).symlink_to(target)
+        argv = _argv(template, fixtures, o)
+        status, out, err = _run(argv, capsys)
+        if wid == "lessons" and name.endswith(".ipynb"):
+            assert "changed" in _one_error(status, err)
+            status, out, err = _run([*argv, "--force"], capsys)
+            assert status == 0, err
+            assert not (o / name).is_symlink() and (o / name).is_file()
+        elif wid == "lessons":  # the record: replaced, never followed
+            assert status == 0, err
+            assert not (o / name).is_symlink()
+        else:
+            assert "symlink" in _one_error(status, err).lower(), (wid, name, err)
+        assert target.read_text() == f"keep {name}\n", f"{wid} wrote through {name}"
+
+
+# ---------------------------------------------------------------- create_file itself
+def test_create_file_refuses_a_link_at_the_final_name(tmp_path):
+    target = _outside(tmp_path, "x")
+    (tmp_path / "f.csv").symlink_to(target)
+    with pytest.raises(AggMRFError, match="symlink"):
+        files_mod.write_text(tmp_path / "f.csv", "data", "--out")
+    assert target.read_text() == "keep x\n"
+    files_mod.write_text(tmp_path / "f.csv", "data", "--out", replace_link=True)
+    assert not (tmp_path / "f.csv").is_symlink() and (tmp_path / "f.csv").read_text() == "data"
+    assert target.read_text() == "keep x\n"
+
+
+def test_create_file_never_opens_a_guessed_temporary_name(tmp_path, monkeypatch):
+    """Even an attacker who guesses the random part (here: forced constant) cannot make
+    the write follow a link: the exclusive create fails, nothing outside changes."""
+    monkeypatch.setattr(files_mod.secrets, "token_hex", lambda n=8: "0" * (2 * n))
+    target = _outside(tmp_path, "guessed")
+    (tmp_path / f".f.csv.{'0' * 16}.tmp").symlink_to(target)
+    with pytest.raises(AggMRFError, match="temporary file"):
+        files_mod.write_text(tmp_path / "f.csv", "data", "--out")
+    assert target.read_text() == "keep guessed\n"
+    assert not (tmp_path / "f.csv").exists()
+
+
+def test_create_file_link_planted_during_the_write_is_not_followed(tmp_path):
+    """A link planted at the final name while the file is being written (after the first
+    check): refused at the second check; the target is unchanged, no temporary remains."""
+    target = _outside(tmp_path, "late")
+    with pytest.raises(AggMRFError, match="symlink"):
+        with files_mod.create_file(tmp_path / "f.csv", "--out") as fh:
+            fh.write("data")
+            (tmp_path / "f.csv").symlink_to(target)
+    assert target.read_text() == "keep late\n"
+    assert [p.name for p in tmp_path.iterdir() if TEMP.fullmatch(p.name)] == []
+
+
+def test_create_file_failure_leaves_the_old_file(tmp_path):
+    (tmp_path / "f.csv").write_text("old")
+    with pytest.raises(RuntimeError):
+        with files_mod.create_file(tmp_path / "f.csv", "--out") as fh:
+            fh.write("half")
+            raise RuntimeError("disk full")
+    assert (tmp_path / "f.csv").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv"]
+
+
+def test_create_file_permissions_follow_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        files_mod.write_bytes(tmp_path / "a.bin", b"x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.bin").stat().st_mode & 0o777 == 0o640
+
+
+def test_create_file_hard_link_keeps_the_other_name(tmp_path):
+    """A hard link planted at the final name: the rename replaces the entry, the other
+    name (a file elsewhere) keeps its contents."""
+    other = _outside(tmp_path, "hard")
+    os.link(other, tmp_path / "f.csv")
+    files_mod.write_text(tmp_path / "f.csv", "data", "--out")
+    assert other.read_text() == "keep hard\n" and (tmp_path / "f.csv").read_text() == "data"
+
+
+# ------------------------------------------------------------ names that mean "here"
+HERE_DIRS = ["", " ", ".", "./", "sub/..", "{cwd}", "/", "//", "/..", "/dev", "/dev/null", "/proc"]
+HERE_FILES = ["", ".", "./", "/", "/dev/null", "/dev/stdout", "/dev/full", "/proc/self/fd/1"]
+
+
+def _named(template: list[str], name: str, d: Path, cwd: Path) -> list[str]:
+    out = _argv(template, d, Path("/unused"))
+    flag = out.index("--out") + 1 if "--out" in out else len(out) - 1
+    if template[0] == "lessons":
+        flag = 1
+    out[flag] = name.replace("{cwd}", str(cwd))
+    return out
+
+
+def _named_cases() -> list[tuple[str, list[str], str]]:
+    cases = []
+    for wid, template, _ in WRITERS:
+        export = "--export-model" in template
+        names = HERE_DIRS if wid in ("lessons", "aggregate-dir", "import-criteo") else HERE_FILES
+        for name in names:
+            t = list(template)
+            if export:
+                t[t.index("--export-model")] = "--out"  # (_named replaces the value)
+            cases.append((wid, t, name))
+    return cases
+
+
+@pytest.mark.parametrize(
+    "wid,template,name", _named_cases(), ids=[f"{c[0]}:{c[2]!r}" for c in _named_cases()]
+)
+def test_names_that_mean_here_the_root_or_a_device_are_refused(
+    wid, template, name, fixtures, tmp_path, monkeypatch, capsys
+):
+    """Empty, ".", "/", the current directory by any spelling, and devices: one error line,
+    exit 2, and nothing written in the current directory (nor anywhere else)."""
+    cwd = tmp_path / "here"
+    (cwd / "sub").mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    argv = _named(template, name, fixtures, cwd)
+    if "--out" in template and template[0] == "run":
+        argv[argv.index("--out")] = "--export-model"
+    before = sorted(p.name for p in cwd.iterdir())
+    status, out, err = _run(argv, capsys)
+    _one_error(status, err)
+    assert sorted(p.name for p in cwd.iterdir()) == before, (
+        f"{wid} wrote into the current directory"
+    )

@@ -41,11 +41,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     """``predict``: probabilities to ``--out`` or stdout; returns the exit status."""
     import pandas as pd
 
-    from ..files import check_output_file
+    from ..files import check_output_file, write_text
     from ..io import load_model, neutralise_frame
     from ..metrics import nllh
 
-    if args.out:
+    if args.out is not None:  # ("" too: refused, never stdout)
         check_output_file(args.out, "--out")
     model = load_model(args.model, budget=cli_args.budget(args))
     df = cli_args.read_records(args.csv)
@@ -54,9 +54,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     warn_saturated(p)
     frame = neutralise_frame(pd.DataFrame({"probability": p}))
     text = frame.to_csv(index=False, float_format="%.17g")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+    if args.out is not None:
+        write_text(args.out, text, "--out")
     else:
         sys.stdout.write(text)
     label = args.label

@@ -78,7 +78,7 @@ def auto_lambda(args: argparse.Namespace, data, settings, iterations: int, valid
 def cmd_run(args: argparse.Namespace) -> int:
     """``run``: train on records' tables (``--tables``: on a release); returns the exit status."""
     cli_args.check_numbers(args)
-    if args.export_model:  # before any work: a bad path must not cost a training run
+    if args.export_model is not None:  # before any work ("" refused too)
         from ..io import check_model_path
 
         check_model_path(args.export_model)

@@ -39,6 +39,7 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..files import create_file
 from . import args as cli_args
 from .report import ProgressBar, noise_summary, print_json, print_sweep
 
@@ -238,7 +239,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = Path(args.out)
     csv_path = out.with_suffix(".csv")
     png_path = out.with_suffix(".png")
-    neutralise_frame(frame).to_csv(csv_path, index=False)
+    with create_file(csv_path, "--out", newline="") as fh:
+        neutralise_frame(frame).to_csv(fh, index=False)
     at_full = frame if not with_sizes else frame[frame["n_records"] == sizes[-1]]
     sweep_plot(at_full, problem.name, png_path)
     table = sweep_summary(frame)
@@ -256,7 +258,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "records_csv": str(rec.with_suffix(".csv")),
             "records_png": str(rec.with_suffix(".png")),
         }
-        neutralise_frame(need).to_csv(extra["records_csv"], index=False)
+        with create_file(extra["records_csv"], "--out", newline="") as fh:
+            neutralise_frame(need).to_csv(fh, index=False)
         records_plot(table, need, frame, problem.name, Path(extra["records_png"]))
     if args.json:
         clean = [
@@ -299,15 +302,16 @@ def _records_prefix(prefix: str) -> Path:
 def check_out(prefix: str) -> None:
     """``--out PREFIX`` (before any work): PREFIX.csv and PREFIX.png pass the output checks
     of :func:`~aggmrf_explore.files.check_output_file` (an existing directory, never a
-    device or special file, never one of the command's inputs, no symlink leaving the
-    directory; nothing is created), and PREFIX itself is neither a directory nor a device."""
+    device or special file, never one of the command's inputs, never a symlink; nothing is
+    created), and PREFIX itself is neither a directory, a name that means "here" or the
+    root, nor a device (:func:`~aggmrf_explore.files.check_output_name`)."""
     import os
     import stat
 
     from ..errors import AggMRFError
-    from ..files import check_output_file
+    from ..files import check_output_file, check_output_name
 
-    out = Path(prefix)
+    out = check_output_name(prefix, "--out")
     if out.is_dir():
         raise AggMRFError(
             f"--out {prefix!r} is a directory; give a file prefix such as {str(out / 'sweep')!r} "
@@ -403,7 +407,8 @@ def sweep_plot(frame: pd.DataFrame, dataset: str, path: Path) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    with create_file(path, "--out", binary=True) as fh:
+        fig.savefig(fh, format="png")
     plt.close(fig)
 
 
@@ -536,5 +541,6 @@ def records_plot(
     bx.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.13))
     fig.suptitle(f"Local versus central privacy on {dataset}: how many more records?", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path)
+    with create_file(path, "--out", binary=True) as fh:
+        fig.savefig(fh, format="png")
     plt.close(fig)

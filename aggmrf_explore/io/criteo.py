@@ -73,7 +73,7 @@ import pandas as pd
 
 from ..encoding import Schema
 from ..errors import AggMRFError
-from ..files import check_output_dir, check_regular_file, mib
+from ..files import check_output_dir, check_regular_file, create_file, mib, write_text
 from ..privacy import GaussianMechanism
 from ..tables import AggregatedData, TableLayout
 from ..tables.suppression import source_cells, suppression_from_presence
@@ -633,7 +633,7 @@ def _declare_sigma_only(path: Path, sigma: float) -> None:
     or δ (the challenge does not publish them)."""
     meta = json.loads(path.read_text(encoding="utf-8"))
     meta["noise"] = {"mechanism": "gaussian", "sigma": float(sigma)}
-    path.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(meta, indent=1, ensure_ascii=False) + "\n", "release metadata")
 
 
 # ---------------------------------------------------------------------- writing
@@ -692,6 +692,8 @@ def write_criteo(
     p.parent.mkdir(parents=True, exist_ok=True)
     s.parent.mkdir(parents=True, exist_ok=True)
     empty_p = pd.DataFrame(columns=PAIR_COLUMNS)
-    (pd.concat(pairs, ignore_index=True) if pairs else empty_p).to_csv(p)
-    pd.concat(singles, ignore_index=True).to_csv(s)
+    with create_file(p, "pairs file", newline="") as fh:
+        (pd.concat(pairs, ignore_index=True) if pairs else empty_p).to_csv(fh)
+    with create_file(s, "singles file", newline="") as fh:
+        pd.concat(singles, ignore_index=True).to_csv(fh)
     return p, s

@@ -32,7 +32,14 @@ import pandas as pd
 
 from ..encoding import Encoder, Schema
 from ..errors import AggMRFError
-from ..files import MAX_JSON_BYTES, check_output_file, decode_text, loads_json, read_bytes
+from ..files import (
+    MAX_JSON_BYTES,
+    check_output_file,
+    decode_text,
+    loads_json,
+    read_bytes,
+    write_text,
+)
 from ..mrf import MRFModel
 from ..tables import TableLayout
 from ..tables.budget import Budget, check_size
@@ -185,18 +192,22 @@ def save_model(
     """Write the model to ``path``: ``.json`` (self-contained) or ``.csv`` (+ FILE.schema.json).
 
     The directory must exist (it is never created); call :func:`check_model_path` before
-    training to fail early.  CSV cells are formula-neutralised (:mod:`.formula`).
+    training to fail early.  CSV cells are formula-neutralised (:mod:`.formula`).  Each
+    file is written through :func:`~aggmrf_explore.files.create_file` (a fresh temporary
+    file renamed into place; a link at the name is refused, never written through).
     """
     path = check_model_path(path)
     model = _model(model)
     schema = _schema(model, encoder_or_schema)
     suffix = path.suffix.lower()
     if suffix == ".json":
-        path.write_text(export_model_json(model, schema, settings) + "\n", encoding="utf-8")
+        write_text(path, export_model_json(model, schema, settings) + "\n", "model file")
     elif suffix == ".csv":
-        path.write_text(export_model_csv(model, schema), encoding="utf-8")
-        side = path.with_suffix(".schema.json")
-        side.write_text(json.dumps(schema.to_dict(), ensure_ascii=False) + "\n", encoding="utf-8")
+        side = check_output_file(path.with_suffix(".schema.json"), "model schema file")
+        write_text(path, export_model_csv(model, schema), "model file")
+        write_text(
+            side, json.dumps(schema.to_dict(), ensure_ascii=False) + "\n", "model schema file"
+        )
     else:
         raise AggMRFError(f"model files end in .json or .csv; got {str(path)!r}.")
     return path
@@ -204,8 +215,12 @@ def save_model(
 
 def check_model_path(path: str | Path) -> Path:
     """``path`` can take a model file: it ends in .json or .csv and its directory exists
-    (nothing is created).  Raises AggMRFError saying what to change; returns the path."""
-    return check_output_file(path, "model file", (".json", ".csv"))
+    (nothing is created), and so can a CSV model's FILE.schema.json beside it.  Raises
+    AggMRFError saying what to change; returns the path."""
+    p = check_output_file(path, "model file", (".json", ".csv"))
+    if p.suffix.lower() == ".csv":
+        check_output_file(p.with_suffix(".schema.json"), "model schema file")
+    return p
 
 
 @dataclass

@@ -15,6 +15,8 @@ see numba types.  One module per job:
   per chain by an argument;
 - :mod:`.reference` ``NumpyGibbsChain``, the dense chain in plain numpy (the "numpy"
   build: no compiler, for a first start while numba compiles);
+- :mod:`.cache`  where numba caches the kernels, and the fallback (a temporary directory,
+  else no cache, with one warning) when nothing is writable; run first, at import;
 - :mod:`.chain`  the :class:`Chain` protocol, ``GibbsChain``, ``HashedGibbsChain`` and
   ``make_chain``, which picks one from ``layout.has_hashed_tables``, its ``sampler``
   ("auto": ``MHGibbsChain`` for an exact layout with some M_f > 1000) and its ``build``.
@@ -22,7 +24,11 @@ see numba types.  One module per job:
 
 from __future__ import annotations
 
-from .chain import (
+from .cache import set_up as _set_up_cache
+
+_set_up_cache()  # before any kernel is defined: numba looks for its cache then
+
+from .chain import (  # noqa: E402
     BUILDS,
     SAMPLERS,
     Chain,
@@ -33,7 +39,7 @@ from .chain import (
     make_chain,
     warm_up,
 )
-from .rows import sample_logits, table_rows
+from .rows import sample_logits, table_rows  # noqa: E402
 
 __all__ = [
     "BUILDS",

@@ -68,9 +68,10 @@ def cache_marker() -> Path:
     from importlib.metadata import version
 
     from .. import __version__
+    from .cache import cache_dir
 
     root = os.environ.get("NUMBA_CACHE_DIR")
-    base = Path(root) if root else Path(__file__).resolve().parent / "__pycache__"
+    base = Path(root) if root else (cache_dir() or Path(__file__).resolve().parent / "__pycache__")
     return base / f"aggmrf-explorer-warm-{__version__}-numba-{version('numba')}.txt"
 
 
@@ -84,11 +85,14 @@ def compiled_marks() -> str:
 
 def mark_compiled(what: str) -> None:
     """Record that the kernels of ``what`` ("dense", "dense extras") are in numba's cache."""
+    from ..errors import AggMRFError
+    from ..files import write_text
+
     try:
         if what not in compiled_marks():
             cache_marker().parent.mkdir(parents=True, exist_ok=True)
-            cache_marker().write_text(what)
-    except OSError:
+            write_text(cache_marker(), what, "numba cache marker")
+    except (OSError, AggMRFError):
         pass  # (a read-only cache: the next start compiles again, nothing worse)
 
 

@@ -10,6 +10,11 @@ student's work: next to the lessons it keeps :data:`RECORD`, the SHA-256 of each
 was written; a lesson whose bytes match neither that record nor the shipped lesson was
 changed (edited, or saved after running) and is only overwritten with ``force=True``.
 A lesson still as it was written is replaced by the shipped one (a newer package's lesson).
+Every file is written through :func:`aggmrf_explore.files.create_file` (a fresh temporary
+file with an unpredictable name, renamed into place): a link planted in DIR, at a lesson's
+name, at the record's or at any temporary name, is never followed; one at a lesson's or the
+record's name is replaced by the file itself.  A DIR that means "here", the root or a device
+(``''``, ``.``, ``/``, ``/dev/…``) is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import AggMRFError
+from ..files import check_output_name, write_bytes
 
 __all__ = ["RECORD", "LessonsWritten", "lesson_names", "shipped_lesson", "write_lessons"]
 
@@ -70,10 +76,12 @@ def _read_lesson(path: Path) -> bytes | None:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file (never a half-written lesson)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    """Write ``data`` to ``path`` through an exclusively created temporary file with an
+    unpredictable name, renamed over ``path`` (:func:`aggmrf_explore.files.create_file`):
+    never a half-written lesson, never a write through a link planted in DIR.  A link at
+    ``path`` itself is replaced (it was counted as a changed lesson, so only with --force),
+    never followed."""
+    write_bytes(path, data, "lesson file", replace_link=True)
 
 
 @dataclass
@@ -94,7 +102,7 @@ def write_lessons(dest: str | os.PathLike, force: bool = False) -> LessonsWritte
     replaced with ``force=True``; without it, :class:`AggMRFError` names the changed lessons
     and nothing is written.
     """
-    dest = Path(dest)
+    dest = check_output_name(dest, "lessons directory")
     if dest.exists() and not dest.is_dir():
         raise AggMRFError(f"{str(dest)!r} is a file — give a directory for the lessons.")
     dest.mkdir(parents=True, exist_ok=True)
