@@ -419,3 +419,34 @@ def test_names_that_mean_here_the_root_or_a_device_are_refused(
     assert sorted(p.name for p in cwd.iterdir()) == before, (
         f"{wid} wrote into the current directory"
     )
+
+
+# ------------------------------------------------------------------------ serve's URL
+@pytest.mark.parametrize("address,host", [("::1", "[::1]"), ("127.0.0.1", "127.0.0.1")])
+def test_serve_prints_a_valid_url_for_an_ipv6_address(address, host, tmp_path):
+    """``serve --address ::1`` prints http://[::1]:PORT/explorer (brackets around an IPv6
+    host), a URL that parses back to the address and the port it listens on."""
+    import signal
+    import time
+    import urllib.parse
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aggmrf_explore.cli", "serve", "--address", address, "--port", "0"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        t0, line = time.monotonic(), ""
+        while time.monotonic() - t0 < 120 and "explorer is at" not in line:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, "serve ended before printing its URL"
+        url = line.split("explorer is at", 1)[1].strip()
+        parts = urllib.parse.urlsplit(url)
+        assert url.startswith(f"http://{host}:"), url
+        assert parts.hostname == address and parts.port and parts.path == "/explorer", url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)

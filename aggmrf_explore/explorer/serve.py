@@ -296,6 +296,7 @@ def serve(
             f"--allow-websocket-origin: {exc} — give HOST or HOST:PORT, e.g. myhost:5006."
         ) from exc
     host = address if address not in ("", "0.0.0.0", "::") else "localhost"
+    host = f"[{host.replace('%', '%25')}]" if ":" in host else host  # IPv6 needs brackets
     url = f"http://{host}:{server.port}{prefix}/{APP_NAME}"
     server.start()
     if on_start is not None:
