@@ -450,3 +450,147 @@ def test_serve_prints_a_valid_url_for_an_ipv6_address(address, host, tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+# ------------------------------------------------------------- no writable numba cache
+def _as_unprivileged() -> list[str]:
+    """A command prefix under which the file modes apply as to any user.  The test machine's
+    interpreter lives under a directory only root may enter, so (as root) the test drops
+    every capability of uid 0 instead of switching user: a read-only directory is then
+    read-only for it (no CAP_DAC_OVERRIDE / CAP_FOWNER)."""
+    if os.geteuid() != 0:
+        return []
+    if not Path("/usr/bin/setpriv").exists():
+        pytest.skip("setpriv is needed to drop root's capabilities")
+    return ["/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
+
+
+@pytest.fixture(scope="module")
+def read_only_install(tmp_path_factory) -> dict[str, Path]:
+    """A copy of the package with no numba cache, every directory read-only, a read-only
+    home, and a writable work directory and temporary directory."""
+    import shutil
+
+    base = tmp_path_factory.mktemp("ro-install")
+    pkg, home, work, tmp = (base / n for n in ("pkg", "home", "work", "tmp"))
+    for p in (home, work, tmp):
+        p.mkdir()
+    shutil.copytree(
+        ROOT / "aggmrf_explore",
+        pkg / "aggmrf_explore",
+        ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"),
+    )
+    for p in [pkg, *pkg.rglob("*"), home]:
+        p.chmod(p.stat().st_mode & ~0o222)
+    yield {"pkg": pkg, "home": home, "work": work, "tmp": tmp}
+    for p in [pkg, *pkg.rglob("*"), home]:  # (so that pytest can remove them)
+        p.chmod(p.stat().st_mode | 0o200)
+
+
+def _unprivileged(ro: dict[str, Path], argv: list[str], timeout: float = 300, **env_extra):
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(ro["home"]),
+        "TMPDIR": str(ro["tmp"]),
+        "PYTHONPATH": str(ro["pkg"]),
+        "MPLCONFIGDIR": str(ro["tmp"]),  # (matplotlib's own cache: not this package's)
+        **env_extra,
+    }
+    return subprocess.run(
+        [*_as_unprivileged(), sys.executable, *argv],
+        cwd=ro["work"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _numba_warnings(err: str) -> list[str]:
+    return [ln for ln in err.splitlines() if ln.startswith("warning:") and "numba" in ln]
+
+
+def test_read_only_install_really_is_read_only(read_only_install):
+    probe = "import pathlib, sys; pathlib.Path(sys.argv[1], 'x').write_text('x')"
+    for where in ("home", "pkg"):
+        proc = _unprivileged(read_only_install, ["-c", probe, str(read_only_install[where])])
+        assert proc.returncode != 0 and "PermissionError" in proc.stderr, where
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-m", "aggmrf_explore.cli", "lessons", "lessons"],
+        ["-m", "aggmrf_explore.cli", "aggregate", "--dataset", "toy", "--out", "rel"],
+        ["-m", "aggmrf_explore.cli", "run", "--help"],
+        ["-c", "import aggmrf_explore.kernels, aggmrf_explore.explorer"],
+    ],
+    ids=["lessons", "aggregate", "run-help", "import"],
+)
+def test_without_a_writable_cache_commands_run_with_one_warning(read_only_install, argv):
+    """Neither $HOME nor the package directory writable: the command runs (it ended with
+    numba's "no locator available" traceback at import) and says once why it may compile
+    again and how to fix it."""
+    proc = _unprivileged(read_only_install, argv)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    said = _numba_warnings(proc.stderr)
+    assert len(said) == 1, proc.stderr
+    assert "NUMBA_CACHE_DIR" in said[0] and "python -m aggmrf_explore.kernels.cache" in said[0]
+
+
+def test_a_writable_numba_cache_dir_means_no_warning(read_only_install, tmp_path):
+    cache = read_only_install["tmp"] / "given-cache"
+    cache.mkdir(exist_ok=True)
+    proc = _unprivileged(
+        read_only_install, ["-c", "import aggmrf_explore.kernels"], NUMBA_CACHE_DIR=str(cache)
+    )
+    assert proc.returncode == 0 and proc.stderr.strip() == "", proc.stderr
+
+
+_NO_TMP = textwrap.dedent(
+    """
+    import sys, tempfile
+    tempfile.gettempdir = lambda: "/nonexistent-tmp"  # (as if no temporary directory were)
+    import aggmrf_explore.kernels
+    from aggmrf_explore.kernels import cache
+    sys.path.insert(0, sys.argv[1])
+    import tiny_kernel
+    print(cache.FALLBACK["why"], tiny_kernel.plus_one(41))
+    """
+)
+
+
+def test_without_even_a_temporary_directory_kernels_compile_uncached(read_only_install):
+    """The last fallback: numba's NullCache (compile in every process), one warning."""
+    mod = read_only_install["tmp"] / "mod"
+    mod.mkdir(exist_ok=True)
+    (mod / "tiny_kernel.py").write_text(
+        "from numba import njit\n\n\n@njit(cache=True)\ndef plus_one(x):\n    return x + 1\n"
+    )
+    mod.chmod(0o555)
+    proc = _unprivileged(read_only_install, ["-c", _NO_TMP, str(mod)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["none", "42"]
+    assert len(_numba_warnings(proc.stderr)) == 1, proc.stderr
+
+
+@pytest.mark.slow
+def test_every_command_runs_without_a_writable_cache(read_only_install, fixtures):
+    """Every command, as a user who can write neither $HOME nor the package directory
+    (compiles the kernels once into the temporary fallback: minutes on 2 cores)."""
+    d = fixtures
+    fast = ["--iterations", "2", "--gibbs-samples", "200"]
+    cli = ["-m", "aggmrf_explore.cli"]
+    commands = [
+        ["lessons", "l2"],
+        ["aggregate", "--csv", f"{d}/good.csv", "--label", "bought", "--out", "r2"],
+        ["run", "--tables", f"{d}/release", *fast, "--no-baselines", "--export-model", "m.json"],
+        ["predict", "--model", f"{d}/model.json", "--csv", f"{d}/test.csv", "--out", "p.csv"],
+        ["xor", "--n", "200", "--iterations", "2"],
+        ["sweep", "--dataset", "toy", *SWEEP_FAST, "--out", "sw"],
+        ["import-criteo", f"{d}/ch/pairs.csv", f"{d}/ch/singles.csv", "--out", "ch2"],
+    ]
+    for argv in commands:
+        proc = _unprivileged(read_only_install, [*cli, *argv], timeout=900)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, (argv, proc.stderr[-3000:])
+        assert len(_numba_warnings(proc.stderr)) == 1, (argv, proc.stderr)

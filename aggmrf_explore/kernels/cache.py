@@ -12,9 +12,10 @@ first) and asks numba's own locators whether one of them can cache.  If none can
 to a private directory under the system's temporary directory
 (``aggmrf-numba-cache-<uid>``, mode 0700, refused if it is a link or not ours; else a fresh
 ``mkdtemp``) and prints ONE ``warning:`` line on stderr saying what it costs (the kernels
-are compiled again whenever that directory is cleaned: tens of seconds of CPU before the
-first training) and how to fix it (``NUMBA_CACHE_DIR``, or ``python -m
-aggmrf_explore.kernels.cache`` run once by the package's owner at install time).  If not
+are compiled again whenever that directory is cleaned: about a minute of CPU before the
+first training, 79 s for ``run --dataset toy`` on a busy 2-core machine) and how to fix it
+(``NUMBA_CACHE_DIR``, or ``python -m aggmrf_explore.kernels.cache`` run once by the
+package's owner at install time).  If not
 even a temporary directory can be written, the kernels are compiled without a cache
 (numba's ``NullCache``), with the same one warning.
 
@@ -135,7 +136,7 @@ def set_up() -> None:
             print(
                 f"warning: numba cannot cache the compiled kernels in {where} (not writable); "
                 f"caching them in {path} instead, which the system may clean: then each start "
-                f"compiles again (tens of seconds of CPU before training) — {fix}.",
+                f"compiles again (about a minute of CPU before training) — {fix}.",
                 file=sys.stderr,
             )
             return
@@ -143,7 +144,7 @@ def set_up() -> None:
     FALLBACK.update(dir=None, why="none")
     print(
         f"warning: numba cannot cache the compiled kernels in {where} nor in a temporary "
-        "directory (not writable); compiling them in every process instead (tens of seconds "
+        "directory (not writable); compiling them in every process instead (about a minute "
         f"of CPU before each first training) — {fix}.",
         file=sys.stderr,
     )
