@@ -6,7 +6,9 @@ from __future__ import annotations
 import weakref
 
 import panel as pn
+import pytest
 
+from aggmrf_explore.errors import AggMRFError
 from aggmrf_explore.explorer import runtime, serve
 
 
@@ -30,8 +32,9 @@ def test_a_page_past_the_cap_says_the_class_is_full(monkeypatch):
 def test_the_cap_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("AGGMRF_MAX_SESSIONS", "3")
     assert runtime.max_sessions() == 3
-    monkeypatch.setenv("AGGMRF_MAX_SESSIONS", "many")
-    assert runtime.max_sessions() == runtime.DEFAULT_MAX_SESSIONS
+    monkeypatch.setenv("AGGMRF_MAX_SESSIONS", "many")  # refused, never silently replaced
+    with pytest.raises(AggMRFError, match="^AGGMRF_MAX_SESSIONS='many'"):
+        runtime.max_sessions()
     monkeypatch.delenv("AGGMRF_MAX_SESSIONS")
     assert runtime.max_sessions() == runtime.DEFAULT_MAX_SESSIONS
     opened = [_Open() for _ in range(3)]

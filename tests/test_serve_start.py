@@ -9,13 +9,21 @@ app for real (``panel serve apps/explorer.py``) and read the server's timing tra
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
-from aggmrf_explore.explorer import serve
+import pytest
+
+from aggmrf_explore.errors import AggMRFError
+from aggmrf_explore.explorer import environment, serve
 from tests.test_browser import free_port, server_log, start_server, stop_server
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _wait_for(proc, text: str, timeout: float = 60.0) -> str:
@@ -94,3 +102,116 @@ print(time.perf_counter() - t0, runtime.kernels_ready())
     seconds, ready = out.stdout.split()
     assert ready == "False"  # (it was still compiling)
     assert float(seconds) < 1.0
+
+
+def _serve_command(how: str, port: int) -> list[str]:
+    where = ["--port", str(port), "--address", "127.0.0.1"]
+    where += ["--allow-websocket-origin", f"127.0.0.1:{port}"]
+    if how == "panel":
+        return [sys.executable, "-m", "panel", "serve", "apps/explorer.py", *where]
+    return [sys.executable, "-m", "aggmrf_explore.cli", "serve", *where]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("how", ["panel", "aggmrf-explore"])
+def test_ctrl_c_stops_the_server_while_it_fits_a_baseline(how, tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group) while a page's data load and its
+    baselines are under way (Adult on an empty cache: the logistic skyline fits for tens
+    of seconds on a busy machine): the server ends within 10 s (before, Python's exit
+    waited for the worker threads' fit)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, Page
+
+    port = free_port()
+    env = {**os.environ, "AGGMRF_CACHE_DIR": str(tmp_path / "cache")}  # nothing fitted yet
+    log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        _serve_command(how, port),
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    try:
+        with sync_playwright() as pw:
+            b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < 90:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/static/js/bokeh.min.js")
+                    break
+                except OSError:
+                    time.sleep(0.2)
+            p = Page(b, f"http://127.0.0.1:{port}/explorer?dataset=adult", ready="Adult")
+            p.button("▶ Play").click()
+            p.page.wait_for_timeout(3000)  # (training, the baselines fitting)
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+            t0 = time.perf_counter()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"{how} serve still runs 10 s after Ctrl-C")
+            print(f"{how} serve stopped {time.perf_counter() - t0:.1f} s after Ctrl-C")
+            b.close()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        log.close()
+    text = (tmp_path / "serve.log").read_text()
+    assert "Traceback" not in text.split("Interrupted")[0], text[-2000:]
+
+
+BAD_VALUES = ("four", "-5", str(10**20))
+
+
+@pytest.mark.parametrize("name", sorted(environment.VARIABLES))
+@pytest.mark.parametrize("value", BAD_VALUES)
+def test_every_environment_variable_is_checked(name, value):
+    with pytest.raises(AggMRFError, match=rf"^{name}=") as err:
+        environment.check_environment({name: value})
+    assert "\n" not in str(err.value) and f"env -u {name}" in str(err.value)
+
+
+def test_good_environment_values_are_read():
+    env = {"AGGMRF_TRAIN_THREADS": " 3 ", "AGGMRF_MAX_SESSIONS": "", "AGGMRF_TRAIN_PROCESSES": "0"}
+    environment.check_environment(env)
+    assert environment.env_int("AGGMRF_TRAIN_THREADS", None, env) == 3
+    assert environment.env_int("AGGMRF_MAX_SESSIONS", 40, env) == 40  # (empty: the default)
+    assert environment.env_flag("AGGMRF_TRAIN_PROCESSES", True, env) is False
+    assert environment.env_flag("AGGMRF_EXPLORER_LOG", False, env) is False
+
+
+@pytest.mark.parametrize("name", sorted(environment.VARIABLES))
+def test_aggmrf_explore_serve_names_a_bad_variable_in_one_line(name):
+    env = {**os.environ, name: "four"}
+    done = subprocess.run(
+        [sys.executable, "-m", "aggmrf_explore.cli", "serve", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    lines = [x for x in done.stderr.splitlines() if x.strip() and not x.startswith("[aggmrf")]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {name}='four'"), done.stderr
+    assert "Traceback" not in done.stderr and "The explorer is at" not in done.stdout
+
+
+def test_panel_serve_with_a_bad_variable_shows_the_refusal(monkeypatch):
+    monkeypatch.setenv("AGGMRF_TRAIN_THREADS", "four")
+    port = free_port()
+    proc, _ = start_server(port)
+    try:
+        url = f"http://127.0.0.1:{port}/explorer"
+        with urllib.request.urlopen(url, timeout=60) as r:
+            page = r.read().decode()
+        assert "AGGMRF_TRAIN_THREADS" in page and "env -u AGGMRF_TRAIN_THREADS" in page
+        assert "not a whole number" in page
+        log = server_log(proc)
+        assert log.count("error: panel serve AGGMRF_TRAIN_THREADS=four") == 1, log[-2000:]
+        assert "Traceback" not in log
+    finally:
+        stop_server(proc)

@@ -47,9 +47,11 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
+from ..errors import AggMRFError
 from ..trainer_worker import TrainerWorker, WorkerLost, end_with_parent, trim_memory
+from .environment import env_flag, env_int
 
 __all__ = [
     "TrainingPool",
@@ -93,10 +95,47 @@ def one_kernel_thread() -> None:
     set_threads(1)
 
 
-DATA_EXECUTOR = ThreadPoolExecutor(
-    max_workers=2, thread_name_prefix="aggmrf-data", initializer=one_kernel_thread
-)
-SLOW_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aggmrf-baselines")
+class BackgroundThreads:
+    """A pool of ``workers`` daemon threads for ``loop.run_in_executor`` (``submit``).
+
+    Not :class:`concurrent.futures.ThreadPoolExecutor`: Python joins its threads when the
+    interpreter exits, so a Ctrl-C that stopped ``panel serve`` waited for the data load or
+    the baseline fit under way (tens of seconds for Adult's logistic skyline); the work of
+    a server that stops is dropped instead."""
+
+    def __init__(self, workers: int, name: str, initializer: Callable[[], None] | None = None):
+        self.workers, self.name, self.initializer = workers, name, initializer
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable, *args) -> Future:
+        future: Future = Future()
+        self._queue.put((future, fn, args))
+        with self._lock:
+            if len(self._threads) < self.workers:
+                t = threading.Thread(
+                    target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True
+                )
+                self._threads.append(t)
+                t.start()
+        return future
+
+    def _work(self) -> None:
+        if self.initializer is not None:
+            self.initializer()
+        while True:
+            future, fn, args = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
+                future.set_exception(exc)
+
+
+DATA_EXECUTOR = BackgroundThreads(2, "aggmrf-data", initializer=one_kernel_thread)
+SLOW_EXECUTOR = BackgroundThreads(1, "aggmrf-baselines")
 RUNNING: weakref.WeakSet = weakref.WeakSet()  # explorers training now (share the loop)
 SESSIONS: weakref.WeakSet = weakref.WeakSet()  # explorers of open server sessions
 RELEASE_DELAY = 5.0  # seconds after a session closes: Bokeh has dropped its document by then
@@ -122,11 +161,7 @@ def max_sessions() -> int:
     integer ≥ 1), else :data:`DEFAULT_MAX_SESSIONS`.  Past it a new page says the class is
     full instead of loading (each training session holds 15–20 MB and its share of the
     cores)."""
-    raw = os.environ.get("AGGMRF_MAX_SESSIONS", "").strip()
-    try:
-        return max(1, int(raw)) if raw else DEFAULT_MAX_SESSIONS
-    except ValueError:
-        return DEFAULT_MAX_SESSIONS
+    return env_int("AGGMRF_MAX_SESSIONS", DEFAULT_MAX_SESSIONS)
 
 
 class TrainingPool:
@@ -156,7 +191,7 @@ class TrainingPool:
 
     def __init__(self, workers: int | None = None) -> None:
         self.cores = max(1, os.cpu_count() or 1)
-        self.workers = max(1, int(workers or self.cores))
+        self._workers = workers
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
         self._lock = threading.Lock()
@@ -173,8 +208,14 @@ class TrainingPool:
         process has its own GIL, so a class training at once keeps every core busy
         while the event loop answers the pages.  ``AGGMRF_TRAIN_PROCESSES=0`` keeps
         them in the threads."""
-        if os.environ.get("AGGMRF_TRAIN_PROCESSES", "").strip() != "0":
+        if env_flag("AGGMRF_TRAIN_PROCESSES", True):
             self.processes = True
+
+    @property
+    def workers(self) -> int:
+        """The pool's threads: as asked, else ``AGGMRF_TRAIN_THREADS``, else one per core
+        (read when the first slice is queued: the server checked the variable before)."""
+        return max(1, int(self._workers or env_int("AGGMRF_TRAIN_THREADS", self.cores)))
 
     def run_steps(self, trainer, k: int, box) -> None:
         """``trainer.step(k, callbacks=[box])``, in this pool thread's worker process when
@@ -295,7 +336,7 @@ def steps_for(explorer):
     return TRAINING.run_steps if explorer in SESSIONS else None
 
 
-TRAINING = TrainingPool(int(os.environ.get("AGGMRF_TRAIN_THREADS", "0") or 0) or None)
+TRAINING = TrainingPool()
 
 _WARM = threading.Event()
 _EXTRAS = threading.Event()
@@ -313,9 +354,19 @@ _freeze_handle: asyncio.TimerHandle | None = None  # the freeze after the last p
 _IMPORTING: set[str] = set()  # modules import_in_background was asked for
 
 
+def _log_wanted() -> bool:
+    try:
+        return env_flag("AGGMRF_EXPLORER_LOG", False)
+    except AggMRFError:  # (a bad value: the server refuses it, serve.explorer_document)
+        return True
+
+
+_LOG = _log_wanted()  # the timing log is on (read once, at import)
+
+
 def log(msg: str) -> None:
     """Timing trace on stderr when AGGMRF_EXPLORER_LOG is set (benchmarks read it)."""
-    if os.environ.get("AGGMRF_EXPLORER_LOG"):
+    if _LOG:
         print(f"[aggmrf explorer {time.time():.3f}] {msg}", file=sys.stderr, flush=True)
 
 
@@ -332,7 +383,7 @@ def _log_long_collections(phase: str, info: dict) -> None:
         log(f"garbage collection of generation {info['generation']}: {ms:.0f} ms")
 
 
-if os.environ.get("AGGMRF_EXPLORER_LOG"):
+if _LOG:
     gc.callbacks.append(_log_long_collections)
 
 

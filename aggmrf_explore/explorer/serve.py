@@ -23,6 +23,7 @@ from tornado.web import RedirectHandler
 
 from . import runtime
 from .closed_tabs import quiet_closed_sockets
+from .environment import check_environment, environment_problem
 from .one_process import (
     ONE_LOOP,
     ONE_PROCESS,
@@ -235,6 +236,18 @@ def explorer_document() -> None:
     if threads is not None:
         refusal_document(*threads, ONE_LOOP, "This explorer server runs its callbacks in threads")
         return
+    bad = environment_problem()  # an environment variable with a bad value: likewise
+    if bad is not None:
+        said, message = bad
+        name = said.split("=", 1)[0]
+        refusal_document(
+            said,
+            name,
+            f"env -u {name} {PANEL_COMMAND}",
+            message.split(" — ")[0],
+            "This explorer server was started with a bad environment variable",
+        )
+        return
     with frozen_document():  # the page's ~400 Bokeh models are indexed once, not a dozen times
         build_app().servable()
 
@@ -266,6 +279,7 @@ def serve(
     from ..errors import AggMRFError
 
     check_num_procs(num_procs)
+    check_environment()  # (one error: line naming a variable with a bad value)
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     # Bokeh answers /favicon.ico without the prefix, the page asks for it under the prefix:
     # an extra route (Bokeh adds the prefix to it) sends it to Panel's icon
