@@ -343,3 +343,32 @@ def test_continue_from_last_good_state_after_divergence(server, browser):
         assert p.iteration() >= it  # never back to 0
     finally:
         p.close()
+
+
+@pytest.mark.parametrize(
+    "query,name",
+    [
+        ("noise_seed=-5", "noise_seed"),
+        ("noise_seed=abc", "noise_seed"),
+        ("train_seed=-5", "train_seed"),
+        ("train_seed=1e30", "train_seed"),
+    ],
+)
+def test_a_bad_seed_in_a_link_shows_beside_its_control(server, browser, query, name):
+    """A seed the link gets wrong is refused beside its own control (the noise seed in the
+    Privacy card, the sampler seed in the Training card), like every other bad value, never
+    silently replaced: the address then holds the seed in effect (0)."""
+    p = _open(browser, server.url, f"?dataset=xor&{query}")
+    try:
+        p.wait_status(lambda t: t.endswith("XOR") and "iteration 0" in t, timeout=60)
+        p.control(name).locator(".aggmrf-error p").first.wait_for(timeout=30000)
+        (text,) = _error_texts(p, name)
+        assert "seed" in text and query.split("=")[1] in text, text
+        assert len(_error_texts(p)) == 1, _error_texts(p)  # beside its own control only
+        t0 = time.perf_counter()
+        while query in p.page.url and time.perf_counter() - t0 < 10:
+            p.page.wait_for_timeout(100)
+        assert query not in p.page.url and f"{name}=0" in p.page.url, p.page.url
+        assert not p.errors, p.errors
+    finally:
+        p.close()

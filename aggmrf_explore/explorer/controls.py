@@ -152,6 +152,7 @@ class PrivacyCard(pn.viewable.Viewer):
         )
         self.sigma = pn.pane.Markdown("", margin=(0, 10), css_classes=["aggmrf-sigma"], **STRETCH)
         self.w_aware = LabeledCheckbox(label="noise-aware training (MRF-N)", **BOX)
+        self.w_noise_seed = pn.widgets.IntInput(label="Noise seed", start=0, **STRETCH)
         self.c_mech = b("mechanism", self.w_mech)
         eps_grid, delta_grid = log_grid(-2, 2), log_grid(-12, -2, (1,))
         self.c_eps = binder.log_slider("epsilon", "privacy budget ε (log scale)", eps_grid)
@@ -159,6 +160,7 @@ class PrivacyCard(pn.viewable.Viewer):
         self.c_acc = b("accounting", self.w_acc)
         self.c_cal = b("calibration", self.w_cal)
         self.c_aware = b("noise_aware", self.w_aware)
+        self.c_noise_seed = b("noise_seed", self.w_noise_seed)
         self.card = pn.Card(
             pn.pane.Markdown("**Noise mechanism**", margin=(0, 10)),
             self.c_mech,
@@ -167,6 +169,7 @@ class PrivacyCard(pn.viewable.Viewer):
             self.c_acc,
             self.c_cal,
             self.sigma,
+            self.c_noise_seed,
             self.c_aware,
             title="Privacy",
             collapsed=False,
@@ -175,6 +178,7 @@ class PrivacyCard(pn.viewable.Viewer):
         session.param.watch(
             lambda *events: self.refresh_sigma(), ["epsilon", "delta", "accounting", "mechanism"]
         )
+        session.param.watch(lambda e: self.show_mechanism(), "errors")  # (a link's bad seed)
 
     def __panel__(self):
         return self.card
@@ -191,6 +195,8 @@ class PrivacyCard(pn.viewable.Viewer):
         self.c_acc.visible = noisy and mech != "local"
         self.c_delta.visible = mech in ("gaussian", "discrete_gaussian")
         self.c_cal.visible = mech == "gaussian"
+        # the noise seed matters with noise only, but its refused value shows either way
+        self.c_noise_seed.visible = noisy or "noise_seed" in self.session.errors
         self.refresh_sigma()
 
 
@@ -219,6 +225,7 @@ class TrainingCard(pn.viewable.Viewer):
             label="Max iterations per tick", start=1, end=200, **STRETCH
         )
         self.w_keep = LabeledCheckbox(label="keep my λ, α, n' and seeds on a dataset switch", **BOX)
+        self.w_train_seed = pn.widgets.IntInput(label="Sampler seed", start=0, **STRETCH)
         self.c_gibbs = b("n_gibbs", self.w_gibbs)
         self.c_auto = b("auto_defaults", self.w_auto)
         self.c_lmu = binder.log_slider(
@@ -233,6 +240,7 @@ class TrainingCard(pn.viewable.Viewer):
         self.c_precond = b("precondition", self.w_precond)
         self.c_ipt = b("iters_per_tick", self.w_ipt)
         self.c_keep = b("keep_settings", self.w_keep)
+        self.c_train_seed = b("train_seed", self.w_train_seed)
         self.card = pn.Card(
             self.c_gibbs,
             self.c_auto,
@@ -244,6 +252,7 @@ class TrainingCard(pn.viewable.Viewer):
             self.c_grad,
             self.c_precond,
             self.c_ipt,
+            self.c_train_seed,
             self.c_keep,
             title="Training",
             **STRETCH,
