@@ -594,3 +594,68 @@ def test_every_command_runs_without_a_writable_cache(read_only_install, fixtures
         proc = _unprivileged(read_only_install, [*cli, *argv], timeout=900)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, (argv, proc.stderr[-3000:])
         assert len(_numba_warnings(proc.stderr)) == 1, (argv, proc.stderr)
+
+
+# ------------------------------------------------------------------ smaller flag checks
+def _earlier_cases(tmp: Path) -> list[tuple[str, str]]:
+    """(what --earlier-release is given, the name its error must say) for links to system
+    files under every name a release can be given by."""
+    cases = []
+    for i, system in enumerate(("/etc/passwd", "/etc/hostname", "/proc/self/status")):
+        for name in ("link.json", "release.json", "old.csv", "FILE.json"):
+            d = tmp / f"s{i}-{name}"
+            d.mkdir()
+            (d / name).symlink_to(system)
+            cases.append((str(d / name), name))
+        d = tmp / f"s{i}-dir"
+        d.mkdir()
+        (d / "release.json").symlink_to(system)
+        cases.append((str(d), "release.json"))
+    return cases
+
+
+def test_earlier_release_linked_to_a_system_file_is_named_as_given(fixtures, tmp_path, capsys):
+    for given, name in _earlier_cases(tmp_path):
+        argv = ["aggregate", "--csv", f"{fixtures}/good.csv", "--label", "bought"]
+        argv += ["--mechanism", "laplace", "--epsilon", "1", "--out", str(tmp_path / "o")]
+        status, out, err = _run([*argv, "--earlier-release", given], capsys)
+        line = _one_error(status, err)
+        assert repr(given) in line or name in line, (given, line)
+        assert "symlink" in line and "root:" not in line, (given, line)
+        assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("seed", ["0", "3", str(2**63 - 1)])
+def test_insecure_seed_without_a_mechanism_is_refused(seed, fixtures, tmp_path, capsys):
+    argv = ["aggregate", "--csv", f"{fixtures}/good.csv", "--label", "bought"]
+    argv += ["--out", str(tmp_path / "o"), "--insecure-seed", seed]
+    line = _one_error(*_run([*argv, "--mechanism", "none"], capsys)[::2])
+    assert "--insecure-seed" in line and "--mechanism" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_insecure_seed_with_a_mechanism_is_accepted_with_its_warning(fixtures, tmp_path, capsys):
+    argv = ["aggregate", "--csv", f"{fixtures}/good.csv", "--label", "bought"]
+    argv += ["--out", str(tmp_path / "o"), "--insecure-seed", "3"]
+    status, out, err = _run([*argv, "--mechanism", "laplace", "--epsilon", "1"], capsys)
+    assert status == 0, err
+    assert any(ln.startswith("warning: --insecure-seed") for ln in err.splitlines()), err
+
+
+def test_max_modalities_help_states_the_bound_it_enforces(capsys):
+    """The help says the range the parser refuses outside of (both ends)."""
+    from aggmrf_explore.cli import build_parser
+
+    ic = build_parser()._subparsers._group_actions[0].choices["import-criteo"]
+    helps = {a.dest: a.help for a in ic._actions}
+    text = " ".join(helps["max_modalities"].split())
+    bound = re.search(r"from ([\d,]+) to ([\d,]+)", text)
+    assert bound, text
+    lo, hi = (int(x.replace(",", "")) for x in bound.groups())
+    for value, ok in ((lo - 1, False), (lo, True), (hi, True), (hi + 1, False)):
+        argv = ["import-criteo", "p.csv", "s.csv", "--out", "o", "--max-modalities", str(value)]
+        if ok:
+            assert build_parser().parse_args(argv).max_modalities == value
+        else:
+            status, out, err = _run(argv, capsys)
+            assert f"from {lo:,} to {hi:,}" in _one_error(status, err)

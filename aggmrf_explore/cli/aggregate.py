@@ -15,7 +15,65 @@ from ..errors import AggMRFError
 from . import args as cli_args
 from .report import noise_summary, note, print_json, warn
 
-__all__ = ["cmd_aggregate", "check_output", "earlier_mechanisms", "privacy_spent"]
+__all__ = [
+    "cmd_aggregate",
+    "check_output",
+    "check_publish_flags",
+    "check_earlier_release",
+    "earlier_mechanisms",
+    "privacy_spent",
+]
+
+
+def check_publish_flags(args: argparse.Namespace) -> None:
+    """Before any work: ``--insecure-seed`` only with a noise mechanism (a seed without
+    noise is meaningless), and each ``--earlier-release`` is a release the error can name
+    as given (:func:`check_earlier_release`)."""
+    if args.insecure_seed is not None and args.mechanism == "none":
+        raise AggMRFError(
+            f"--insecure-seed {args.insecure_seed} with --mechanism none: there is no noise "
+            "to draw from it; drop --insecure-seed, or choose --mechanism laplace or gaussian."
+        )
+    for path in args.earlier_release:
+        check_earlier_release(path)
+
+
+def check_earlier_release(path: str) -> None:
+    """``--earlier-release PATH`` names an earlier release itself: its directory, its
+    release.json, its long CSV or the FILE.json beside one.  A symlink must stay in its own
+    directory (a link to a system file is refused, naming the link as given); a file must
+    be a regular file; a FILE.json needs its FILE.csv.  Errors name ``path`` as given."""
+    import os
+    from pathlib import Path
+
+    from ..files import check_regular_file
+
+    p, shown = Path(path), repr(str(path))
+    if not os.path.lexists(p):
+        raise AggMRFError(
+            f"--earlier-release {shown} not found; give an earlier release's directory or "
+            "its release.json."
+        )
+    for q, named in ((p, shown), (p / "release.json", repr(os.path.join(path, "release.json")))):
+        if q.is_symlink():
+            home = os.path.realpath(q.parent if str(q.parent) else ".")
+            if os.path.dirname(os.path.realpath(q)) != home:
+                raise AggMRFError(
+                    f"--earlier-release {named} is a symlink to a file outside its directory; "
+                    "give the earlier release itself (its directory or its release.json)."
+                )
+        if not p.is_dir():
+            break
+    if p.is_dir():
+        return
+    check_regular_file(p, "--earlier-release", shown)
+    if p.suffix.lower() == ".json" and p.name != "release.json":
+        if not p.with_suffix(".csv").is_file():
+            raise AggMRFError(
+                f"--earlier-release {shown}: a FILE.json describes the long release FILE.csv "
+                "beside it, and there is none; give the earlier release's directory, its "
+                "release.json or its long CSV."
+            )
 
 
 def earlier_mechanisms(paths: list[str]) -> list:
@@ -193,6 +251,7 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
 
     cli_args.check_numbers(args)
     cli_args.check_tables_kept(args)
+    check_publish_flags(args)
     check_output(args)
     if args.schema and not args.csv and not args.dataset:
         cli_args.check_aggregate_schema(args)

@@ -345,8 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-modalities",
         type=numbers.integer(2, BIG),
         default=None,
-        help="keep at most this many values per feature (the most frequent); the "
-        "others become '(other)' (default: keep all)",
+        help=f"keep at most this many values per feature, an integer from 2 to {BIG:,} (the "
+        "most frequent); the others become '(other)' (default: keep all)",
     )
     ic.add_argument(
         "--suppression",
