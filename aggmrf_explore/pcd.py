@@ -15,6 +15,7 @@ import numpy as np
 
 from .kernels.update import (
     GRADIENT_CODES,
+    PRECONDITION_CODES,
     UpdateArrays,
     UpdateScalars,
     bound_excess,
@@ -124,7 +125,8 @@ def pcd_update(
     """Steps 3–5 of :mod:`.mrf`'s docstring: the new (μ, θ) from the scaled chain statistics.
 
     d_hat, c_hat: d̂ = s Σ φ(x̃), ĉ = s Σ σ(φ(x̃)·θ) φ(x̃), shape (K,);  targets: (d, c);
-    settings: a :class:`.mrf.TrainerSettings` (its λ, α, gradient, precondition and clip).
+    settings: a :class:`.mrf.TrainerSettings` (its λ, α, gradient, precondition,
+    preconditioner and clip).
     Pure: reads its arguments, writes nothing; the result may be non-finite (the caller
     checks).
     """
@@ -140,7 +142,7 @@ def pcd_update(
         two_lam_theta=float(2.0 * st.lambda_theta),
         s=float(s),
         gradient=GRADIENT_CODES[st.gradient],
-        precondition=bool(st.precondition),
+        precondition=PRECONDITION_CODES[st.preconditioner if st.precondition else "none"],
         h_plain=float(h_plain),
         clip=float(st.clip),
         step_mu=float(st.step_mu),

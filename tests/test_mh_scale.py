@@ -35,9 +35,16 @@ def _numpy_update(params, d_hat, c_hat, targets, st, penalty):
     c_model = c_hat if st.gradient == "true" else ratio * c_hat
     lam_theta = 2.0 * st.lambda_theta * penalty.reg_theta
     g_theta = c_model - targets.c + lam_theta * theta
-    if st.precondition:
+    if st.gradient == "rescaled":  # no sample in a cell the target holds: θ waits
+        g_theta = np.where((d_hat > 0) | ~(targets.d - pen_mu > 0), g_theta, 0.0)
+    if st.precondition and st.preconditioner == "samples":
         h_mu = np.maximum(d_hat + 2.0 * st.lambda_mu * penalty.reg_mu, s)
         h_theta = np.maximum(c_model + lam_theta, s)
+    elif st.precondition:  # the curvature at the fixed point (NaN → 0, as the kernel)
+        free_mu, free_theta = targets.d - pen_mu, targets.c - lam_theta * theta
+        h_mu = np.where(free_mu > 0, free_mu, 0.0) + 2.0 * st.lambda_mu * penalty.reg_mu
+        h_theta = np.where(free_theta > 0, free_theta, 0.0) + lam_theta
+        h_mu, h_theta = np.where(h_mu < s, s, h_mu), np.where(h_theta < s, s, h_theta)
     else:
         h_mu = h_theta = max(penalty.h_plain, s)
     dir_mu = np.clip(g_mu / h_mu, -st.clip, st.clip)
@@ -49,7 +56,7 @@ def _numpy_update(params, d_hat, c_hat, targets, st, penalty):
 
 
 @pytest.mark.parametrize("gradient", ["rescaled", "rescaled-paper", "true"])
-@pytest.mark.parametrize("precondition", [True, False])
+@pytest.mark.parametrize("precondition", ["targets", "samples", False])
 @pytest.mark.parametrize("intercept", [True, False])
 def test_one_pass_update_is_bit_identical_to_numpy(gradient, precondition, intercept):
     rng = np.random.default_rng(3)
@@ -70,7 +77,8 @@ def test_one_pass_update_is_bit_identical_to_numpy(gradient, precondition, inter
         step_theta=0.2,
         clip=1.5,
         gradient=gradient,
-        precondition=precondition,
+        precondition=bool(precondition),
+        preconditioner=precondition or "targets",
     )
     pen = Penalty(reg, reg.copy(), intercept, 3.0, 2.5)
     with np.errstate(all="ignore"):

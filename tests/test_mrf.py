@@ -65,16 +65,16 @@ def test_default_rule_lambda_theta_and_iterations():
 
 
 def test_default_rule_gibbs_samples():
-    """n' = min(n, max(10 000, min(⌈n/10⌉, 400 000))): the paper's 10 000 up to 10⁵ records
-    (Adult and Bank), one sample per 10 records up to the paper's Criteo 400 000; an
-    explicit n_gibbs wins."""
+    """n' = max(10 000, min(⌈n/10⌉, 400 000)): the paper's 10 000 up to 10⁵ records
+    (Adult and Bank, and small data: no cap at n), one sample per 10 records up to the
+    paper's Criteo 400 000; an explicit n_gibbs wins."""
     from aggmrf_explore.tables import TableLayout
 
     got = {n: default_gibbs(n) for n in (0, 1, 5_000, 32_561, 100_000, 100_001, 10**6, 10**8)}
     assert got == {
-        0: 1,
-        1: 1,
-        5_000: 5_000,
+        0: 10_000,
+        1: 10_000,
+        5_000: 10_000,
         32_561: 10_000,
         100_000: 10_000,
         100_001: 10_001,

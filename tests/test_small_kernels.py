@@ -26,7 +26,7 @@ def _arrays(rng, K: int) -> UpdateArrays:
 
 
 @pytest.mark.parametrize(
-    "gradient,precondition,intercept", itertools.product((0, 1, 2), (True, False), (True, False))
+    "gradient,precondition,intercept", itertools.product((0, 1, 2), (0, 1, 2), (True, False))
 )
 def test_update_pass_in_numpy_is_the_kernel_bit_for_bit(gradient, precondition, intercept):
     rng = np.random.default_rng(gradient * 4 + precondition * 2 + intercept)

@@ -35,7 +35,8 @@ SETTINGS = TrainerSettings(
     step_theta=0.25,
     clip=1.5,
     gradient="rescaled-paper",
-)  # 2λ_μ = 2λ_θ = 1
+    preconditioner="samples",
+)  # 2λ_μ = 2λ_θ = 1; the paper's update (the default preconditioner: test_targets_…)
 MU = np.array([0.3, -0.5, 0.2, 1.0])
 THETA = np.array([-1.0, 0.5, -0.25, 3.0])
 D_HAT = np.array([22.0, 8.0, 0.0, 4.0])
@@ -89,6 +90,32 @@ def test_rescaled_paper_preconditioned_update_by_hand():
     assert u.params.mu[0] == MU[0]
 
 
+def test_targets_preconditioner_by_hand():
+    """The default preconditioner: the curvatures at the fixed point, from the targets and
+    the penalties, not from the chain's d̂, ĉ (the same gradients as the paper's update).
+
+        h_μ = max((d − 2λ_μ μ)⁺ + 2λ_μ, s)      h_θ = max((c − 2λ_θ θ)⁺ + 2λ_θ, s)
+    """
+    paper = _update()
+    targets = _with(preconditioner="targets")
+    u = _update(settings=targets)
+    np.testing.assert_array_equal(u.g_mu, paper.g_mu)
+    np.testing.assert_array_equal(u.g_theta, paper.g_theta)
+    # d − 2λ_μ·reg·μ = [20, 10.5, 2.8, 0]; + 2λ_μ·reg = [20, 11.5, 3.8, 1] → floor s = 2
+    np.testing.assert_allclose(u.h_mu, [20.0, 11.5, 3.8, S])
+    # c − 2λ_θ·reg·θ = [5, 3.5, 1.25, −2.5] → (·)⁺ + 2λ_θ·reg = [5, 4.5, 2.25, 1] → floor s
+    np.testing.assert_allclose(u.h_theta, [5.0, 4.5, 2.25, S])
+    np.testing.assert_allclose(u.dir_mu, [0.0, -2.5 / 11.5, -2.8 / 3.8, 1.5])  # 4/2 clipped
+    np.testing.assert_allclose(u.dir_theta, [(5 / 11) / 5, -1.0 / 4.5, -1.25 / 2.25, 1.5])
+    # the chain's counts do not enter the preconditioner: a different d̂, ĉ, the same h
+    other = pcd_update(
+        Params(MU, THETA), 3.0 * D_HAT + 1.0, 0.5 * C_HAT, Targets(D, C), targets, PENALTY
+    )
+    np.testing.assert_array_equal(other.h_mu, u.h_mu)
+    np.testing.assert_array_equal(other.h_theta, u.h_theta)
+    assert TrainerSettings().preconditioner == "targets"
+
+
 def test_true_gradient_by_hand():
     u = _update(settings=_with(gradient="true"))
     np.testing.assert_allclose(u.c_model, C_HAT)  # ĉ itself, no rescaling
@@ -121,18 +148,19 @@ def test_without_intercept_row_zero_is_an_ordinary_row():
 
 
 def test_rescaled_unbiased_update_by_hand():
-    """r = (d − 2λ_μ μ)/d̂; fallback r = 1 where d̂ = 0 (row 2) or d − 2λ_μ μ ≤ 0 (row 3)."""
+    """r = (d − 2λ_μ μ)/d̂; fallback r = 1 where d̂ = 0 (row 2) or d − 2λ_μ μ ≤ 0 (row 3).
+    Row 2 has no sample (d̂ = 0) in a cell its target holds (d − 2λ_μ μ = 2.8 > 0): no
+    estimate of the model's label rate there, so its θ does not move (g_θ = 0)."""
     u = _update(settings=_with(gradient="rescaled"))
     # numerators d − 2λ_μ·reg·μ = [20, 10.5, 2.8, 0]; row 0 unpenalised
     np.testing.assert_allclose(u.ratio, [20 / 22, 10.5 / 8, 1.0, 1.0])
     np.testing.assert_allclose(u.c_model, [6 * 20 / 22, 2 * 10.5 / 8, 0.0, 3.0])
-    np.testing.assert_allclose(
-        u.g_theta, [60 / 11 - 5, 2.625 - 4 + 0.5, 0 - 1 - 0.25, 3 - 0.5 + 3.0]
-    )
+    np.testing.assert_allclose(u.g_theta, [60 / 11 - 5, 2.625 - 4 + 0.5, 0.0, 3 - 0.5 + 3.0])
     np.testing.assert_allclose(u.h_theta, [60 / 11, 2.625 + 1, S, 3 + 1])
-    np.testing.assert_allclose(
-        u.dir_theta, [(5 / 11) / (60 / 11), -0.875 / 3.625, -1.25 / 2, 5.5 / 4]
-    )
+    np.testing.assert_allclose(u.dir_theta, [(5 / 11) / (60 / 11), -0.875 / 3.625, 0.0, 5.5 / 4])
+    assert u.params.theta[2] == THETA[2]
+    # the paper's ratio and the true gradient keep −c there (ĉ = 0 is their estimate)
+    assert _update().g_theta[2] == _update(settings=_with(gradient="true")).g_theta[2] == -1.25
     np.testing.assert_allclose(u.g_mu, [2.0, -2.5, -2.8, 4.0])  # μ's update is unchanged
     np.testing.assert_allclose(u.dir_mu, _update().dir_mu)
     # a negative numerator (raw noisy targets) also falls back to the true gradient

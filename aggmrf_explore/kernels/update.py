@@ -19,6 +19,7 @@ from numba import njit, prange
 
 __all__ = [
     "GRADIENT_CODES",
+    "PRECONDITION_CODES",
     "SMALL",
     "UpdateArrays",
     "UpdateScalars",
@@ -29,6 +30,10 @@ __all__ = [
 ]
 
 GRADIENT_CODES = {"rescaled": 0, "rescaled-paper": 1, "true": 2}
+#: ``UpdateScalars.precondition``: 0 none (h_plain), 1 from the chain's own estimates
+#: (h_μ = d̂ + 2λ_μ, h_θ = r·ĉ + 2λ_θ: the paper's), 2 from the targets (those values at the
+#: fixed point: h_μ = max(d − 2λ_μ μ, 0) + 2λ_μ, h_θ = max(c − 2λ_θ θ, 0) + 2λ_θ)
+PRECONDITION_CODES = {"none": 0, "samples": 1, "targets": 2}
 
 
 class UpdateArrays(NamedTuple):
@@ -51,7 +56,7 @@ class UpdateScalars(NamedTuple):
     two_lam_theta: float  # 2 λ_θ
     s: float  # one Gibbs sample's weight n/n' (the preconditioners' floor)
     gradient: int  # a GRADIENT_CODES value
-    precondition: bool
+    precondition: int  # a PRECONDITION_CODES value
     h_plain: float  # both preconditioners without ``precondition`` (≥ s)
     clip: float  # bound on each coordinate of the direction
     step_mu: float  # α_μ
@@ -81,10 +86,17 @@ def update_pass(arrays: UpdateArrays, scalars: UpdateScalars) -> tuple:
         c_model = c_hat.copy() if gradient == 2 else ratio * c_hat
         lam = two_lam_theta * reg_theta
         g_theta = c_model - c + lam * theta
+        if gradient == 0:  # no sample in a cell the target holds: no estimate, θ waits
+            g_theta = np.where((d_hat > 0) | ~(num > 0), g_theta, 0.0)
         if precondition:
-            h_mu = d_hat + two_lam_mu * reg_mu
+            if precondition == 1:
+                h_mu = d_hat + two_lam_mu * reg_mu
+                h_theta = c_model + lam
+            else:
+                free_mu, free_theta = d - pen, c - lam * theta  # (as the kernel: NaN → 0)
+                h_mu = np.where(free_mu > 0.0, free_mu, 0.0) + two_lam_mu * reg_mu
+                h_theta = np.where(free_theta > 0.0, free_theta, 0.0) + lam
             h_mu = np.where(h_mu < s, s, h_mu)  # (NaN stays NaN, as in the kernel)
-            h_theta = c_model + lam
             h_theta = np.where(h_theta < s, s, h_theta)
             dir_mu, dir_theta = g_mu / h_mu, g_theta / h_theta
         else:
@@ -134,10 +146,18 @@ def update_pass_compiled(arrays, scalars):
         cm = c_hat[k] if gradient == 2 else r * c_hat[k]
         lam = two_lam_theta * reg_theta[k]
         gt = cm - c[k] + lam * theta[k]
+        if gradient == 0 and not d_hat[k] > 0 and d[k] - pen > 0:
+            gt = 0.0  # no sample in a cell the target holds: θ waits
         if precondition:
-            hm = d_hat[k] + two_lam_mu * reg_mu[k]
+            if precondition == 1:
+                hm = d_hat[k] + two_lam_mu * reg_mu[k]
+                ht = cm + lam
+            else:
+                free = d[k] - pen
+                hm = (free if free > 0.0 else 0.0) + two_lam_mu * reg_mu[k]
+                free = c[k] - lam * theta[k]
+                ht = (free if free > 0.0 else 0.0) + lam
             hm = s if hm < s else hm  # np.maximum(·, s): NaN stays NaN
-            ht = cm + lam
             ht = s if ht < s else ht
             h_mu[k] = hm
             h_theta[k] = ht
