@@ -659,3 +659,32 @@ def test_max_modalities_help_states_the_bound_it_enforces(capsys):
         else:
             status, out, err = _run(argv, capsys)
             assert f"from {lo:,} to {hi:,}" in _one_error(status, err)
+
+
+def test_library_writers_write_exclusive_temporary_files(tmp_path):
+    """The generator's files (records CSV and Parquet, the challenge-format release) go
+    through the same exclusive temporary files as the commands' outputs."""
+    import numpy as np
+
+    from aggmrf_explore.datasets.criteo import write_criteo_release, write_records
+
+    card = np.array([3, 4, 2, 5, 3, 2, 4, 3, 2, 3, 2, 4, 3, 2, 3, 2, 4, 3, 2])
+    _OPENS.clear()
+    _RECORD["on"] = True
+    try:
+        write_records(tmp_path / "r.csv", 300, seed=1, chunk=100)
+        write_records(tmp_path / "r.parquet", 300, seed=1, chunk=100)
+        write_criteo_release(
+            tmp_path / "rel", n=500, seed=1, n_sample=50, n_test=50, chunk=200, cardinalities=card
+        )
+    finally:
+        _RECORD["on"] = False
+    opens = _writes(tmp_path)
+    assert len(opens) >= 7, opens
+    for path, mode, flags in opens:
+        assert mode is None and flags & os.O_EXCL and flags & os.O_NOFOLLOW, (path, mode)
+        assert TEMP.fullmatch(os.path.basename(path)), path
+    import pandas as pd
+
+    assert len(pd.read_csv(tmp_path / "r.csv")) == 300
+    assert len(pd.read_parquet(tmp_path / "r.parquet")) == 300

@@ -1,7 +1,7 @@
 """A Criteo-shaped synthetic release (the AdKDD'21 challenge format) with a known truth.
 
-The files (:func:`write_criteo_release`, all written by pandas)
-------------------------------------------------------------
+The files (:func:`write_criteo_release`, written by pandas through files.create_file)
+-------------------------------------------------------------------------------------
 ``aggregated_pairs.csv``    unnamed index, ``feature_1_id, feature_2_id, feature_1_value,
                             feature_2_value, c, click, sale``: the 171 pairs f < g of the 19
                             features; a row per (value, value) cell whose TRUE count is > 10
@@ -64,6 +64,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AggMRFError
+from ..files import create_file, write_text
 
 __all__ = [
     "CriteoTruth",
@@ -280,18 +281,20 @@ def write_records(
         import pyarrow.parquet as pq
 
         writer = None
-        try:
-            for X, c, s in iter_records(truth, n, seed, chunk):
-                table = pa.Table.from_pandas(_frame(X, c, s), preserve_index=False)
-                if writer is None:
-                    writer = pq.ParquetWriter(path, table.schema)
-                writer.write_table(table)
-        finally:
-            if writer is not None:
-                writer.close()
+        with create_file(path, "records file", binary=True) as fh:
+            try:
+                for X, c, s in iter_records(truth, n, seed, chunk):
+                    table = pa.Table.from_pandas(_frame(X, c, s), preserve_index=False)
+                    if writer is None:
+                        writer = pq.ParquetWriter(fh, table.schema)
+                    writer.write_table(table)
+            finally:
+                if writer is not None:
+                    writer.close()
     else:
-        for k, (X, c, s) in enumerate(iter_records(truth, n, seed, chunk)):
-            _frame(X, c, s).to_csv(path, mode="w" if k == 0 else "a", header=k == 0, index=False)
+        with create_file(path, "records file", newline="") as fh:
+            for k, (X, c, s) in enumerate(iter_records(truth, n, seed, chunk)):
+                _frame(X, c, s).to_csv(fh, header=k == 0, index=False)
     return path
 
 
@@ -357,21 +360,22 @@ def write_criteo_release(
     )
     for j, name in enumerate(("c", "click", "sale")):
         pairs_df[name] = pair_acc[j, keep] + noise.normal(0.0, NOISE_SIGMA, keep.size)
-    pairs_df.to_csv(out / "aggregated_pairs.csv")
+    with create_file(out / "aggregated_pairs.csv", "pairs file", newline="") as fh:
+        pairs_df.to_csv(fh)
     keep_s = np.flatnonzero(single_acc[0] > 0)
     s_idx = np.searchsorted(s_off, keep_s, side="right") - 1
     singles_df = pd.DataFrame({"feature_1_id": s_idx, "feature_1_value": keep_s - s_off[s_idx]})
     for j, name in enumerate(("c", "click", "sale")):
         singles_df[name] = single_acc[j, keep_s] + noise.normal(0.0, NOISE_SIGMA, keep_s.size)
-    singles_df.to_csv(out / "aggregated_singles.csv")
+    with create_file(out / "aggregated_singles.csv", "singles file", newline="") as fh:
+        singles_df.to_csv(fh)
     for fname, count, stream in (
         ("granular_sample.csv", n_sample, _STREAM_SAMPLE),
         ("test.csv", n_test, _STREAM_TEST),
     ):
-        for k, (X, c, s) in enumerate(iter_records(truth, count, seed, chunk, stream)):
-            _frame(X, c, s).to_csv(
-                out / fname, mode="w" if k == 0 else "a", header=k == 0, index=False
-            )
+        with create_file(out / fname, "records file", newline="") as fh:
+            for k, (X, c, s) in enumerate(iter_records(truth, count, seed, chunk, stream)):
+                _frame(X, c, s).to_csv(fh, header=k == 0, index=False)
     summary = {
         "n_records": int(n),
         "seed": int(seed),
@@ -389,7 +393,7 @@ def write_criteo_release(
         "click_rate": float(single_acc[1, : m[0]].sum() / n),
         "sale_rate": float(single_acc[2, : m[0]].sum() / n),
     }
-    (out / "truth.json").write_text(json.dumps({"release": summary, "truth": truth.to_dict()}))
+    write_text(out / "truth.json", json.dumps({"release": summary, "truth": truth.to_dict()}))
     return summary
 
 
