@@ -419,6 +419,83 @@ class BrowserPage(Watched):
         self.ctx.close()
 
 
+# ---------------------------------------------------------------------------- a busy loop
+def busy_loop(core: int = 0) -> subprocess.Popen:
+    """A process spinning on ``core`` at the default niceness (another job on the server
+    while the class trains); end it with ``.kill()``."""
+    code = f"import os; os.sched_setaffinity(0, {{{core}}})\nwhile True: pass"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+# ---------------------------------------------------------------------------- upload vs Adult
+def shop_csv(path: Path, rows: int = 2000, seed: int = 0) -> Path:
+    """A CSV as a student brings one: 4 categorical columns and a 0/1 label."""
+    import random
+
+    rng = random.Random(seed)
+    lines = ["colour,size,shop,day,bought"]
+    for _ in range(rows):
+        c, s = rng.choice(["red", "blue", "green"]), rng.choice(["S", "M", "L"])
+        shop, day = rng.choice(["north", "south"]), rng.choice(["mon", "tue", "wed", "thu"])
+        p = 0.2 + 0.4 * (c == "red") + 0.2 * (s == "L")
+        lines.append(f"{c},{s},{shop},{day},{int(rng.random() < p)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+OPTIONS_JS = "e => Array.from(e.options).map(o => o.value)"  # a select's option values
+
+
+def upload_vs_adult(seconds: float = 10.0, say=print) -> dict[str, float]:
+    """One server, one chromium page at a time: an uploaded CSV (2 000 rows, 4 categorical
+    columns, a 0/1 label) and Adult (n' = 10 000), each trained for ``seconds``; their
+    iterations per second read from the status line, {"upload": …, "adult": …}."""
+    from playwright.sync_api import sync_playwright
+
+    from aggmrf_explore.kernels import warm_up
+
+    warm_up()
+    csv = shop_csv(Path(tempfile.mkdtemp(prefix="aggmrf-upload-")) / "shop.csv")
+    port = free_port()
+    proc = start_server(port)
+    url = f"http://127.0.0.1:{port}/explorer"
+    rates: dict[str, float] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for which in ("upload", "adult"):
+                page = BrowserPage(
+                    browser, url + ("?dataset=adult" if which == "adult" else ""), port
+                )
+                page.wait(lambda t: "iteration 0" in t, 300)
+                if which == "upload":
+                    page.page.locator(".aggmrf-control-dataset select").first.select_option(
+                        label="Upload a CSV…"
+                    )
+                    page.page.locator("input[type=file]").first.set_input_files(str(csv))
+                    label = page.page.locator(".aggmrf-control-label_column select").first
+                    label.wait_for(state="visible", timeout=30_000)
+                    page.wait(lambda t, box=label: "bought" in box.evaluate(OPTIONS_JS), 30)
+                    label.select_option("bought")
+                    page.wait(lambda t: t.endswith("uploaded CSV") and "iteration 0" in t, 120)
+                page.click("▶ Play")
+                page.wait(lambda t: t.startswith("training") and iteration_of(t) > 0, 120)
+                page.page.wait_for_timeout(2000)
+                i0, t0 = iteration_of(page.status()), time.perf_counter()
+                page.page.wait_for_timeout(seconds * 1000)
+                rates[which] = (iteration_of(page.status()) - i0) / (time.perf_counter() - t0)
+                page.close()
+            browser.close()
+    finally:
+        stop_server_tree(proc)
+    say(
+        f"uploaded CSV (2 000 rows, 4 categorical columns): {rates['upload']:.1f} it/s; "
+        f"Adult (n' = 10 000): {rates['adult']:.1f} it/s; ratio "
+        f"{rates['upload'] / max(rates['adult'], 1e-9):.2f} (load {os.getloadavg()[0]:.1f})"
+    )
+    return rates
+
+
 # ---------------------------------------------------------------------------- the run
 def percentile(values: list[float], q: float) -> float:
     if not values:
@@ -762,7 +839,20 @@ def main() -> None:
         help="instead: this many classes of --sessions clients, one after the other on one "
         "server, and the server's memory after each",
     )
+    ap.add_argument(
+        "--busy-core",
+        action="store_true",
+        help="a busy loop on core 0 (another job on the server) while the class trains",
+    )
+    ap.add_argument(
+        "--upload-vs-adult",
+        action="store_true",
+        help="instead: an uploaded CSV's rate beside Adult's (one page each)",
+    )
     a = ap.parse_args()
+    if a.upload_vs_adult:
+        upload_vs_adult(a.seconds, say=lambda m: print(m, flush=True))
+        return
     if a.memory_rounds:
         memory_rounds(a.memory_rounds, a.sessions[0], say=lambda m: print(m, flush=True))
         return
@@ -771,15 +861,27 @@ def main() -> None:
         print(
             f"== N = {n} ({time.strftime('%H:%M:%S')}, load {os.getloadavg()[0]:.2f})", flush=True
         )
-        r = run(
-            n,
-            a.browsers,
-            a.seconds,
-            a.dataset,
-            a.n_gibbs,
-            a.cycles,
-            say=lambda m: print(m, flush=True),
-            server_cores_first=not a.share_cores,
+        busy = busy_loop(0) if a.busy_core else None
+        try:
+            r = run(
+                n,
+                a.browsers,
+                a.seconds,
+                a.dataset,
+                a.n_gibbs,
+                a.cycles,
+                say=lambda m: print(m, flush=True),
+                server_cores_first=not a.share_cores,
+            )
+        finally:
+            if busy is not None:
+                busy.kill()
+                busy.wait()
+        r["busy_core"] = bool(a.busy_core)
+        print(
+            f"slowest / median session: {r['rate_min'] / max(r['rate_median'], 1e-9):.2f} "
+            f"(N = {n}{', a busy loop on core 0' if a.busy_core else ''})",
+            flush=True,
         )
         rows.append(table_row(r))
         if a.json:

@@ -422,8 +422,8 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         shows the previous trainer's iteration and NLLH under the new dataset's name; a
         failure puts the previous problem and trainer back.
         """
-        was_running = self.running
-        self.running = False
+        # (``running`` is left as it is: a Play pressed before or during the load is an
+        # intent the new trainer keeps; ``busy`` holds the slices back meanwhile)
         previous = (self.bundle, self.data, self.mechanism_obj, self.trainer, self.baselines)
         try:
             self.busy = True
@@ -447,7 +447,8 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
                 raise
         finally:
             self.busy = False
-        self.running = was_running and self.trainer is not None
+        if self.running and self.trainer is None:
+            self.running = False
         self.update_status()
 
     def add_baselines(self, results: dict) -> None:
