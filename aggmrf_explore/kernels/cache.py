@@ -14,13 +14,16 @@ to a private directory under the system's temporary directory
 ``mkdtemp``) and prints ONE ``warning:`` line on stderr saying what it costs (the kernels
 are compiled again whenever that directory is cleaned: about a minute of CPU before the
 first training, 79 s for ``run --dataset toy`` on a busy 2-core machine) and how to fix it
-(``NUMBA_CACHE_DIR``, or ``python -m aggmrf_explore.kernels.cache`` run once by the
-package's owner at install time).  If not
+(``NUMBA_CACHE_DIR`` pointing at a directory the user can write, which a course image can
+fill when it is built with ``NUMBA_CACHE_DIR=DIR python -m aggmrf_explore.kernels``:
+numba only uses a cache directory it can write, so compiling into the read-only package
+helps no one else).  If not
 even a temporary directory can be written, the kernels are compiled without a cache
 (numba's ``NullCache``), with the same one warning.
 
-``python -m aggmrf_explore.kernels.cache`` compiles the dense and hashed chains' kernels
-into the cache numba finds (the compile step of a course image) and prints where.
+``python -m aggmrf_explore.kernels`` (:mod:`.__main__`) compiles the dense and hashed chains' kernels
+into the cache numba finds (with ``NUMBA_CACHE_DIR``: the compile step of a course image)
+and prints where.
 """
 
 from __future__ import annotations
@@ -124,8 +127,8 @@ def set_up() -> None:
         else f"the package directory ({Path(_KERNEL_FILE).parent}) or your home's cache"
     )
     fix = (
-        "set NUMBA_CACHE_DIR to a directory you can write, or have the package's owner run "
-        "`python -m aggmrf_explore.kernels.cache` once after installing"
+        "set NUMBA_CACHE_DIR to a directory you can write (a course image can fill it when "
+        "it is built: NUMBA_CACHE_DIR=DIR python -m aggmrf_explore.kernels)"
     )
     path = _fallback_dir()
     if path is not None:
@@ -148,17 +151,3 @@ def set_up() -> None:
         f"of CPU before each first training) — {fix}.",
         file=sys.stderr,
     )
-
-
-def main() -> int:
-    """Compile the dense and hashed chains' kernels into numba's cache (install time)."""
-    from . import warm_up
-
-    warm_up(hashed=True)
-    where = cache_dir()
-    print(f"kernels compiled; numba's cache: {where if where else '(none: not cached)'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
