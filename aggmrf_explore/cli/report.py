@@ -127,6 +127,12 @@ def print_run(out: dict) -> None:
             f"noise: {noise['mechanism']} {budget_text(noise)} "
             f"σ={noise['sigma']:.2f} ({noise['accounting']} accounting)"
         )
+    whole = out.get("privacy")
+    if whole:  # a release's own statement: counts and schema together
+        print(
+            f"release: ε={whole['epsilon']:g} δ={whole['delta']:g} in total "
+            f"(schema {whole['schema']['source']}: ε={whole['schema']['epsilon']:g})"
+        )
     s = out["settings"]
     print(
         f"MRF: {s['iterations']} iterations, n'={s['n_gibbs']}, λμ={s['lambda_mu']:g}, "

@@ -297,6 +297,7 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
         "settings": {**asdict(settings), "iterations": iterations},
         "models": {"mrf": mrf},
         "noise": noise_summary(data.noise, accounting),
+        "privacy": rel.meta.get("privacy"),  # the release's whole (ε, δ), schema included
         "suppression": suppression_summary(data, d_hat),
         "seconds": {"prepare": prep, "total": time.perf_counter() - t0},
         "warnings": rel.warnings,

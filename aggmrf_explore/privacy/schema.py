@@ -122,26 +122,39 @@ def _declared_feature(i: int, f: object) -> dict:
         return {"name": name, "kind": "numeric", "edges": [float(v) for v in edges]}
     if kind != "categorical":
         raise AggMRFError(f"schema feature {name!r}: kind must be 'numeric' or 'categorical'.")
-    cats = f.get("categories")
+    cats = f.get("categories", [])
+    groups = f.get("groups", {})
     if (
         not isinstance(cats, list)
-        or not cats
-        or any(not isinstance(c, str | int | float) for c in cats)
+        or not isinstance(groups, dict)
+        or not (cats or groups)
+        or any(not isinstance(c, str | int | float) or isinstance(c, bool) for c in cats)
+        or any(
+            not isinstance(g, list) or not g or any(not isinstance(v, str) for v in g)
+            for g in groups.values()
+        )
     ):
         raise AggMRFError(
-            f"schema feature {name!r} (categorical) needs 'categories': a non-empty list of values."
+            f"schema feature {name!r} (categorical) needs 'categories' (a list of values, each "
+            "its own modality) and/or 'groups' ({modality: [values]}, several values as one)."
         )
     unseen = f.get("unseen", "other")
     if unseen not in ("other", "error"):
         raise AggMRFError(f"schema feature {name!r}: 'unseen' must be 'other' or 'error'.")
-    numbers = all(isinstance(c, int | float) and not isinstance(c, bool) for c in cats)
-    labels = [format_number(c) if numbers else str(c) for c in cats]
-    if len(set(labels)) != len(labels):
-        raise AggMRFError(f"schema feature {name!r} lists a category twice.")
+    numbers = not groups and all(isinstance(c, int | float) for c in cats)
+    labels = [format_number(c) if numbers else str(c) for c in cats] + [str(g) for g in groups]
+    known = [float(c) for c in cats] if numbers else [str(c) for c in cats]
+    codes = list(range(len(cats)))
+    for k, values in enumerate(groups.values()):
+        known += values
+        codes += [len(cats) + k] * len(values)
+    if len(set(labels)) != len(labels) or len(set(map(str, known))) != len(known):
+        raise AggMRFError(f"schema feature {name!r} lists a category or a value twice.")
     return {
         "name": name,
         "kind": "categorical",
-        "known": [float(c) for c in cats] if numbers else labels,
+        "known": known,
+        "codes": codes,
         "labels": labels,
         "values": "number" if numbers else "string",
         "unseen": unseen,
@@ -173,7 +186,7 @@ def _schema_of(features: list[dict], label: dict | None = None) -> Schema:
             mods.append([*f["labels"], *other])
             edges.append(None)
             known.append(list(f["known"]))
-            codes.append(list(range(len(f["known"]))))
+            codes.append(list(f.get("codes", range(len(f["known"])))))
             values.append(f["values"])
             unseen.append(f["unseen"])
     schema = Schema(names, mods, kinds, edges, known, codes, values, unseen)
@@ -198,9 +211,10 @@ def declared_schema(declaration: dict | str) -> Schema:
 
     A numeric feature has bins [e_k, e_{k+1}) between its ``edges`` (or ``bins`` equal-width
     bins between ``bounds``; values below or above fall in the first or last bin); a
-    categorical one its ``categories`` in the order given, and, with ``unseen`` "other" (the
-    default), one "(other)" modality for any value it does not list ("error": such a value
-    is refused).  A full schema as release.json stores it (features with ``modalities``) is
+    categorical one its ``categories`` in the order given, then its ``groups`` ({modality:
+    [values]}: several raw values as one modality, e.g. countries by world region), and,
+    with ``unseen`` "other" (the default), one "(other)" modality for any value it does not
+    list ("error": such a value is refused).  A full schema as release.json stores it (features with ``modalities``) is
     accepted too.
     """
     if isinstance(declaration, str):
