@@ -494,3 +494,32 @@ def test_xor_title_is_computed_from_the_exact_solution():
 def test_explanations_exist_for_every_plot():
     for key in ("nllh", "predictions", "convergence", "dhat", "tables", "privacy", "xor"):
         assert EXPLAIN[key].startswith("**What am I seeing?**")
+
+
+def _bars_and_curve(overlay):
+    hist, curve = overlay.values()[:2]
+    edges = np.asarray(hist.edges, dtype=float)
+    bars = hist.dframe().iloc[:, 1].to_numpy()
+    xs, ys = (curve.dframe().iloc[:, i].to_numpy() for i in (0, 1))
+    mid = (edges[:-1] + edges[1:]) / 2
+    return edges, bars, np.interp(mid, xs, ys)
+
+
+def test_local_noise_plot_density_and_bars_agree():
+    """Local privacy: each count has its own σ (channel inversion: from tens of records to
+    millions).  One σ for all (their root mean square) put the density far below the bars;
+    the mixture of the counts' Gaussians agrees with them, over the range of 99.5 % of
+    the noise."""
+    rng = np.random.default_rng(5)
+    sigmas = np.repeat([30.0, 3e3, 3e5], [4000, 3000, 2000])
+    noise = rng.normal(0.0, sigmas)
+    rms = float(np.sqrt(np.mean(sigmas**2)))
+    fig = privacy_plots.noise_histogram(noise, rms, "local", sigmas=sigmas, records=32_561)
+    edges, bars, curve = _bars_and_curve(fig)
+    assert abs(edges[-1] - np.quantile(np.abs(noise), 0.995)) < 1e-6 * edges[-1]
+    mismatch = np.abs(curve - bars).sum() / bars.sum()
+    assert mismatch < 0.15, mismatch
+    assert "32,561 records" in fig.opts.get().kwargs["title"]
+    # (one σ, their RMS: the curve misses the bars by far more)
+    _, bars1, curve1 = _bars_and_curve(privacy_plots.noise_histogram(noise, rms, "local"))
+    assert np.abs(curve1 - bars1).sum() / bars1.sum() > 3 * mismatch

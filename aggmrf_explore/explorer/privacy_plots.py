@@ -43,10 +43,24 @@ __all__ = [
 ]
 
 
-def noise_histogram(noise: np.ndarray | None, std: float, mechanism: str, pmf=None, bins: int = 40):
+def noise_histogram(
+    noise: np.ndarray | None,
+    std: float,
+    mechanism: str,
+    pmf=None,
+    bins: int = 40,
+    sigmas: np.ndarray | None = None,
+    records: int | None = None,
+):
     """Histogram (density) of the noise added to released counts, with the mechanism's
     density; for integer noise (``pmf``: x ↦ P(noise = x), a discrete mechanism's ``pmf``)
-    bins of whole integers and the pmf at the integers."""
+    bins of whole integers and the pmf at the integers.  ``sigmas`` (one σ per count, the
+    local mechanism's, where a count's noise is ≈ N(0, σ²) with σ from a few records to
+    millions): the density of a count drawn at random is the mixture of those Gaussians,
+    drawn over the range that holds 99.5 % of the noise (not ±4 root-mean-square σ: there
+    the bars and the curve sat in one bin far below each other)."""
+    if sigmas is not None:
+        return _mixture_histogram(noise, sigmas, mechanism, bins, records)
     xdim = hv.Dimension("noise", label="noise added to a count (records)")
     ydim = hv.Dimension("density", label="density (1 / record)")
     noise = np.asarray(noise if noise is not None else [], dtype=float)
@@ -91,6 +105,60 @@ def noise_histogram(noise: np.ndarray | None, std: float, mechanism: str, pmf=No
             legend_position="top_right",
             xlim=(lo, hi),
             ylim=(0, 1.45 * top if top > 0 else 1.0),  # (room for the legend above the bars)
+            yformatter="%.2g",
+            **COMMON,
+        )
+    )
+
+
+MIXTURE_SIGMAS = 2000  # the most σ's the mixture density sums (evenly picked)
+
+
+def _mixture_histogram(noise, sigmas, mechanism: str, bins: int, records: int | None = None):
+    """:func:`noise_histogram` with one σ per count (``sigmas``); ``records``: the data's
+    number of records, in the title (the noise on a count may exceed it)."""
+    xdim = hv.Dimension("noise", label="noise added to a count (records)")
+    ydim = hv.Dimension("density", label="density (1 / record)")
+    noise = np.asarray(noise if noise is not None else [], dtype=float)
+    noise = noise[np.isfinite(noise)]
+    sig = np.asarray(sigmas, dtype=float)
+    sig = np.sort(sig[np.isfinite(sig) & (sig > 0)])
+    if sig.size > MIXTURE_SIGMAS:
+        sig = sig[np.linspace(0, sig.size - 1, MIXTURE_SIGMAS).round().astype(int)]
+    lim = float(np.quantile(np.abs(noise), 0.995)) if noise.size else 0.0
+    if not lim > 0:
+        lim = 4 * float(np.median(sig)) if sig.size else 1.0
+    edges = np.linspace(-lim, lim, bins + 1)
+    inside = noise[np.abs(noise) <= lim]
+    counts, _ = np.histogram(inside, bins=edges)
+    # the share of all counts per record of noise (the 0.5 % beyond the range left out)
+    dens = counts / max(noise.size, 1) / (edges[1] - edges[0])
+    label = MECHANISM_LABELS.get(mechanism, mechanism)
+    hist = hv.Histogram((edges, dens), kdims=[xdim], vdims=[ydim], label="released rows").opts(
+        color="#aec7e8", line_color="white"
+    )
+    # the mixture's expected density over each bar's bin (a narrow σ's spike averaged over
+    # its bin as the bars average it), drawn through the bins' middles
+    xs = (edges[:-1] + edges[1:]) / 2
+    if sig.size:
+        from scipy.special import ndtr
+
+        mass = ndtr(edges[1:, None] / sig[None, :]) - ndtr(edges[:-1, None] / sig[None, :])
+        ys = mass.mean(axis=1) / (edges[1] - edges[0])
+        name = f"{label}: expected, from each count's σ (median {np.median(sig):.3g})"
+    else:
+        ys = np.zeros_like(xs)
+        name = f"{label} density"
+    curve = hv.Curve((xs, ys), xdim, ydim, label=name).opts(color="#d62728", line_width=2)
+    heights = np.concatenate([dens, ys])
+    top = float(heights[np.isfinite(heights)].max()) if heights.size else 0.0
+    return hv.Overlay([hist, curve]).opts(
+        hv.opts.Overlay(
+            title="Noise on released counts (99.5 % of them"
+            + (f"; the data hold {records:,} records)" if records else ")"),
+            legend_position="top_right",
+            xlim=(-lim, lim),
+            ylim=(0, 1.45 * top if top > 0 else 1.0),
             yformatter="%.2g",
             **COMMON,
         )

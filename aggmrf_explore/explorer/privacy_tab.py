@@ -127,8 +127,11 @@ class PrivacyTab(pn.viewable.Viewer):
         std = getattr(s.mechanism_obj, "std", float("nan"))
         pmf = getattr(s.mechanism_obj, "pmf", None)  # integer noise: its pmf
         noise, true, noisy = (nf[c].to_numpy() for c in ("noise", "true", "noisy"))
+        sigmas = nf["sigma"].to_numpy() if "sigma" in nf else None  # (local: σ per count)
         figs = (
-            lambda: privacy_plots.noise_histogram(noise, std, s.mechanism, pmf),
+            lambda: privacy_plots.noise_histogram(
+                noise, std, s.mechanism, pmf, sigmas=sigmas, records=int(s.data.n)
+            ),
             lambda: privacy_plots.noisy_vs_true(true, noisy),
         )
         for pane, build in zip((self.noise_hist, self.noise_scatter), figs, strict=True):

@@ -105,13 +105,19 @@ class SessionViews:
         if self.mechanism_obj is None or self.data.true_d is None:
             return None
         rel = self.bundle.layout.released
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             {
                 "true": self.data.true_d[rel],
                 "noisy": self.data.d[rel],
                 "noise": self.data.d[rel] - self.data.true_d[rel],
             }
         )
+        # local privacy: each count's own σ (channel inversion: from a few records to
+        # millions), the noise plot's density is their mixture
+        sigma = getattr(self.data.noise, "sigma_d", None) if self.mechanism == "local" else None
+        if sigma is not None and len(sigma) == len(self.data.d):
+            frame["sigma"] = sigma[rel]
+        return frame
 
     def noise_numbers(self) -> dict:
         return noise_summary(self.bundle.layout, self.epsilon, self.delta, self.accounting)
