@@ -211,7 +211,7 @@ def test_synthetic_many_modalities_codes_and_limits():
 
 # ---------------------------------------------------------------- dispatch / selection
 def test_load_dataset_errors_and_selection():
-    with pytest.raises(AggMRFError, match="toy, xor, synthetic, adult, bank"):
+    with pytest.raises(AggMRFError, match="toy, xor, synthetic, criteo, adult, bank"):
         load_dataset("mnist")
     with pytest.raises(AggMRFError, match=r"does not accept \['bogus'\]"):
         load_dataset("xor", bogus=1)

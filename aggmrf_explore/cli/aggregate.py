@@ -276,6 +276,7 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     earlier = earlier_mechanisms(args.earlier_release)
     cli_args.warn_useless_noise(mech, layout, agg.n)
     data = publish(agg, mech, insecure_seed=args.insecure_seed) if mech is not None else agg
+    data = cli_args.suppressed_as_released(args, data)
     if args.insecure_seed is not None and mech is not None:
         warn(
             "--insecure-seed: whoever knows or guesses the seed recovers every count; "

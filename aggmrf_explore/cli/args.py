@@ -210,7 +210,8 @@ def load_dataset(args: argparse.Namespace) -> Dataset:
         )
     if not args.dataset:
         raise AggMRFError(
-            "choose the data: --dataset NAME (toy, xor, synthetic, adult, bank) or --csv FILE --label COL."
+            f"choose the data: --dataset NAME ({', '.join(datasets.DATASET_NAMES)}) or --csv "
+            "FILE --label COL."
         )
     if args.label or args.test_csv:
         raise AggMRFError("--label and --test-csv go with --csv, not with --dataset.")
@@ -426,3 +427,18 @@ def warn_useless_noise(mechanism, layout: TableLayout, n: float) -> None:
             f"count ({typical:.3g} = n / rows per table): the noisy tables carry almost no "
             "information — raise --epsilon, or release fewer, coarser tables."
         )
+
+
+def suppressed_as_released(args: argparse.Namespace, data):
+    """``data`` as ``--dataset NAME``'s release shows it: the pair cells of (released, noisy)
+    count ≤ k left out when the dataset's spec declares a suppression k (the Criteo-shaped
+    dataset, the AdKDD'21 rule); unchanged otherwise, and for local noise (per record)."""
+    from .. import datasets
+    from ..tables.suppression import suppress_pair_tables
+
+    if not getattr(args, "dataset", None) or getattr(args, "csv", None):
+        return data
+    spec = datasets.dataset_spec(args.dataset)
+    if spec.suppression is None or (data.noise is not None and data.noise.privacy != "central"):
+        return data
+    return suppress_pair_tables(data, spec.suppression)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
+from ..datasets.catalog import DATASET_NAMES
 from ..errors import AggMRFError
 from ..settings import setting
 from ..tables.budget import DEFAULT_MAX_ROWS
@@ -55,7 +56,7 @@ def _add_data_options(p: argparse.ArgumentParser, unseen: str = "other") -> None
     schema: ``predict`` then maps a new value to "(other)" and warns)."""
     g = p.add_argument_group("data")
     src = g.add_mutually_exclusive_group()
-    src.add_argument("--dataset", help="toy, xor, synthetic, adult or bank")
+    src.add_argument("--dataset", help=", ".join(DATASET_NAMES))
     src.add_argument("--csv", help="your own CSV file (needs --label)")
     g.add_argument(
         "--label",

@@ -97,6 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     mech = cli_args.make_mechanism(args, problem.layout, args.epsilon)
     enc = problem.encoded
     data = release(problem.aggregated, mech, seed=args.seed, records=(enc.X_train, enc.y_train))
+    data = cli_args.suppressed_as_released(args, data)
     cli_args.warn_useless_noise(data.noise, problem.layout, problem.aggregated.n)
     cli_args.check_noise_aware(args, mech)
     settings = cli_args.trainer_settings(args, problem.layout, data.n)
@@ -138,6 +139,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         "noise": noise_summary(mech, args.accounting),
         "seconds": {"prepare": prep_seconds, "total": time.perf_counter() - t0},
     }
+    if data.suppression is not None:  # the dataset's release leaves out small pair cells
+        out["suppression"] = {
+            "threshold": max(data.suppression.thresholds.values()),
+            "rows_left_out": data.suppression.n_rows,
+        }
     if mech is not None and mech.privacy == "local":  # σ per cell: their root mean square
         out["noise"].update(sigma=float(data.noise.std), accounting="local")
     if auto is not None:

@@ -16,7 +16,7 @@ from the md5-checked gzip copies in ``aggmrf_explore/data``), ``csv`` (your own 
 from __future__ import annotations
 
 from .bundled import ADULT_CITATION, ADULT_COLUMNS, BANK_CITATION, adult, bank, clear_cache
-from .catalog import DATASET_NAMES, load_dataset
+from .catalog import DATASET_NAMES, DATASETS, DatasetSpec, dataset_spec, load_dataset
 from .csv import MIN_CSV_ROWS, load_csv, read_csv_file
 from .dataset import Dataset, EncodedData, other_class, target_encode
 from .generated import (
@@ -39,6 +39,9 @@ __all__ = [
     "Dataset",
     "EncodedData",
     "DATASET_NAMES",
+    "DATASETS",
+    "DatasetSpec",
+    "dataset_spec",
     "load_dataset",
     "load_csv",
     "read_csv_file",
