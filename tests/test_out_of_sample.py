@@ -1,5 +1,5 @@
-"""The trainer on small problems nobody tuned on: fresh seeds every run, the exact optimum
-as reference (benchmarks/out_of_sample.py prints the full distribution)."""
+"""The shipped defaults on small problems nobody tuned on: fresh seeds every run, the exact
+optimum as reference (benchmarks/out_of_sample.py prints the full distribution)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,12 @@ import numpy as np
 
 from aggmrf_explore.exact import all_states, expected_statistics, fit_exact, state_probabilities
 from aggmrf_explore.experiment import prepare
-from aggmrf_explore.mrf import PCDTrainer, default_iterations, default_settings
-
-# benchmarks/out_of_sample.py (docs/out_of_sample.md): the default run's worst averaged gap
-# was 1.4e-3 and 1.2e-3 in two runs of 20 fresh problems (1.5e-3 over 16 more with the same
-# schedule); the bound is ≈ 7× above the worst, so CI does not flake.  (The former default, plain step and 600
-# iterations, reached 1.4e-2 on the worst of 20.)
-GAP_BOUND = 1e-2
+from aggmrf_explore.mrf import PCDTrainer, default_settings
+from benchmarks.out_of_sample import default_run, draw_problem
 
 
 def small_problem(seed: int):
-    """4–5 features of 2–3 modalities, all pairs, n = 1 000 records (as the benchmark)."""
+    """4–5 features of 2–3 modalities, all pairs, n = 1 000 records (datasets.synthetic)."""
     rng = np.random.default_rng(seed)
     n_features = int(rng.integers(4, 6))
     modalities = [int(m) for m in rng.integers(2, 4, size=n_features)]
@@ -38,18 +33,35 @@ def gap_over_likely_states(model, layout, exact, n: int) -> float:
     return float(np.abs(model.predict_proba(states[keep])[:, 1] - p_exact[keep]).max())
 
 
-def test_default_run_lands_near_the_exact_optimum_on_fresh_problems():
-    """The default rule (momentum 0.8 on θ, default_iterations, the second half averaged) on
-    three problems drawn from fresh entropy (the seed is in the failure message)."""
-    for seed in np.random.SeedSequence().generate_state(3):
-        pb = small_problem(int(seed))
-        lay, agg = pb.layout, pb.aggregated
-        st = default_settings(lay, agg.n, lambda_mu=1.0, seed=int(seed) % 2**31)
-        exact = fit_exact(agg, st.lambda_mu, st.lambda_theta)
-        tr = PCDTrainer(agg, st).fit(default_iterations(st))
-        assert tr.average_from == default_iterations(st) // 2
-        gap = gap_over_likely_states(tr.model, lay, exact, agg.n)
-        assert gap <= GAP_BOUND, f"seed {int(seed)}: max |ΔP| = {gap:.2e}"
+# Three problems each of the pairwise and mixture families of benchmarks/out_of_sample.py
+# (1 000 records), drawn from fresh entropy on every run and trained with exactly the
+# shipped defaults (the skewed family's |ΔP| are small whatever the trainer does: it is in
+# the benchmark).  The defaults miss 2·10⁻³ on about 1 problem in 20 (the slow relaxation
+# of docs/out_of_sample.md, up to 4.2·10⁻³); the former defaults (n' = n, the
+# preconditioner from the chain's own d̂, ĉ) missed 3·10⁻³ on every pairwise problem
+# measured (20 of 20, median 8.3·10⁻³).  At least 4 of 6 within 3·10⁻³ separates the two:
+# the former defaults fail it with the three pairwise problems alone, the new ones about
+# once in 400 runs (three misses at 1 in 20 each).
+WITHIN = 3e-3
+AT_LEAST = 4
+MAX_BOUND = 1e-2
+
+
+def test_shipped_defaults_land_near_the_exact_optimum_on_fresh_problems():
+    """The documented accuracy (mrf.default_settings: 2·10⁻³ max |ΔP(Y=1|x)| of the exact
+    regularised optimum on small problems) on six fresh problems; the seeds are in the
+    failure message (``draw_problem(family, seed, 1000)`` repeats one)."""
+    families = ("pairwise", "mixture") * 3
+    seeds = [int(s) for s in np.random.SeedSequence().generate_state(len(families))]
+    found = []
+    for family, seed in zip(families, seeds, strict=True):
+        data, _ = draw_problem(family, seed, 1000)
+        gap, _, _ = default_run(data)
+        found.append((gap, family, seed))
+    gaps = np.array([g for g, _, _ in found])
+    what = ", ".join(f"{f} {s}: {g:.1e}" for g, f, s in found)
+    assert (gaps <= WITHIN).sum() >= AT_LEAST, f"fewer than {AT_LEAST} within {WITHIN}: {what}"
+    assert gaps.max() <= MAX_BOUND, f"max {gaps.max():.1e} ({what})"
 
 
 class ExactStatistics:
@@ -69,7 +81,9 @@ class ExactStatistics:
 
 def test_momentum_on_theta_shortens_the_slow_relaxation_without_noise():
     """With exact statistics the plain update relaxes slowly along the directions the
-    penalty alone holds; heavy ball on θ (β = 0.9) gets 5× closer in 300 iterations."""
+    penalty alone holds; heavy ball on θ (β = 0.9) gets 4.4× closer in 300 iterations
+    (1.0·10⁻² → 2.3·10⁻³ with the default preconditioner from the targets; more than 5×
+    with the paper's from the samples).  Without momentum the ratio is 1."""
     pb = small_problem(103)
     lay, agg = pb.layout, pb.aggregated
     gaps = {}
@@ -80,4 +94,4 @@ def test_momentum_on_theta_shortens_the_slow_relaxation_without_noise():
         tr = PCDTrainer(agg, st, chain_factory=chain).fit(300)
         gaps[beta] = gap_over_likely_states(tr.live_model, lay, exact, agg.n)
     assert gaps[0.0] > 5e-3
-    assert gaps[0.9] < gaps[0.0] / 5
+    assert gaps[0.9] < gaps[0.0] / 3
