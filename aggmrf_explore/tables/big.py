@@ -112,7 +112,7 @@ def _header_names(path: str, kind: str, con) -> list[str]:
     A Parquet schema is read by DuckDB (``con``), never by pyarrow: the first allocation
     from Arrow's default memory pool (mimalloc) reserves about 1 GiB of address space for
     the rest of the process, which is what made 10⁷ distinct codes (K = 10⁷ + 1) run out
-    of memory under a 3 GB ``ulimit -v`` (docs/criteo_scale.md)."""
+    of memory under a 3 GB ``ulimit -v`` (docs/duckdb_address_space.md)."""
     shown = repr(os.path.basename(path))
     if kind == "parquet":
         import duckdb
