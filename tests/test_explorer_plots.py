@@ -523,3 +523,24 @@ def test_local_noise_plot_density_and_bars_agree():
     # (one σ, their RMS: the curve misses the bars by far more)
     _, bars1, curve1 = _bars_and_curve(privacy_plots.noise_histogram(noise, rms, "local"))
     assert np.abs(curve1 - bars1).sum() / bars1.sum() > 3 * mismatch
+
+
+def test_the_live_point_says_paused_when_paused():
+    """The privacy curve's live point: "this run (training)" while the session trains,
+    "this run (paused)" once paused, in a figure refreshed in place (its legend follows)."""
+    from aggmrf_explore.explorer.liveplots import LivePlot
+
+    runs = [{"dataset": "xor", "mechanism": "gaussian", "epsilon": 1.0, "nllh": 0.1}]
+    kw = {"runs": runs, "live": {"dataset": "xor", "epsilon": 2.0, "nllh": 0.12}}
+    kw |= {"skyline": 0.2, "dataset": "xor"}
+    plot = LivePlot(privacy_plots.privacy_curve_plot, privacy_plots.privacy_curve_data)
+    key = privacy_plots.privacy_series(runs, "xor")
+
+    def legend() -> set[str]:
+        labels = (item.label for lg in plot.fig.legend for item in lg.items)
+        return {lab.get("value") if isinstance(lab, dict) else lab.value for lab in labels}
+
+    plot.update({**kw, "running": True}, key=key)
+    assert "this run (training)" in legend() and "this run (paused)" not in legend()
+    plot.update({**kw, "running": False}, key=key)  # (the same figure, in place)
+    assert "this run (paused)" in legend() and "this run (training)" not in legend()

@@ -39,6 +39,7 @@ __all__ = [
     "MECHANISM_LABELS",
     "MECHANISM_COLORS",
     "PRIVACY_LIVE",
+    "PRIVACY_PAUSED",
     "PRIVACY_SKYLINE",
 ]
 
@@ -214,6 +215,7 @@ MECHANISM_COLORS = {
     "local": "#9467bd",
 }
 PRIVACY_LIVE = "this run (training)"
+PRIVACY_PAUSED = "this run (paused)"  # the live point's legend while the session is paused
 PRIVACY_SKYLINE = "skyline (no privacy)"
 
 
@@ -252,6 +254,7 @@ def privacy_curve_data(
     live: dict | None = None,
     skyline: float | None = None,
     dataset: str | None = None,
+    running: bool = True,
 ) -> PlotData:
     """Layers of :func:`privacy_curve_plot`: this session's test NLLH against ε.
 
@@ -259,7 +262,8 @@ def privacy_curve_data(
     noise_aware, dataset, …), one point each, joined by one line per mechanism and
     learner (:func:`privacy_series`; Laplace and Gaussian runs never share a line), in ε
     order, through the mean of the runs at one ε; ``live``: the run training now
-    (``store.privacy_point()``), an open marker; ``skyline``: the logistic fitted on the
+    (``store.privacy_point()``), an open marker named :data:`PRIVACY_LIVE`, or
+    :data:`PRIVACY_PAUSED` when not ``running`` (the legend follows); ``skyline``: the logistic fitted on the
     records (no privacy), the reference line.  Runs of another ``dataset`` are left out.
     The y axis never goes below ``NLLH_FLOOR``: a point below it is drawn on the axis as
     a red ▼ with its value, and its line goes down to it.
@@ -289,7 +293,7 @@ def privacy_curve_data(
         mean = [float(np.mean([v for e2, v in pts if e2 == e])) for e in eps]
         layers[f"{label} (finished runs)"] = xy(eps, np.maximum(mean, bottom))
         layers[f"{label}: runs"] = xy([e for e, _ in pts], [v for _, v in pts])
-    layers[PRIVACY_LIVE] = xy([le], [ln]) if has_live else xy([], [])
+    layers[PRIVACY_LIVE if running else PRIVACY_PAUSED] = xy([le], [ln]) if has_live else xy([], [])
     low = [(x, y) for x, y in zip(xs, ys, strict=True) if y < ylim[0]]
     layers[OFF_SCALE] = xy([x for x, _ in low], [bottom] * len(low))
     step = 0.07 * (ylim[1] - ylim[0])  # (values at one ε: stacked, never on top of each other)
@@ -320,11 +324,14 @@ def privacy_curve_plot(
     live: dict | None = None,
     skyline: float | None = None,
     dataset: str | None = None,
+    running: bool = True,
 ) -> hv.Overlay:
     """Test NLLH against ε (log axis) from this session's runs, one line per mechanism
-    and learner (MRF solid, MRF-N dashed), with the live run, the points below the axis
-    and the skyline (no privacy) as the reference."""
-    d = privacy_curve_data(runs, live, skyline, dataset)
+    and learner (MRF solid, MRF-N dashed), with the live run (its legend says whether it
+    is ``running`` or paused), the points below the axis and the skyline (no privacy) as
+    the reference."""
+    d = privacy_curve_data(runs, live, skyline, dataset, running)
+    live_name = PRIVACY_LIVE if running else PRIVACY_PAUSED
     xdim = hv.Dimension("epsilon", label="privacy budget ε (log)")
     ydim = hv.Dimension("nllh", label="final test NLLH")
     layers = []
@@ -341,7 +348,7 @@ def privacy_curve_plot(
         )
         layers.append(hv.Scatter(d.layers[f"{label}: runs"], xdim, ydim).opts(color=color, size=10))
     layers.append(
-        hv.Scatter(d.layers[PRIVACY_LIVE], xdim, ydim, label=PRIVACY_LIVE).opts(
+        hv.Scatter(d.layers[live_name], xdim, ydim, label=live_name).opts(
             color="white", line_color="black", line_width=2, size=13
         )
     )

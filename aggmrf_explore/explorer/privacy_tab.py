@@ -85,10 +85,10 @@ class PrivacyTab(pn.viewable.Viewer):
             return
         sky = s.references().get(plots.REFERENCE_NAMES[0])
         runs, live = list(s.privacy_runs), s.privacy_point()
-        key = privacy_plots.privacy_series(
-            runs, s.dataset
-        )  # a new curve: the figure is drawn again
+        key = privacy_plots.privacy_series(runs, s.dataset)  # a new curve: drawn again
+        # (the live point's legend says "paused" while paused: its layer's name)
         kw = {"runs": runs, "live": live, "skyline": sky, "dataset": s.dataset}
+        kw["running"] = bool(s.running)
         self.p_privacy.update(kw, key=key)
 
     def refresh_runs(self) -> None:
