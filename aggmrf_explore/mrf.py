@@ -250,10 +250,11 @@ def default_settings(layout: TableLayout, n: int, **overrides) -> TrainerSetting
     What these defaults deliver (``benchmarks/out_of_sample.py``, exactly these defaults on
     three families of fresh small problems; docs/out_of_sample.md): 3 000 iterations, the
     second half averaged, land within 2·10⁻³ max |ΔP(Y=1|x)| of the exact regularised
-    optimum on fresh problems of 300 and 1 000 records (19–20 of 20 per family; the
-    remaining misses are the slow relaxation below).  It does not hold at 10⁵ records:
-    there a cell's count is 100× larger and the directions that the penalties alone hold
-    relax 100× more slowly, so 3 000 iterations stop 10⁻³–10⁻² short.  With the former
+    optimum on most fresh problems of 300 and 1 000 records (all of 44 at 300; 18–20 of 20
+    per family at 1 000, worst 4.3·10⁻³: a slow relaxation of μ along the directions
+    that λ_μ alone holds, not noise).  It does not hold at 10⁵ records: there a cell's
+    count is 100× larger, those directions relax 100× more slowly, and 3 000 iterations
+    stop 10⁻³–10⁻² short even without Monte-Carlo noise.  With the former
     preconditioner (from the chain's own d̂ and ĉ) and n' = n, the same small problems
     missed by a bias of about one sample's weight per cell (E[g/h] = 0 is not E[g] = 0),
     which more iterations did not remove.
