@@ -519,7 +519,7 @@ def test_local_noise_plot_density_and_bars_agree():
     assert abs(edges[-1] - np.quantile(np.abs(noise), 0.995)) < 1e-6 * edges[-1]
     mismatch = np.abs(curve - bars).sum() / bars.sum()
     assert mismatch < 0.15, mismatch
-    assert "32,561 records" in fig.opts.get().kwargs["title"]
+    assert "the data: 32,561" in fig.values()[0].kdims[0].label
     # (one σ, their RMS: the curve misses the bars by far more)
     _, bars1, curve1 = _bars_and_curve(privacy_plots.noise_histogram(noise, rms, "local"))
     assert np.abs(curve1 - bars1).sum() / bars1.sum() > 3 * mismatch

@@ -17,6 +17,8 @@ import panel as pn
 
 from .params import declaration
 
+BUTTON_GROUPS = (pn.widgets.RadioButtonGroup, pn.widgets.CheckButtonGroup)
+
 __all__ = ["CONTROL_HELP", "TAB_NOTES", "EXPLAIN", "help_for", "with_help", "tab_note", "explain"]
 
 CONTROL_HELP = {
@@ -38,6 +40,12 @@ CONTROL_HELP = {
     "keep_settings": "On a dataset switch, keep the λ, α, n' and seeds set by hand "
     "(else they go back to the defaults of the new data).",
     "table": "The released table shown below, beside the model's current estimates.",
+    "data_seed": "Seed of the data: draws a generated dataset's records, or splits real "
+    "data into training and test records.",
+    "noise_seed": "Seed of the privacy noise draw (a simulation: a real release keeps its "
+    "noise secret); another seed, another noisy release of the same tables.",
+    "train_seed": "Seed of the Gibbs sampler: another seed, another random path of the "
+    "same training.",
 }
 
 TAB_NOTES = {
@@ -77,13 +85,16 @@ EXPLAIN = {
     "convergence": (
         "**What am I seeing?** How far the model's expected tables d̂ (counts) and ĉ (label "
         "sums) are from the released ones, as relative L1 error on a log axis. It settles "
-        "around the Monte-Carlo floor of n' Gibbs samples (dashed): single iterations dip "
-        "below it by chance, the level they settle at does not; add samples to lower it."
+        "around the Monte-Carlo floor of n' Gibbs samples (dashed): the error that n' random "
+        "samples leave even when the model is exact (it shrinks like 1/√n'). Single "
+        "iterations dip below it by chance, the level they settle at does not; add samples "
+        "to lower it."
     ),
     "dhat": (
         "**What am I seeing?** Every released table row: its target count d (horizontal) and "
         "the model's current estimate d̂ (vertical), log–log. Training pulls the points onto "
-        "the diagonal; colour tells single-feature from pair tables."
+        "the diagonal; colour tells single-feature from pair tables. A log axis has no 0: a "
+        'count of 0 is drawn at 0.5 ("0 shown as 0.5").'
     ),
     "tables": (
         "**What am I seeing?** One released table: a row per combination of modalities with its "
@@ -110,17 +121,21 @@ EXPLAIN = {
 
 
 def help_for(name: str) -> str:
-    """The help of the control of store setting ``name`` (its declaration's, if any)."""
+    """The help of the control of store setting ``name``: :data:`CONTROL_HELP`'s if it has
+    one (the three seeds share one declaration but not one meaning), else its
+    declaration's."""
     decl = declaration(name)
-    return decl.help if decl is not None else CONTROL_HELP.get(name, "")
+    return CONTROL_HELP.get(name) or (decl.help if decl is not None else "")
 
 
 def with_help(widget, text: str):
-    """``widget`` with ``text`` as its tooltip: its ``description`` when it has one, else
-    a row of the widget and a "?" icon."""
+    """``widget`` with ``text`` as its tooltip: its ``description`` when it shows one (a
+    widget with a label), else a row of the widget and a "?" icon (sliders, and button
+    groups: a group's description is a tooltip over the whole group, which stayed on the
+    page over the plots after a click)."""
     if not text:
         return widget
-    if "description" in widget.param:
+    if "description" in widget.param and not isinstance(widget, BUTTON_GROUPS):
         widget.description = text
         return widget
     icon = pn.widgets.TooltipIcon(value=text, width=20, margin=(22, 4, 0, 0))

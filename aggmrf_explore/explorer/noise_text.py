@@ -27,8 +27,9 @@ def noise_summary(session) -> str:
     except Exception as exc:  # noqa: BLE001
         return f"⚠ {error_message(exc)}"
     lines = [
-        f"T = {nums['T']} released tables · Δ₁ = {nums['l1_sensitivity']:g}, "
-        f"Δ₂ = {nums['l2_sensitivity']:.3g}"
+        f"T = {nums['T']} released tables · sensitivity Δ₁ = {nums['l1_sensitivity']:g}, "
+        f"Δ₂ = {nums['l2_sensitivity']:.3g} (how much one person can change all the "
+        "released numbers together, summed: Δ₁, or as a length: Δ₂; the noise grows with it)"
     ]
     if s.mechanism == "laplace":
         lines.append(
@@ -42,7 +43,8 @@ def noise_summary(session) -> str:
         )
     elif s.mechanism == "discrete_gaussian":
         lines.append(
-            f"**discrete Gaussian σ** (integer noise, by zCDP ρ = {nums['rho']:.3g}): "
+            f"**discrete Gaussian σ** (integer noise; its budget in zero-concentrated DP, "
+            f"ρ = {nums['rho']:.3g}, the same guarantee as ε, δ in another unit): "
             f"**{nums['sigma_discrete']:.3g}** records · the continuous one's analytic σ: "
             f"{nums['sigma_analytic']:.3g}"
         )

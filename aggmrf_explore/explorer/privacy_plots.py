@@ -118,7 +118,8 @@ MIXTURE_SIGMAS = 2000  # the most σ's the mixture density sums (evenly picked)
 def _mixture_histogram(noise, sigmas, mechanism: str, bins: int, records: int | None = None):
     """:func:`noise_histogram` with one σ per count (``sigmas``); ``records``: the data's
     number of records, in the title (the noise on a count may exceed it)."""
-    xdim = hv.Dimension("noise", label="noise added to a count (records)")
+    of = f"; the data: {records:,}" if records else ""
+    xdim = hv.Dimension("noise", label=f"noise added to a count (records{of})")
     ydim = hv.Dimension("density", label="density (1 / record)")
     noise = np.asarray(noise if noise is not None else [], dtype=float)
     noise = noise[np.isfinite(noise)]
@@ -155,8 +156,7 @@ def _mixture_histogram(noise, sigmas, mechanism: str, bins: int, records: int | 
     top = float(heights[np.isfinite(heights)].max()) if heights.size else 0.0
     return hv.Overlay([hist, curve]).opts(
         hv.opts.Overlay(
-            title="Noise on released counts (99.5 % of them"
-            + (f"; the data hold {records:,} records)" if records else ")"),
+            title="Noise on released counts (99.5 % shown)",
             legend_position="top_right",
             xlim=(-lim, lim),
             ylim=(0, 1.45 * top if top > 0 else 1.0),
