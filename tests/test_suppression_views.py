@@ -215,8 +215,8 @@ def test_suppression_view_data_is_finite_and_counts_every_cell(rel):
 
 def test_explorer_criteo_problem_is_a_suppressed_release():
     """The explorer's "Criteo-shaped (small, suppressed)" problem: its pair cells with true
-    count ≤ 10 are absent (d = c = 0, marked) and stay so under Gaussian noise; singles
-    complete; the records are the generator's (same seed → same data)."""
+    count ≤ 10 are absent (d = c = 0, marked); under Gaussian noise the cells of noisy count
+    ≤ 10 are; singles complete; the records are the generator's (same seed → same data)."""
     from aggmrf_explore.datasets.criteo import SMALL_CARDINALITIES, small_dataset
     from aggmrf_explore.explorer.problems import SUPPRESSED, get_problem, get_release
 
@@ -229,9 +229,13 @@ def test_explorer_criteo_problem_is_a_suppressed_release():
     assert box.n_rows > 100
     assert np.all(b.aggregated.d[box.rows] == 0) and np.all(b.aggregated.c[box.rows] == 0)
     np.testing.assert_array_equal(b.aggregated.d[~box.rows], exact.d[~box.rows])
+    # the noisy release: noise on every cell, then the cells of *noisy* count ≤ k left out
     noisy, _ = get_release(b, "gaussian", 1.0, 1e-7, "both", "analytic", 0)
-    assert noisy.is_noisy and np.array_equal(noisy.suppression.rows, box.rows)
-    assert np.all(noisy.d[box.rows] == 0)
+    left_out = noisy.suppression.rows
+    assert noisy.is_noisy and np.all(noisy.d[left_out] == 0) and not np.any(left_out & ~pair)
+    assert np.all(noisy.d[pair & ~left_out] > SUPPRESSED["criteo"])
+    np.testing.assert_array_equal(noisy.true_d, exact.d)  # the noise went on the exact cells
+    assert np.any(left_out != box.rows)  # decided on the noise, not on the true counts
     a, c = small_dataset(500, seed=4), small_dataset(500, seed=4)
     assert a.train.equals(c.train) and not a.train.equals(small_dataset(500, seed=5).train)
     with pytest.raises(AggMRFError, match="label"):

@@ -223,9 +223,9 @@ def get_problem(
 
 
 def _suppressed(dataset: str, data):
-    """``data`` as the release of ``dataset`` shows it: pair cells with true count ≤ k left
-    out (:data:`SUPPRESSED`; a noisy release keeps its true counts, so the same cells); other
-    datasets unchanged."""
+    """``data`` as the release of ``dataset`` shows it: pair cells with released count ≤ k
+    left out (:data:`SUPPRESSED`; on a noisy release the noisy count decides, so which cells
+    are left out is covered by the noise); other datasets unchanged."""
     if dataset not in SUPPRESSED:
         return data
     from ..tables.suppression import suppress_pair_tables
@@ -346,7 +346,12 @@ def get_release(
                 mechanism, epsilon, delta, bundle.layout, accounting, calibration
             )
         enc = bundle.encoded
-        data = privacy.release(bundle.aggregated, mech, seed, records=(enc.X_train, enc.y_train))
+        exact = bundle.aggregated
+        if exact.suppression is not None:  # noise goes on every cell; suppression after it
+            from ..tables import aggregate
+
+            exact = aggregate(enc.X_train, enc.y_train, bundle.layout)
+        data = privacy.release(exact, mech, seed, records=(enc.X_train, enc.y_train))
         return (_suppressed(bundle.key[0], data) if mech.privacy == "central" else data), mech
 
     return _RELEASES.get(key, compute)
