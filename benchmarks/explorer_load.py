@@ -600,6 +600,7 @@ def run(
             say(f"{sessions} sessions open and loaded in {res['open_seconds']:.1f} s")
             for s in everyone:
                 s.click("▶ Play")
+            deadline = time.perf_counter() + timeout  # (a slow opening leaves Play its time)
             for s in everyone:
                 while not (s.observe().startswith("training") and iteration_of(s.status()) > 0):
                     if time.perf_counter() > deadline:
