@@ -20,6 +20,7 @@ __all__ = [
     "check_output",
     "check_publish_flags",
     "check_earlier_release",
+    "schema_subset",
     "earlier_mechanisms",
     "privacy_spent",
 ]
@@ -141,7 +142,7 @@ def _records_schema(ds, bins: int) -> tuple:
     return schema, enc.X_train, enc.y_train
 
 
-def _subset(schema, names: list[str]):
+def schema_subset(schema, names: list[str]):
     """``schema`` restricted to the features ``names`` (in the schema's order)."""
     from ..encoding import Schema
 
@@ -198,7 +199,7 @@ def release_schema(args: argparse.Namespace, ds, mech_name: str) -> tuple:
         schema, X, y = _records_schema(ds, args.bins)
         return schema, X, y, {"source": "records", "about": SCHEMA_SOURCES["records"]}
     elif not args.csv and (schema := bundled_schema(ds.name)) is not None:
-        schema = _subset(schema, feats)
+        schema = schema_subset(schema, feats)
         source = {
             "source": "declared",
             "about": SCHEMA_SOURCES["declared"] + "; " + ds.name + "'s codebook",
