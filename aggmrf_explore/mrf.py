@@ -253,9 +253,9 @@ def default_settings(layout: TableLayout, n: int, **overrides) -> TrainerSetting
     optimum on most fresh problems of 300 and 1 000 records (all 60 at 300; 18–20 of 20
     per family at 1 000, worst 4.3·10⁻³: a slow relaxation of μ along the directions
     that λ_μ alone holds, not noise).  It does not hold at 10⁵ records (12 of 61 within
-    2·10⁻³, medians 3.3–4.4·10⁻³): 3 000 iterations stop short there even without
-    Monte-Carlo noise and with either preconditioner (most likely the same directions,
-    whose relaxation slows as 1/n; not shown).  With the former preconditioner (from the
+    2·10⁻³, medians 3.3–4.4·10⁻³): 3 000 iterations stop short there (on the one problem
+    checked, as far without Monte-Carlo noise and with either preconditioner; most likely
+    the same directions, whose relaxation slows as 1/n, not shown).  With the former preconditioner (from the
     chain's own d̂ and ĉ) and n' = n, the same small problems
     missed by a bias of about one sample's weight per cell (E[g/h] = 0 is not E[g] = 0),
     which more iterations did not remove.
