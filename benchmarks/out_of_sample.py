@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 
+from aggmrf_explore.errors import DivergenceError
 from aggmrf_explore.exact import all_states, fit_exact, state_probabilities
 from aggmrf_explore.mrf import PCDTrainer, default_iterations
 from aggmrf_explore.tables import AggregatedData, TableLayout, aggregate
@@ -120,10 +121,15 @@ def gap_to_exact(data: AggregatedData, model, exact) -> float:
 
 def default_run(data: AggregatedData) -> tuple[float, float, float]:
     """(gap of the reported model, gap of the last iterate, seconds of training) of the
-    shipped defaults: ``PCDTrainer(data).fit(default_iterations(...))``, nothing overridden."""
+    shipped defaults: ``PCDTrainer(data).fit(default_iterations(...))``, nothing overridden.
+    A run that diverges counts as a miss: both gaps are inf."""
     t0 = time.perf_counter()
     tr = PCDTrainer(data)
-    tr.fit(default_iterations(tr.settings))
+    try:
+        tr.fit(default_iterations(tr.settings))
+    except DivergenceError as err:
+        print(f"diverged: {err}", flush=True)
+        return float("inf"), float("inf"), time.perf_counter() - t0
     seconds = time.perf_counter() - t0
     exact = fit_exact(data, tr.settings.lambda_mu, tr.settings.lambda_theta)
     return gap_to_exact(data, tr.model, exact), gap_to_exact(data, tr.live_model, exact), seconds
