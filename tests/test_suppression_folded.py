@@ -238,7 +238,8 @@ def test_box_targets_on_folded_rows(folded):
     np.testing.assert_array_equal(d0[f], d[f])
     # the proximal form: one PCD step from μ ≠ 0 lands on μ = 0 where the model's count is
     # inside the box, and takes the bound as target where it is outside
-    st = default_settings(lay, data.n, momentum=0.0)
+    # a release with folded rows trains with the samples' preconditioner (mrf.PCDTrainer)
+    st = default_settings(lay, data.n, momentum=0.0, preconditioner="samples")
     pen = np.ones(lay.K)
     pen[0] = 0.0
     idx = np.flatnonzero(f)
