@@ -688,3 +688,21 @@ def test_library_writers_write_exclusive_temporary_files(tmp_path):
 
     assert len(pd.read_csv(tmp_path / "r.csv")) == 300
     assert len(pd.read_parquet(tmp_path / "r.parquet")) == 300
+
+
+def test_explorer_disk_cache_never_writes_through_a_link(tmp_path):
+    """The explorer's disk cache (baselines, figures) writes through files.write_text: a link
+    planted at the cache file's name is refused (the write fails, the cache is skipped) and
+    the link's target, outside the cache, is untouched; a plain write lands."""
+    from aggmrf_explore.explorer.caches import read_json, write_json
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "planted.json").symlink_to(outside)
+    assert write_json(cache / "planted.json", {"a": 1}) is False
+    assert outside.read_text() == "precious"
+    assert write_json(cache / "fine.json", {"a": 1}) is True
+    assert read_json(cache / "fine.json") == {"a": 1}
+    assert sorted(p.name for p in cache.iterdir()) == ["fine.json", "planted.json"]

@@ -170,12 +170,14 @@ def read_json(path: Path) -> Any | None:
 
 
 def write_json(path: Path, content: Any) -> bool:
-    """Write a cache file atomically (temporary file, then rename); False if it failed."""
+    """Write a cache file safely (``files.write_text``: an exclusive temporary file with an
+    unpredictable name, renamed; never through a link); False if it failed."""
+    from ..errors import AggMRFError
+    from ..files import write_text
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(content))
-        tmp.replace(path)
-    except (OSError, TypeError, ValueError):
+        write_text(path, json.dumps(content), "cache file")
+    except (AggMRFError, OSError, TypeError, ValueError):
         return False
     return True
