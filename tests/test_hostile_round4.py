@@ -706,3 +706,51 @@ def test_explorer_disk_cache_never_writes_through_a_link(tmp_path):
     assert write_json(cache / "fine.json", {"a": 1}) is True
     assert read_json(cache / "fine.json") == {"a": 1}
     assert sorted(p.name for p in cache.iterdir()) == ["fine.json", "planted.json"]
+
+
+@pytest.fixture(scope="module")
+def noisy_release(tmp_path_factory):
+    """A noisy release as aggregate writes it (XOR, 4 000 records, discrete Gaussian ε = 1)."""
+    from aggmrf_explore.cli import main
+
+    out = tmp_path_factory.mktemp("forged") / "rel"
+    argv = ["aggregate", "--dataset", "xor", "--n", "4000", "--out", str(out)]
+    assert main([*argv, "--mechanism", "gaussian", "--epsilon", "1"]) == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    "forge, says",
+    [
+        (
+            {"intercept": {"count": -10_000, "label_sum": 50}},
+            "'intercept' count -10000 is negative",
+        ),
+        ({"intercept": {"count": 4000, "label_sum": 9000}}, "label_sum 9000 > its count"),
+        ({"intercept": {"count": 40_000, "label_sum": 2000}}, "'intercept' count 40000"),
+        ({"n": 400_000}, "'n' = 400,000"),
+        ({"intercept": {"count": "many", "label_sum": 1}}, "intercept"),
+        ({"intercept": [1, 2]}, "intercept"),
+    ],
+    ids=["negative-count", "label-sum-above", "count-10x", "n-100x", "count-text", "not-object"],
+)
+def test_forged_declarations_of_a_noisy_release_are_refused(
+    noisy_release, tmp_path, forge, says, capsys
+):
+    """Every number release.json declares beside its tables (the intercept's count and label
+    sum, n) is checked against the tables and each other, within what the declared noise
+    explains: a forged one is one error: line naming it, and nothing trains."""
+    import json
+    import shutil
+
+    from aggmrf_explore.cli import main
+
+    rel = tmp_path / "rel"
+    shutil.copytree(noisy_release, rel)
+    meta = json.loads((rel / "release.json").read_text())
+    meta.update(forge)
+    (rel / "release.json").write_text(json.dumps(meta))
+    code = main(["run", "--tables", str(rel), "--iterations", "5", "--json"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert says in err and "Traceback" not in err
