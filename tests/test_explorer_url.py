@@ -215,8 +215,8 @@ def test_after_divergence_play_refuses_and_continue_resumes_from_the_last_good_s
     s.step(3)
     for k, v in (
         ("precondition", False),
-        ("step_theta", 10.0),
-        ("step_mu", 10.0),
+        ("step_theta", 50.0),  # the preconditioner from the targets survives 10 for 100+ steps
+        ("step_mu", 50.0),
         ("lambda_theta", 0.0),
     ):
         assert s.propose(k, v) is None
@@ -231,8 +231,8 @@ def test_after_divergence_play_refuses_and_continue_resumes_from_the_last_good_s
     assert not s.running and s.iteration == it
     s.resume()
     assert s.running and not s.diverged and s.warning == ""
-    assert (s.step_mu, s.step_theta) == (5.0, 5.0) and s.auto_defaults is False
-    assert s.trainer.settings.step_theta == 5.0  # applied to the live trainer
+    assert (s.step_mu, s.step_theta) == (25.0, 25.0) and s.auto_defaults is False
+    assert s.trainer.settings.step_theta == 25.0  # applied to the live trainer
     assert np.array_equal(s.trainer.theta, theta) and np.array_equal(s.trainer.mu, mu)
     assert f"iteration {it:,}" in s.notice
     s.pause()
