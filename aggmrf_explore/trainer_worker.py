@@ -43,7 +43,14 @@ from multiprocessing.connection import Connection
 from .callbacks import TimeBox
 from .errors import AggMRFError, DivergenceError
 
-__all__ = ["TrainerWorker", "WorkerLost", "worker_main", "end_with_parent", "trim_memory"]
+__all__ = [
+    "TrainerWorker",
+    "WorkerLost",
+    "worker_main",
+    "end_with_parent",
+    "ignore_interrupts",
+    "trim_memory",
+]
 
 FRESH_LIST = "fresh-list"  # the token of the trainer's history: the worker starts a new one
 READY = b"ready"
@@ -180,6 +187,9 @@ class TrainerWorker:
                 pass_fds=(r_child, w_child),
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, "AGGMRF_WORKER": "1"},
+                # a Ctrl-C in the terminal is the server's: ignored from before the child's
+                # imports (an ignored SIGINT survives exec, and Python keeps it ignored)
+                preexec_fn=ignore_interrupts if os.name == "posix" else None,
             )
         finally:
             os.close(r_child)
@@ -299,6 +309,13 @@ _STOP = [False]
 
 def _on_stop(signum, frame) -> None:
     _STOP[0] = True
+
+
+def ignore_interrupts() -> None:
+    """In a child, before it runs: SIGINT ignored (a Ctrl-C reaches the whole process group;
+    the server stops its children itself, and a child interrupted in its imports would
+    print a traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def end_with_parent() -> None:

@@ -62,7 +62,7 @@ def test_round_trip_noisy_keeps_values_and_mechanism(tmp_path, records):
     *_, lay, agg = records
     mech = make_mechanism("gaussian", 1.0, 1e-6, lay)
     noisy = release(agg, mech, seed=5)
-    write_release(noisy, tmp_path / "n", accounting="both")
+    write_release(noisy, tmp_path / "n", accounting="both", simulation=True)
     meta = json.loads((tmp_path / "n" / "release.json").read_text())
     assert meta["noise"]["mechanism"] == "gaussian" and "true_count" not in str(meta)
     rel = read_release(tmp_path / "n")
@@ -121,7 +121,7 @@ def test_totals_disagree(records):
 def test_noise_explains_small_disagreement(tmp_path, records):
     *_, lay, agg = records
     noisy = release(agg, make_mechanism("laplace", 1.0, None, lay), seed=1)
-    write_release(noisy, tmp_path / "n")
+    write_release(noisy, tmp_path / "n", simulation=True)
     rel = read_release(tmp_path / "n")  # noisy totals differ, within the declared noise
     assert rel.data.noise is not None
 

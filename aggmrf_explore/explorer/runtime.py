@@ -50,7 +50,13 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from ..errors import AggMRFError
-from ..trainer_worker import TrainerWorker, WorkerLost, end_with_parent, trim_memory
+from ..trainer_worker import (
+    TrainerWorker,
+    WorkerLost,
+    end_with_parent,
+    ignore_interrupts,
+    trim_memory,
+)
 from .environment import env_flag, env_int
 
 __all__ = [
@@ -416,6 +422,7 @@ def _child_setup(nice: bool) -> None:
             os.nice(10)
         except OSError:
             pass
+    ignore_interrupts()  # a Ctrl-C is the server's; it ends its compilers itself
     end_with_parent()
 
 
