@@ -215,9 +215,11 @@ class TrainerWorker:
             time.sleep(0.02)
         return self.ready()
 
-    def run_steps(self, trainer, k: int, box: TimeBox) -> None:
-        """``trainer.step(k, callbacks=[box])`` in the child (module docstring); raises
-        :class:`WorkerLost` (trainer unchanged) if the child is not ready or dies."""
+    def run_steps(self, trainer, k: int, box: TimeBox) -> float:
+        """``trainer.step(k, callbacks=[box])`` in the child (module docstring); returns
+        the CPU seconds the child spent on it (what the training pool's fair share
+        counts); raises :class:`WorkerLost` (trainer unchanged) if the child is not ready
+        or dies."""
         if not self.ready():
             raise WorkerLost("the training worker is not ready.")
         with self._lock:
@@ -226,7 +228,7 @@ class TrainerWorker:
             finally:
                 self.last_used = time.monotonic()
 
-    def _run(self, trainer, k: int, box: TimeBox) -> None:
+    def _run(self, trainer, k: int, box: TimeBox) -> float:
         key = _key(trainer)
         parts = {_token(obj, key, name): obj for name, obj in trainer.shared_parts().items()}
         refs = {id(obj): token for token, obj in parts.items()}
@@ -252,13 +254,14 @@ class TrainerWorker:
         except (EOFError, OSError) as exc:
             self.lost = True
             raise WorkerLost(f"the training worker stopped ({exc or 'exit'}).") from None
-        kind, payload = pickle.loads(reply)
+        kind, payload, cpu = pickle.loads(reply)
         if kind == "error":
             raise payload
         copy, error = _loads(payload, parts)
         box.stats.extend(trainer.absorb(copy))
         if error is not None:
             raise DivergenceError(error)
+        return cpu
 
     def _dead(self) -> list[str]:
         """What the child holds of trainers and parts gone since (now dropped here)."""
@@ -385,12 +388,14 @@ def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
             trainer = _loads(state, objects)
             box = TimeBox(budget, stop=lambda: _STOP[0])
             error = None
+            cpu0 = time.process_time()
             try:
                 trainer.step(k, callbacks=[box])
             except DivergenceError as exc:
                 error = str(exc)
             payload, _ = _dumps((trainer, error), refs)
-            reply = pickle.dumps(("ok", payload), protocol=pickle.HIGHEST_PROTOCOL)
+            cpu = time.process_time() - cpu0
+            reply = pickle.dumps(("ok", payload, cpu), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it
             reply = _error_reply(exc)
         send.send_bytes(reply)
@@ -408,9 +413,10 @@ def trim_memory() -> None:
 
 def _error_reply(exc: Exception) -> bytes:
     try:
-        return pickle.dumps(("error", exc), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(("error", exc, 0.0), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - an exception that does not pickle
-        return pickle.dumps(("error", AggMRFError(f"training worker: {type(exc).__name__}: {exc}")))
+        wrapped = AggMRFError(f"training worker: {type(exc).__name__}: {exc}")
+        return pickle.dumps(("error", wrapped, 0.0))
 
 
 if __name__ == "__main__":

@@ -22,11 +22,11 @@ def _text(page) -> str:
 
 def test_a_page_past_the_cap_says_the_class_is_full(monkeypatch):
     opened = [_Open(), _Open()]
-    monkeypatch.setattr(runtime, "SESSIONS", weakref.WeakSet(opened))
+    monkeypatch.setattr(runtime.RUNTIME, "sessions", weakref.WeakSet(opened))
     page = serve.build_app(max_sessions=2)
     assert isinstance(page, pn.template.BootstrapTemplate)
     assert "The class is full" in _text(page) and "**2**" in _text(page)
-    assert len(runtime.SESSIONS) == 2  # the refused page is not a session
+    assert len(runtime.RUNTIME.sessions) == 2  # the refused page is not a session
 
 
 def test_the_cap_comes_from_the_environment(monkeypatch):
@@ -38,6 +38,6 @@ def test_the_cap_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv("AGGMRF_MAX_SESSIONS")
     assert runtime.max_sessions() == runtime.DEFAULT_MAX_SESSIONS
     opened = [_Open() for _ in range(3)]
-    monkeypatch.setattr(runtime, "SESSIONS", weakref.WeakSet(opened))
+    monkeypatch.setattr(runtime.RUNTIME, "sessions", weakref.WeakSet(opened))
     monkeypatch.setenv("AGGMRF_MAX_SESSIONS", "3")
     assert "The class is full" in _text(serve.build_app())

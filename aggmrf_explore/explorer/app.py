@@ -18,9 +18,10 @@ Where things are:
   worker threads, memory).
 
 Training runs in slices of at most ``SLICE_SECONDS`` in the server's pool of training
-threads (``runtime.TRAINING``, one per core, shared by every session), never on the event
-loop: each training session loops (a coroutine on the event loop) "queue a slice, wait
-for it, refresh the page if due", at most one slice per ``TICK_MS`` period.  Line plots and
+threads (``runtime.RUNTIME.training``, one per core, shared by every session, fair by
+the CPU seconds each session got), never on the event loop: each training session loops
+(``scheduler.RunLoop``, a coroutine on the event loop) "queue a slice, wait for it,
+refresh the page if due", at most one slice per ``TICK_MS`` period.  Line plots and
 the status line refresh every ``FAST_REFRESH`` s, the visible tab's heavier views every
 ``HEAVY_REFRESH`` s; with more sessions training than cores both stretch, up to
 ``MAX_FAST_REFRESH`` and ``MAX_HEAVY_REFRESH`` (:func:`refresh_intervals`); the status
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import CancelledError
 
 import panel as pn
 
@@ -44,6 +44,7 @@ from .loader import Loader, prefetch_default_data, prefetch_first_screen
 from .messages import Messages, training_waits_for
 from .page_fixes import page_script
 from .privacy_tab import PrivacyTab
+from .scheduler import SLICE_SECONDS, TICK_MS, RunLoop
 from .settle import Settle
 from .share_card import ShareCard
 from .shortcuts import Shortcuts
@@ -53,9 +54,6 @@ from .training_tab import TrainingTab
 
 __all__ = ["Explorer", "TICK_MS", "SLICE_SECONDS", "refresh_intervals"]
 
-TICK_MS = 100  # a training session queues at most one slice per period
-WAIT_POLL = 0.25  # s: how often a pressed Play or Step checks that training can start
-SLICE_SECONDS = 0.1  # the most one slice trains (then the page may refresh)
 FAST_REFRESH = 0.5  # status line and line plots, seconds (one session per core)
 HEAVY_REFRESH = 2.0  # the visible tab's heavier views
 STATUS_REFRESH = 1.0  # the status line alone, at the latest (with many sessions training)
@@ -125,10 +123,15 @@ class Explorer(pn.viewable.Viewer):
             lazy=True, chain_build=runtime.chain_build, **settings
         )
         s.set_loader(self._schedule_load)
-        self._looping = False  # the training loop (a coroutine) is under way
-        self._closed = False  # the server destroyed the session
-        self._slice_lock = asyncio.Lock()  # one slice of this session at a time (Play, Step)
-        self._slice_future = None  # the slice queued or under way in the training pool
+        self.run_loop = RunLoop(
+            s,
+            runtime.RUNTIME.training,
+            execute=pn.state.execute,
+            ready=self._sampler_ready,
+            after_slice=self._after_slice,
+            stopped=lambda: self.guard(self._refresh_all),  # paused: the last iterations
+            report=lambda text: self.messages.show_message(text),
+        )
         self._last_fast = self._last_status = 0.0
         self._last_heavy = 0.0
         # the served page starts light (:meth:`template`): its cards come once it is shown,
@@ -171,18 +174,19 @@ class Explorer(pn.viewable.Viewer):
         if doc is not None and doc.session_context is not None:
             doc.on_session_destroyed(self._on_destroyed)
             doc.js_on_event("connection_lost", _connection_lost_banner())
-            runtime.SESSIONS.add(self)
-            runtime.TRAINING.use_processes()
+            runtime.RUNTIME.sessions.add(self)
+            runtime.RUNTIME.training.use_processes()
+            self.run_loop.steps = runtime.steps_for(self)
             runtime.freeze_heap_soon(self)
 
     def _on_destroyed(self, session_context) -> None:
         """The browser tab closed: stop training and drop the per-session trainer (a
         slice under way ends by itself and is dropped)."""
-        self._closed = True
-        runtime.RUNNING.discard(self)
+        self.run_loop.close()
+        runtime.RUNTIME.running.discard(self)
         self.session.close()
-        runtime.SESSIONS.discard(self)
-        runtime.log(f"session closed ({len(runtime.SESSIONS)} open)")
+        runtime.RUNTIME.sessions.discard(self)
+        runtime.log(f"session closed ({len(runtime.RUNTIME.sessions)} open)")
         runtime.release_memory_soon()
 
     # ------------------------------------------------------------------ composition
@@ -381,72 +385,24 @@ class Explorer(pn.viewable.Viewer):
         runtime.freeze_heap_soon(self)  # (a served page's: not a notebook's)
 
     # ------------------------------------------------------------------ run loop
-    def _start_training(self) -> None:
-        """Start the training loop (once: a Play during a Pause's last slice reuses it)."""
-        if self._looping or self._closed:
-            return
-        self._looping = True
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # no event loop (a script driving the view): tick() by hand
-            self._looping = False
-            return
-        pn.state.execute(self._train_loop)
+    @property
+    def _looping(self) -> bool:
+        return self.run_loop.looping
 
-    async def _train_loop(self) -> None:
-        """While the session plays: a slice in the training pool, then the refresh due;
-        at most one slice per ``TICK_MS`` (``iters_per_tick`` is per period)."""
-        first = True  # a Play's first slice goes ahead of the queue, as a Step does
-        try:
-            while self.session.running and not self._closed:
-                t0 = time.monotonic()
-                if await self._train_once(priority=0 if first else 1):
-                    first = False
-                await asyncio.sleep(max(TICK_MS / 1000 - (time.monotonic() - t0), 0.0))
-        finally:
-            self._looping = False
-            if not self._closed:
-                self.guard(self._refresh_all)  # paused: the last iterations on the page
+    @property
+    def _closed(self) -> bool:
+        return self.run_loop.closed
 
     async def _train_once(self, priority: int = 1) -> bool:
-        """One slice of training in the pool, then the refresh due; False (after a short
-        wait) if what training needs is not ready yet: the data, the sampler (the status
-        line says which, :func:`messages.training_waits_for`)."""
-        s = self.session
-        if not self._sampler_ready():
-            self._refresh_due(len(runtime.RUNNING))
-            await asyncio.sleep(WAIT_POLL)
-            return False
-        async with self._slice_lock:
-            if not s.running or s.busy or s.trainer is None or self._closed:
-                return False
-            # (a Pause cancels the slice while it waits in the pool's queue; one under way
-            # ends after its current iteration)
-            future = runtime.TRAINING.submit(
-                s.train_slice,
-                SLICE_SECONDS,
-                s.iters_per_tick,
-                True,
-                runtime.steps_for(self),
-                priority=priority,
-            )
-            self._slice_future = future
-            try:
-                done = await asyncio.wrap_future(future)
-                if not self._closed:
-                    s.finish_slice(done)
-            except (asyncio.CancelledError, CancelledError):
-                pass  # paused before it started
-            except Exception as exc:  # noqa: BLE001
-                s.running = False
-                self.messages.show_message(f"training stopped: {error_message(exc)}")
-            finally:
-                self._slice_future = None
-        if not self._closed:
-            if priority == 0:
-                self._last_fast = 0.0  # (a Play's first slice: shown at once)
-            self._refresh_due(len(runtime.RUNNING))
-        return True
+        """One slice of training in the pool, then the refresh due (``RunLoop.train_once``)."""
+        return await self.run_loop.train_once(priority)
+
+    def _after_slice(self, first: bool) -> None:
+        """A slice came back (or training still waits): the refresh due (``first``: a
+        Play's first slice, shown at once)."""
+        if first:
+            self._last_fast = 0.0
+        self._refresh_due(len(runtime.RUNTIME.running))
 
     def tick(self) -> list:
         """One slice of training now, in the calling thread, then the refresh due (no
@@ -459,13 +415,13 @@ class Explorer(pn.viewable.Viewer):
         except Exception as exc:  # noqa: BLE001
             s.running = False
             self.messages.show_message(f"training stopped: {error_message(exc)}")
-        self._refresh_due(len(runtime.RUNNING))
+        self._refresh_due(len(runtime.RUNTIME.running))
         return stats
 
     def _refresh_due(self, training: int) -> None:
         """The fast or the heavy refresh, if one is due (``training`` sessions training)."""
         now = time.monotonic()
-        fast_s, heavy_s = refresh_intervals(max(training, 1), runtime.TRAINING.cores)
+        fast_s, heavy_s = refresh_intervals(max(training, 1), runtime.RUNTIME.training.cores)
         # never both at once; the more overdue first, so that when refreshes come slower
         # than FAST_REFRESH (a loaded machine, a notebook's comm) the heavy views still
         # take their turn instead of waiting behind a fast refresh due every time
@@ -491,13 +447,11 @@ class Explorer(pn.viewable.Viewer):
     def _on_running(self, event) -> None:
         self.run_controls.show_running(event.new)
         if event.new:
-            runtime.RUNNING.add(self)
-            self._start_training()
+            runtime.RUNTIME.running.add(self)
+            self.run_loop.start()
             return
-        runtime.RUNNING.discard(self)
-        future = self._slice_future
-        if future is not None:
-            future.cancel()  # (only if it still waits for a thread)
+        runtime.RUNTIME.running.discard(self)
+        self.run_loop.cancel_queued()
         if not self._looping:  # (else the loop refreshes once its last slice is back)
             self._refresh_all()
         else:
@@ -531,28 +485,8 @@ class Explorer(pn.viewable.Viewer):
             else:
                 self._refresh_all()
             return
-        s.want_step()
+        self.run_loop.step()
         self.guard(self.messages.show_status)
-        pn.state.execute(self._step_async)
-
-    async def _step_async(self) -> None:
-        s = self.session
-        while not self._closed and not self._sampler_ready():
-            self.guard(self.messages.show_status)  # "Step pressed: … once … ready"
-            await asyncio.sleep(WAIT_POLL)
-        async with self._slice_lock:  # after this session's slice under way, if any
-            s.step_taken()
-            if s.trainer is None or s.busy or self._closed:
-                return
-            try:
-                done = await runtime.TRAINING.run(
-                    s.train_slice, None, 1, False, runtime.steps_for(self), priority=0
-                )
-                s.finish_slice(done)
-            except Exception as exc:  # noqa: BLE001
-                self.messages.show_message(error_message(exc))
-                return
-            s.param.trigger("stepped")  # the views redraw
 
     # ------------------------------------------------------------------ refresh
     def _on_version(self, event=None) -> None:

@@ -1,7 +1,7 @@
 """Loading a store's data off the event loop, and rolling back a setting that fails.
 
 A data setting (dataset, n, seed, features, tables, an upload's label…) makes the store ask
-for new data; :class:`Loader` prepares them in ``runtime.DATA_EXECUTOR`` (a worker thread),
+for new data; :class:`Loader` prepares them in ``runtime.RUNTIME.data`` (a worker thread),
 with the quick baselines, then loads them into the store.  When the preparation fails,
 the setting that caused it (the error's ``setting``, else every data setting changed
 since the last good load) goes back to its last good value, its message stays beside its
@@ -133,7 +133,7 @@ class Loader:
 
         t0 = time.perf_counter()
         try:
-            bundle = await loop.run_in_executor(runtime.DATA_EXECUTOR, work)
+            bundle = await loop.run_in_executor(runtime.RUNTIME.data, work)
             runtime.log(f"{s.dataset} data ready in {time.perf_counter() - t0:.2f} s")
             if self._data_settings() != wanted:
                 return  # settings changed meanwhile; a newer load is under way
@@ -157,7 +157,7 @@ class Loader:
         if not all(k in s.baselines for k in SLOW_BASELINES):
             # large data: the skyline logistic fits in a niced worker thread (cached on disk)
             try:
-                res = await loop.run_in_executor(runtime.SLOW_EXECUTOR, _slow_baselines, bundle)
+                res = await loop.run_in_executor(runtime.RUNTIME.slow, _slow_baselines, bundle)
             except Exception as exc:  # noqa: BLE001
                 self.on_message(f"the logistic baselines failed: {error_message(exc)}")
                 return

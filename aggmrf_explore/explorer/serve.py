@@ -182,7 +182,7 @@ def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
     runtime.limit_malloc_arenas()  # (the first page: before any worker thread starts)
     serve_resources_locally()
     limit = runtime.max_sessions() if max_sessions is None else max(1, int(max_sessions))
-    if len(runtime.SESSIONS) >= limit:
+    if len(runtime.RUNTIME.sessions) >= limit:
         pn.extension(notifications=False)
         runtime.say(f"a new page was told the class is full ({limit} sessions open)")
         return full_page(limit)

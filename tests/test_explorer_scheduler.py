@@ -1,0 +1,159 @@
+"""The training scheduler without Panel: the pool hands the cores out by fair share (the CPU
+seconds each session got), and a session's run loop plays, pauses and steps a real store
+with asyncio alone."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from aggmrf_explore.explorer import scheduler
+from aggmrf_explore.explorer.scheduler import CREDIT_SECONDS, RunLoop, Share, TrainingPool
+from aggmrf_explore.explorer.store import ExplorerSession
+
+
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_a_slice_is_charged_the_cpu_seconds_it_used_not_its_wall_time():
+    pool = TrainingPool(workers=1)
+    busy, starved = Share(), Share()
+    pool.submit(_spin, 0.2, share=busy).result(timeout=30)
+    pool.submit(time.sleep, 0.2, share=starved).result(timeout=30)  # a core it never got
+    assert 0.15 < busy.used < 0.5, busy.used
+    assert starved.used < 0.05, starved.used
+    assert busy.slices == starved.slices == 1
+
+
+def test_the_session_that_got_least_goes_first():
+    """A session whose slices ran on a starved core (few CPU seconds) is served before the
+    ones that trained, whatever the order of submission; Steps still go ahead of all."""
+    pool = TrainingPool(workers=1)
+    gate = threading.Event()
+    pool.submit(gate.wait)  # keeps the only thread busy while the queue fills
+    shares = {"trained a lot": Share(), "trained some": Share(), "starved": Share()}
+    shares["trained a lot"].used, shares["trained some"].used = 0.6, 0.3
+    order: list[str] = []
+    futures = [pool.submit(order.append, name, share=sh) for name, sh in shares.items()]
+    futures.append(pool.submit(order.append, "step", priority=0, share=shares["trained a lot"]))
+    gate.set()
+    for f in futures:
+        f.result(timeout=10)
+    assert order == ["step", "starved", "trained some", "trained a lot"]
+
+
+def test_a_session_far_behind_keeps_only_a_bounded_credit():
+    """A session that paused (or just opened) while the others trained starts at most
+    ``CREDIT_SECONDS`` behind the last slice handed out: it does not take the cores until
+    it has caught up."""
+    pool = TrainingPool(workers=1)
+    pool.clock = 100.0
+    late = Share()
+    pool.submit(lambda: None, share=late).result(timeout=10)
+    assert late.used >= 100.0 - CREDIT_SECONDS
+
+
+def test_under_a_starved_thread_sessions_slow_down_evenly(monkeypatch):
+    """Two pool threads, one of them starved (its slices sleep through their budget, as a
+    niced worker behind a busy loop does), six sessions resubmitting as soon as a slice
+    ends: every session's CPU seconds stay within a factor two of the median."""
+    pool = TrainingPool(workers=2)
+    starved_thread: list[str] = []
+
+    def slice_(share_name: str) -> None:
+        name = threading.current_thread().name
+        if not starved_thread:
+            starved_thread.append(name)
+        if name == starved_thread[0]:
+            time.sleep(0.02)  # the wall-clock budget passes, almost no CPU
+        else:
+            _spin(0.01)
+
+    shares = [Share() for _ in range(6)]
+    end = time.monotonic() + 3.0
+    pending = {pool.submit(slice_, str(i), share=sh): i for i, sh in enumerate(shares)}
+    while pending:
+        done = next(iter(f for f in list(pending) if f.done()), None)
+        if done is None:
+            time.sleep(0.001)
+            continue
+        i = pending.pop(done)
+        if time.monotonic() < end:
+            pending[pool.submit(slice_, str(i), share=shares[i])] = i
+    used = sorted(sh.used for sh in shares)
+    median = (used[2] + used[3]) / 2
+    assert used[0] >= 0.5 * median, used
+
+
+def _toy_store() -> ExplorerSession:
+    return ExplorerSession(dataset="toy", n_gibbs=500)
+
+
+def test_the_run_loop_plays_pauses_and_steps_a_store_without_panel(monkeypatch):
+    monkeypatch.setattr(scheduler, "TICK_MS", 10)
+    s = _toy_store()
+    refreshed: list[bool] = []
+    stopped: list[bool] = []
+    reports: list[str] = []
+
+    async def scenario():
+        tasks = []
+        loop = RunLoop(
+            s,
+            TrainingPool(workers=1),
+            execute=lambda fn: tasks.append(asyncio.ensure_future(fn())),
+            ready=lambda: True,
+            after_slice=refreshed.append,
+            stopped=lambda: stopped.append(True),
+            report=reports.append,
+        )
+        s.play()
+        assert loop.start() and not loop.start()  # one loop however many Plays
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if s.iteration >= 5:
+                break
+        assert s.iteration >= 5 and refreshed[0] is True  # a Play's first slice at once
+        s.pause()
+        loop.cancel_queued()
+        await asyncio.gather(*tasks)
+        assert stopped == [True] and not loop.looping
+        before = s.iteration
+        loop.step()
+        await asyncio.gather(*tasks)
+        assert s.iteration == before + 1 and s.steps_wanted == 0
+        loop.close()
+        assert not loop.start()  # a closed page never trains again
+
+    asyncio.run(scenario())
+    assert not reports
+
+
+def test_a_step_pressed_before_the_sampler_is_ready_runs_once_it_is(monkeypatch):
+    monkeypatch.setattr(scheduler, "WAIT_POLL", 0.01)
+    s = _toy_store()
+    ready = [False]
+
+    async def scenario():
+        tasks = []
+        loop = RunLoop(
+            s,
+            TrainingPool(workers=1),
+            execute=lambda fn: tasks.append(asyncio.ensure_future(fn())),
+            ready=lambda: ready[0],
+            after_slice=lambda first: None,
+            stopped=lambda: None,
+            report=lambda text: None,
+        )
+        loop.step()
+        await asyncio.sleep(0.1)
+        assert s.iteration == 0 and s.steps_wanted == 1  # waits, and says so
+        ready[0] = True
+        await asyncio.gather(*tasks)
+        assert s.iteration == 1 and s.steps_wanted == 0
+
+    asyncio.run(scenario())
