@@ -71,6 +71,174 @@ def aggregate_in_child(path: Path) -> dict:
     return q.get()
 
 
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[len(s) // 2]
+
+
+def references(rows_tm, K: int, repeats: int = 3) -> dict:
+    """The physical references, measured now (seconds, median of ``repeats``).
+
+    rows_tm: int64, the chain's rows table by table (T·n' cells, the order the statistics
+    visit them).  ``bincount``: np.bincount of those cells into K bins (the counting floor,
+    one thread); ``bincount_sorted``: the same cells sorted; ``gather``: θ[rows] for those
+    cells (one random 8-byte read each, one thread); ``stream``: one copy of a float64 (K,)
+    array (the update's unit of sequential work: 2·8·K bytes moved)."""
+    import numpy as np
+
+    theta = np.random.default_rng(0).normal(size=K)
+    srt = np.sort(rows_tm)
+    dst = np.empty(K)
+    jobs = {
+        "bincount": lambda: np.bincount(rows_tm, minlength=K),
+        "bincount_sorted": lambda: np.bincount(srt, minlength=K),
+        "gather": lambda: theta[rows_tm],
+        "stream": lambda: np.copyto(dst, theta),
+    }
+    out = {}
+    for name, job in jobs.items():
+        ts = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            job()
+            ts.append(time.perf_counter() - t0)
+        out[name] = round(_median(ts), 4)
+    return out
+
+
+def profile(trainer, n_iter: int) -> dict:
+    """Seconds per phase of ``n_iter`` iterations (after one untimed warm-up), beside the
+    references (:func:`references`) measured before and after them.
+
+    Phases: ``sweep`` (the chain's sweep: the MH/Gibbs site updates, rows, σ's),
+    ``statistics`` (counting every sample's cells into the K rows, unpacking),
+    ``update`` (``pcd_update``: the gradient and preconditioned step, one pass over K),
+    ``divergence`` (the bound check), ``rest`` (the trainer's bookkeeping: scaling,
+    momentum, averaging, the iteration's errors and norms)."""
+    import numpy as np
+
+    from aggmrf_explore import mrf
+
+    chain = trainer.chain
+    times: dict[str, list[float]] = {}
+
+    def timed(name, fn):
+        def wrapper(*args, **kw):
+            t0 = time.perf_counter()
+            out = fn(*args, **kw)
+            times.setdefault(name, []).append(time.perf_counter() - t0)
+            return out
+
+        return wrapper
+
+    patches = {
+        (chain, "sweep"): timed("sweep", chain.sweep),
+        (chain, "statistics"): timed("statistics", chain.statistics),
+        (mrf, "pcd_update"): timed("update", mrf.pcd_update),
+        (mrf, "divergence"): timed("divergence", mrf.divergence),
+    }
+    originals = {k: getattr(*k) for k in patches}
+    trainer.step(1)  # compile / warm caches
+    rows_tm = np.ascontiguousarray(chain.rows.T).ravel()
+    ref_before = references(rows_tm, trainer.layout.K)
+    for (obj, name), fn in patches.items():
+        setattr(obj, name, fn)
+    total = []
+    try:
+        for _ in range(n_iter):
+            t0 = time.perf_counter()
+            trainer.step(1)
+            total.append(time.perf_counter() - t0)
+    finally:
+        for (obj, name), fn in originals.items():
+            setattr(obj, name, fn)
+    ref_after = references(rows_tm, trainer.layout.K)
+    phases = {k: round(_median(v), 4) for k, v in times.items()}
+    phases["rest"] = round(_median(total) - sum(phases.values()), 4)
+    ref = {k: round((ref_before[k] + ref_after[k]) / 2, 4) for k in ref_before}
+    return {
+        "iterations": n_iter,
+        "iteration_median": round(_median(total), 4),
+        "iteration_all": [round(t, 3) for t in total],
+        "phases_median": phases,
+        "references": ref,
+        "references_before": ref_before,
+        "references_after": ref_after,
+        "ratio_to_bincount": round(_median(total) / ref["bincount"], 2),
+        "cells": int(rows_tm.size),
+        "acceptance": getattr(chain, "acceptance", None),
+    }
+
+
+def print_profile(p: dict, load0: float, load1: float) -> None:
+    ref = p["references"]["bincount"]
+    print(f"load {load0} → {load1}; bincount reference {ref:.3f} s ({p['cells']} cells)")
+    print(f"{'phase':<12} {'s/iter':>8} {'× bincount':>11}")
+    for k, v in p["phases_median"].items():
+        print(f"{k:<12} {v:8.3f} {v / ref:11.2f}")
+    print(f"{'iteration':<12} {p['iteration_median']:8.3f} {p['ratio_to_bincount']:11.2f}")
+    print("references:", p["references"])
+
+
+def skyline(lay, records: Path, n: int, test_rows, y_test, cs: str) -> dict:
+    """The logistic skyline on the MRF's own features: one-hot singles and pair crosses,
+    i.e. the K − 1 table rows (the intercept as the model's intercept), fitted by
+    scikit-learn's L-BFGS on the first ``n`` records of ``records`` (Parquet), for each
+    inverse penalty C of ``cs``; each scored on the test records (normalised NLLH)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+    from scipy import sparse
+    from sklearn.linear_model import LogisticRegression
+
+    from aggmrf_explore.datasets.criteo import feature_columns
+    from aggmrf_explore.metrics import nllh
+
+    t0 = time.perf_counter()
+    pf = pq.ParquetFile(records)
+    parts, got = [], 0
+    for g in range(pf.num_row_groups):
+        if got >= n:
+            break
+        parts.append(pf.read_row_group(g, columns=[*feature_columns(), "click"]).to_pandas())
+        got += len(parts[-1])
+    import pandas as pd
+
+    frame = pd.concat(parts).iloc[:n]
+    X = frame[feature_columns()].to_numpy(np.int32)
+    y = frame["click"].to_numpy(np.int8)
+
+    def design(rows):
+        rows = rows[:, 1:] - 1 if lay.intercept else rows  # drop the intercept's column
+        m, w = rows.shape
+        return sparse.csr_matrix(
+            (np.ones(m * w), rows.astype(np.int32).ravel(), np.arange(0, m * w + 1, w)),
+            shape=(m, lay.K - int(lay.intercept)),
+        )
+
+    A = design(lay.rows(X).astype(np.int64))
+    A_test = design(np.asarray(test_rows, dtype=np.int64))
+    out = {"records": int(len(y)), "columns": int(A.shape[1]), "nnz": int(A.nnz)}
+    out["build_seconds"] = round(time.perf_counter() - t0, 1)
+    out["fits"] = []
+    for c in (float(v) for v in cs.split(",")):
+        t0 = time.perf_counter()
+        lr = LogisticRegression(C=c, solver="lbfgs", max_iter=300, tol=1e-6)
+        lr.fit(A, y)
+        p = lr.predict_proba(A_test)[:, 1]
+        fit = {
+            "C": c,
+            "test_nllh": round(nllh(y_test, p), 5),
+            "train_nllh": round(nllh(y, lr.predict_proba(A)[:, 1]), 5),
+            "iterations": int(lr.n_iter_[0]),
+            "seconds": round(time.perf_counter() - t0, 1),
+            "load": round(os.getloadavg()[0], 2),
+        }
+        out["fits"].append(fit)
+        print(fit, flush=True)
+    out["peak_rss_mb"] = _peak_rss_mb()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=10_000_000)
@@ -81,6 +249,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default=None, help="reuses records and tables already there")
     ap.add_argument("--json", default=None, help="write the figures here (also while running)")
+    ap.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        help="time N iterations phase by phase beside the bincount reference, then stop",
+    )
+    ap.add_argument(
+        "--skyline",
+        type=int,
+        default=0,
+        help="fit the logistic skyline on the first N records (one-hot singles and every pair "
+        "cross, the MRF's features), score it on the test records, then stop",
+    )
+    ap.add_argument(
+        "--skyline-c",
+        default="0.1",
+        help="comma-separated inverse penalties C of the skyline (scikit-learn's; C = N/(2 λ n) "
+        "is the MRF's λθ per record: 0.1 for N = 10⁶ of n = 10⁷ records at λθ = 50)",
+    )
     a = ap.parse_args(argv)
 
     import numpy as np
@@ -138,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     res["test_logloss_truth"] = round(log_loss(y, p_true), 5)
     rows = lay.rows(X).astype(np.int32)
 
+    if a.skyline:
+        res["skyline"] = skyline(lay, records, a.skyline, rows, y, a.skyline_c)
+        res["load_after"] = round(os.getloadavg()[0], 2)
+        save()
+        print(json.dumps(res["skyline"], indent=1))
+        return 0
     settings = default_settings(lay, data.n, n_gibbs=a.n_gibbs, seed=a.seed)
     t0 = time.perf_counter()
     trainer = PCDTrainer(data, settings)
@@ -147,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
         k: getattr(settings, k)
         for k in ("lambda_mu", "lambda_theta", "step_mu", "step_theta", "momentum")
     }
+    if a.profile:
+        res["profile"] = profile(trainer, a.profile)
+        res["load_after"] = round(os.getloadavg()[0], 2)
+        save()
+        print_profile(res["profile"], res["load_before"], res["load_after"])
+        return 0
     res["evaluations"] = []
     seconds: list[float] = []
     t_train = time.perf_counter()

@@ -169,6 +169,43 @@ def _row(key, off, H, salt):
     return off + bucket(key, salt, H)
 
 
+@njit(inline="always")
+def _chunks(n, threads):
+    """(work items, samples per item) of a pass over n samples: one item per thread, each
+    a multiple of BLOCK samples (so an item owns whole rows of the move counts)."""
+    nb = (n + BLOCK - 1) // BLOCK
+    items = max(1, min(threads, nb))
+    per = (nb + items - 1) // items * BLOCK
+    return (n + per - 1) // per, per
+
+
+@njit(inline="always")
+def _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t):
+    """rows_t[t, i] = row of sample i in table t (sample by sample: x's row stays in L1)."""
+    n = x.shape[0]
+    T = tab_off.shape[0]
+    for b in prange((n + BLOCK - 1) // BLOCK):
+        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            for t in range(T):
+                rows_t[t, i] = table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt)
+
+
+@njit(inline="always")
+def _logits_pass(rows_t, theta, col, z, threads):
+    """z[i] = Σ_t theta[rows_t[t, i], col], t = 0, 1, … (the order of a sample-by-sample
+    sum: the same bits), table by table over each thread's samples, so that one table's
+    parameters are in cache while its rows are read."""
+    T, n = rows_t.shape
+    items, per = _chunks(n, threads)
+    for c in prange(items):
+        lo, hi = c * per, min(n, (c + 1) * per)
+        for i in range(lo, hi):
+            z[i] = 0.0
+        for t in range(T):
+            for i in range(lo, hi):
+                z[i] += theta[rows_t[t, i], col]
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def mh_sweep(
     x,
@@ -187,6 +224,7 @@ def mh_sweep(
     rows_t,
     fixed,
     scale,
+    threads,
 ):
     """One sweep of the samples x int32 (n, D) (global indices i0 .. i0 + n − 1).
 
@@ -194,21 +232,23 @@ def mh_sweep(
     so one gather gives a row's energy μ_r + ỹ θ_r and its θ_r; ms: :class:`MHStructure`;
     mh: (use_mh bool (D,), alias_ptr int64 (D + 1,), alias_prob float64, alias_idx int64,
     log_q float64 (Σ M_f,)).  counts int64 (n_blocks, 2 D) receives accepted / proposed MH
-    moves per block and feature.  rows_t int32 (T, n): with ``rows_valid`` it holds the
-    rows of the current x on entry (the last sweep's); on exit it holds the new state's
-    rows, and fixed int64 (n,) its round(σ(z_i) · scale) (the statistics need no second pass).
+    moves per block of BLOCK samples and feature.  rows_t int32 (T, n): with ``rows_valid``
+    it holds the rows of the current x on entry (read only when ``first``); on exit it
+    holds the new state's rows, and fixed int64 (n,) its round(σ(z_i) · scale) (the
+    statistics need no second pass).  threads: the work items of each pass (the numba
+    threads; the results do not depend on it).
 
-    Per block of SUB samples (all in one thread, cache resident): the rows of every table
-    and their energies e_t = μ + ỹθ are gathered once; for each feature f (the sweep's
-    order), phase A draws every sample's proposal and gathers its T_f energies (independent
-    loads, no branch on their values: the memory system overlaps them), phase B accepts
-    with the cached e_t (the current value's energies) and, on acceptance, moves the new
-    rows and energies into the cache.  Then z_i = Σ_t θ[row_t] from the rows just touched.
-    A sample's draws depend only on (key, global index, site): the same as one sample at
-    a time, whatever the blocks, threads or shards.
+    Feature by feature (the sweep's order), every sample's site f is updated before the
+    next feature (each thread a contiguous range of samples): a site update reads only the
+    T_f tables holding f, so the parameters it gathers (a few MB for most features, against
+    K·16 bytes for all tables) stay in cache across samples.  The current value's rows and
+    energies are recomputed from x (arithmetic and cached gathers) instead of kept per
+    sample.  Then the rows of the new state (sample by sample), z_i = Σ_t θ[row_t] (table
+    by table) and ỹ_i.  A sample's draws depend only on (key, global index, site) and its
+    own state, and each sum keeps its order: the same numbers as one sample at a time,
+    whatever the passes, threads or shards.
     """
-    tab_feat, tab_stride, tab_off, tab_H, tab_salt = ms.tables
-    n_mod, feat_ptr, ent_tab, ent_stride = ms.n_modalities, ms.feat_ptr, ms.ent_tab, ms.ent_stride
+    n_mod, feat_ptr, ent_stride = ms.n_modalities, ms.feat_ptr, ms.ent_stride
     ent_other, ent_ostride, ent_off, ent_H, ent_salt = (
         ms.ent_other,
         ms.ent_ostride,
@@ -216,152 +256,97 @@ def mh_sweep(
         ms.ent_H,
         ms.ent_salt,
     )
+    tab_feat, tab_stride, tab_off, tab_H, tab_salt = ms.tables
     use_mh, a_ptr, a_prob, a_idx, log_q = mh
     n, D = x.shape
-    T = tab_off.shape[0]
     order = feature_order(key, D)
     max_m = 1
     max_e = 1
     for f in range(D):
         max_m = max(max_m, n_mod[f])
         max_e = max(max_e, feat_ptr[f + 1] - feat_ptr[f])
-    for b in prange((n + BLOCK - 1) // BLOCK):
-        scores = np.empty(max_m, dtype=np.float64)
-        rows = np.empty((SUB, T), dtype=np.int64)  # current rows of the sub-block
-        en = np.empty((SUB, T), dtype=np.float64)  # their energies μ + ỹθ
-        nr = np.empty((SUB, max_e), dtype=np.int64)  # proposals' rows and energies
-        nw = np.empty((SUB, max_e), dtype=np.float64)
-        props = np.empty(SUB, dtype=np.int64)
+    for b in prange(counts.shape[0]):
         for f in range(2 * D):
             counts[b, f] = 0
-        hi_b = min(n, (b + 1) * BLOCK)
-        for lo in range(b * BLOCK, hi_b, SUB):
-            m = min(hi_b, lo + SUB) - lo
-            for j in range(m):
-                i = lo + j
-                if first:  # ỹ ~ σ(φ(x̃)·θ) before the first sweep's features
-                    zi = 0.0
-                    for t in range(T):
-                        zi += P[
-                            table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt), 1
-                        ]
-                    y[i] = 1 if _uniform(first_key, i0 + i, D, D + 1) < _sigmoid(zi) else 0
-                yf = np.float64(y[i])
-                for t in range(T):
-                    if rows_valid:
-                        r = np.int64(rows_t[t, i])
-                    else:
-                        r = table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt)
-                    rows[j, t] = r
-                    en[j, t] = P[r, 0] + yf * P[r, 1]
-            for q in range(D):
-                f = order[q]
-                M = n_mod[f]
-                if M == 1:
-                    continue
-                e0 = feat_ptr[f]
-                ne = feat_ptr[f + 1] - e0
-                if use_mh[f]:
-                    for j in range(m):  # phase A: proposals and their energies
-                        i = lo + j
-                        u = _uniform(key, i0 + i, f, D + 1) * M
-                        k = np.int64(u)
-                        if k >= M:
-                            k = M - 1
-                        w = a_ptr[f] + k
-                        prop = k if u - k < a_prob[w] else a_idx[w]
-                        props[j] = prop
-                        if prop == x[i, f]:
-                            continue
-                        yf = np.float64(y[i])
-                        for c in range(ne):
-                            e = e0 + c
-                            r = _row(
-                                _rest(x, i, e, ent_other, ent_ostride) + prop * ent_stride[e],
-                                ent_off[e],
-                                ent_H[e],
-                                ent_salt[e],
-                            )
-                            nr[j, c] = r
-                            nw[j, c] = P[r, 0] + yf * P[r, 1]
-                    for j in range(m):  # phase B: accept or reject
-                        i = lo + j
-                        v = np.int64(x[i, f])
-                        prop = props[j]
-                        counts[b, D + f] += 1
-                        if prop == v:
-                            counts[b, f] += 1
-                            continue
-                        delta = log_q[a_ptr[f] + v] - log_q[a_ptr[f] + prop]
-                        for c in range(ne):
-                            delta += nw[j, c] - en[j, ent_tab[e0 + c]]
-                        if delta >= 0.0 or _uniform(acc_key, i0 + i, f, D + 1) < np.exp(delta):
-                            x[i, f] = prop
-                            counts[b, f] += 1
-                            for c in range(ne):
-                                t = ent_tab[e0 + c]
-                                rows[j, t] = nr[j, c]
-                                en[j, t] = nw[j, c]
-                    continue
-                for j in range(m):  # the exact full conditional, O(M_f T_f)
-                    i = lo + j
+    if first:  # ỹ ~ σ(φ(x̃)·θ) before the first sweep's features
+        if not rows_valid:
+            _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t)
+        _logits_pass(rows_t, P, 1, z, threads)
+        for i in prange(n):
+            y[i] = 1 if _uniform(first_key, i0 + i, D, D + 1) < _sigmoid(z[i]) else 0
+    items, per = _chunks(n, threads)
+    for q in range(D):
+        f = order[q]
+        M = n_mod[f]
+        if M == 1:
+            continue
+        e0 = feat_ptr[f]
+        ne = feat_ptr[f + 1] - e0
+        if use_mh[f]:  # Metropolis–Hastings: O(T_f) gathers whatever M_f
+            for c in prange(items):
+                for i in range(c * per, min(n, (c + 1) * per)):
+                    b = i // BLOCK
+                    u = _uniform(key, i0 + i, f, D + 1) * M
+                    k = np.int64(u)
+                    if k >= M:
+                        k = M - 1
+                    w = a_ptr[f] + k
+                    prop = k if u - k < a_prob[w] else a_idx[w]
+                    v = np.int64(x[i, f])
+                    counts[b, D + f] += 1
+                    if prop == v:
+                        counts[b, f] += 1
+                        continue
                     yf = np.float64(y[i])
-                    for c in range(M):
-                        scores[c] = 0.0
-                    for c in range(ne):
-                        e = e0 + c
+                    delta = log_q[a_ptr[f] + v] - log_q[a_ptr[f] + prop]
+                    for e in range(e0, e0 + ne):
                         rest = _rest(x, i, e, ent_other, ent_ostride)
-                        s = ent_stride[e]
-                        off = ent_off[e]
-                        H = ent_H[e]
-                        if H == 0:
-                            for v in range(M):
-                                r = off + rest + v * s
-                                scores[v] += P[r, 0] + yf * P[r, 1]
-                        else:
-                            salt = ent_salt[e]
-                            for v in range(M):
-                                r = off + bucket(rest + v * s, salt, H)
-                                scores[v] += P[r, 0] + yf * P[r, 1]
-                    pick = draw_from_scores(scores, M, _uniform(key, i0 + i, f, D + 1))
-                    x[i, f] = pick
-                    for c in range(ne):
-                        e = e0 + c
-                        r = _row(
-                            _rest(x, i, e, ent_other, ent_ostride) + pick * ent_stride[e],
-                            ent_off[e],
-                            ent_H[e],
-                            ent_salt[e],
-                        )
-                        rows[j, ent_tab[e]] = r
-                        en[j, ent_tab[e]] = P[r, 0] + yf * P[r, 1]
-            for j in range(m):
-                i = lo + j
-                zi = 0.0
-                for t in range(T):
-                    r = rows[j, t]
-                    rows_t[t, i] = r
-                    zi += P[r, 1]
-                p1 = _sigmoid(zi)
-                y[i] = 1 if _uniform(key, i0 + i, D, D + 1) < p1 else 0
-                z[i] = zi
-                fixed[i] = np.int64(np.round(p1 * scale))
+                        rn = _row(rest + prop * ent_stride[e], ent_off[e], ent_H[e], ent_salt[e])
+                        ro = _row(rest + v * ent_stride[e], ent_off[e], ent_H[e], ent_salt[e])
+                        delta += (P[rn, 0] + yf * P[rn, 1]) - (P[ro, 0] + yf * P[ro, 1])
+                    if delta >= 0.0 or _uniform(acc_key, i0 + i, f, D + 1) < np.exp(delta):
+                        x[i, f] = prop
+                        counts[b, f] += 1
+            continue
+        for c in prange(items):  # the exact full conditional, O(M_f T_f)
+            scores = np.empty(max_m, dtype=np.float64)
+            for i in range(c * per, min(n, (c + 1) * per)):
+                yf = np.float64(y[i])
+                for v in range(M):
+                    scores[v] = 0.0
+                for e in range(e0, e0 + ne):
+                    rest = _rest(x, i, e, ent_other, ent_ostride)
+                    s = ent_stride[e]
+                    off = ent_off[e]
+                    H = ent_H[e]
+                    if H == 0:
+                        for v in range(M):
+                            r = off + rest + v * s
+                            scores[v] += P[r, 0] + yf * P[r, 1]
+                    else:
+                        salt = ent_salt[e]
+                        for v in range(M):
+                            r = off + bucket(rest + v * s, salt, H)
+                            scores[v] += P[r, 0] + yf * P[r, 1]
+                x[i, f] = draw_from_scores(scores, M, _uniform(key, i0 + i, f, D + 1))
+    _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t)
+    _logits_pass(rows_t, P, 1, z, threads)
+    for i in prange(n):
+        p1 = _sigmoid(z[i])
+        y[i] = 1 if _uniform(key, i0 + i, D, D + 1) < p1 else 0
+        fixed[i] = np.int64(np.round(p1 * scale))
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def mh_rows_logits(x, theta, tabs, rows_t, z, fixed, scale):
+def mh_rows_logits(x, theta, tabs, rows_t, z, fixed, scale, threads):
     """rows_t[t, i] = row of sample i in table t (int32 (T, n)), z[i] = φ(x̃_i)·θ and
-    fixed[i] = round(σ(z_i) · scale) (int64)."""
+    fixed[i] = round(σ(z_i) · scale) (int64); theta float64 (K, 1); threads as in
+    :func:`mh_sweep` (whose passes these are)."""
     tab_feat, tab_stride, tab_off, tab_H, tab_salt = tabs
-    T = tab_off.shape[0]
+    _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t)
+    _logits_pass(rows_t, theta, 0, z, threads)
     for i in prange(x.shape[0]):
-        zi = 0.0
-        for t in range(T):
-            r = table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt)
-            rows_t[t, i] = r
-            zi += theta[r]
-        z[i] = zi
-        fixed[i] = np.int64(np.round(_sigmoid(zi) * scale))
+        fixed[i] = np.int64(np.round(_sigmoid(z[i]) * scale))
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -19,6 +19,7 @@ reduce to the one-chain statistics bit for bit (:mod:`aggmrf_explore.distributed
 from __future__ import annotations
 
 import numpy as np
+from numba import get_num_threads
 
 from .mh import (
     PROPOSAL_UNIFORM,
@@ -252,6 +253,7 @@ class MHGibbsChain:
             self._rows_t,
             self._fixed,
             float(2**self.q_bits),
+            get_num_threads(),
         )
         self._rows_valid = True
         D = self._x.shape[1]
@@ -266,12 +268,13 @@ class MHGibbsChain:
             return
         mh_rows_logits(
             self._x,
-            theta,
+            theta.reshape(-1, 1),
             self.structure.tables,
             self._rows_t,
             self._z,
             self._fixed,
             float(2**self.q_bits),
+            get_num_threads(),
         )
         self._rows_theta = theta.copy()
         self._rows_valid = True
