@@ -45,6 +45,7 @@ from .errors import AggMRFError, DivergenceError
 
 __all__ = [
     "TrainerWorker",
+    "SharedParts",
     "WorkerLost",
     "worker_main",
     "end_with_parent",
@@ -55,58 +56,67 @@ __all__ = [
 FRESH_LIST = "fresh-list"  # the token of the trainer's history: the worker starts a new one
 READY = b"ready"
 
-_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trainer -> its key
-_OBJECTS: dict[int, tuple[weakref.ref, str]] = {}  # id(shared part) -> (its ref, its token)
-_PINNED: dict[str, dict[str, object]] = {}  # trainer key -> its parts that take no weakref
-_DEAD: set[str] = set()  # tokens of trainers and parts garbage-collected since
-_COUNTER = itertools.count(1)
-_KEYS_LOCK = threading.Lock()
-
 
 class WorkerLost(AggMRFError):
     """The worker process is not there (not started yet, failed, or died)."""
 
 
-def _key(trainer) -> str:
-    """A name of ``trainer`` for the workers' caches (forgotten once it is gone)."""
-    with _KEYS_LOCK:
-        key = _KEYS.get(trainer)
-        if key is None:
-            key = _KEYS[trainer] = f"t{next(_COUNTER)}"
-            _PINNED[key] = {}
-            weakref.finalize(trainer, _trainer_gone, key)
-        return key
+class SharedParts:
+    """The names (tokens) of the trainers and shared parts sent to worker processes, and
+    which of them were garbage-collected since (their workers drop their copies).
 
+    One per :class:`~aggmrf_explore.explorer.scheduler.TrainingPool` (shared by its
+    workers: an array several trainers share goes to each worker once), or one per
+    :class:`TrainerWorker` made alone.
+    """
 
-def _trainer_gone(key: str) -> None:
-    _PINNED.pop(key, None)
-    _DEAD.add(key)
+    def __init__(self) -> None:
+        self._keys: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trainer → key
+        self._objects: dict[int, tuple[weakref.ref, str]] = {}  # id(part) → (ref, token)
+        self._pinned: dict[str, dict[str, object]] = {}  # key → its parts taking no weakref
+        self.dead: set[str] = set()  # tokens of trainers and parts collected since
+        self._counter = itertools.count(1)
+        self._lock = threading.Lock()
 
+    def key(self, trainer) -> str:
+        """A name of ``trainer`` for the workers' caches (forgotten once it is gone)."""
+        with self._lock:
+            key = self._keys.get(trainer)
+            if key is None:
+                key = self._keys[trainer] = f"t{next(self._counter)}"
+                self._pinned[key] = {}
+                weakref.finalize(trainer, self._trainer_gone, key)
+            return key
 
-def _token(obj, key: str, name: str) -> str:
-    """The token of a shared part: its own while it lives (an array several trainers share,
-    e.g. the held-out records, goes to a worker once), else ``key:name`` (``key``: its
-    trainer's; for parts that take no weak reference, like named tuples)."""
-    try:
-        with _KEYS_LOCK:
-            hit = _OBJECTS.get(id(obj))
-            if hit is not None and hit[0]() is obj:
-                return hit[1]
-            token = f"o{next(_COUNTER)}"
-            ident = id(obj)
-            _OBJECTS[ident] = (weakref.ref(obj, lambda _, i=ident, t=token: _gone(i, t)), token)
+    def _trainer_gone(self, key: str) -> None:
+        self._pinned.pop(key, None)
+        self.dead.add(key)
+
+    def token(self, obj, key: str, name: str) -> str:
+        """The token of a shared part: its own while it lives (an array several trainers
+        share, e.g. the held-out records, goes to a worker once), else ``key:name`` (for
+        parts that take no weak reference, like named tuples: kept alive with their
+        trainer, so that their id stays their own)."""
+        try:
+            with self._lock:
+                hit = self._objects.get(id(obj))
+                if hit is not None and hit[0]() is obj:
+                    return hit[1]
+                token = f"o{next(self._counter)}"
+                ident = id(obj)
+                ref = weakref.ref(obj, lambda _, i=ident, t=token: self._gone(i, t))
+                self._objects[ident] = (ref, token)
+                return token
+        except TypeError:
+            token = f"{key}:{name}:{id(obj)}"
+            self._pinned.setdefault(key, {})[token] = obj
             return token
-    except TypeError:  # kept alive with its trainer, so that its id stays its own
-        token = f"{key}:{name}:{id(obj)}"
-        _PINNED.setdefault(key, {})[token] = obj
-        return token
 
-
-def _gone(ident: int, token: str) -> None:
-    hit = _OBJECTS.get(ident)
-    if hit is not None and hit[1] == token:
-        del _OBJECTS[ident]
-    _DEAD.add(token)
+    def _gone(self, ident: int, token: str) -> None:
+        hit = self._objects.get(ident)
+        if hit is not None and hit[1] == token:
+            del self._objects[ident]
+        self.dead.add(token)
 
 
 def _owner(token: str) -> str:
@@ -164,7 +174,8 @@ class TrainerWorker:
     about a second.  ``close()`` ends it.
     """
 
-    def __init__(self, nice: int = 0) -> None:
+    def __init__(self, nice: int = 0, parts: SharedParts | None = None) -> None:
+        self.parts = parts if parts is not None else SharedParts()
         self._lock = threading.Lock()
         self.holding: set[str] = set()  # the tokens of the parts the child holds
         self._ready = False
@@ -229,8 +240,9 @@ class TrainerWorker:
                 self.last_used = time.monotonic()
 
     def _run(self, trainer, k: int, box: TimeBox) -> float:
-        key = _key(trainer)
-        parts = {_token(obj, key, name): obj for name, obj in trainer.shared_parts().items()}
+        key = self.parts.key(trainer)
+        shared = trainer.shared_parts().items()
+        parts = {self.parts.token(obj, key, name): obj for name, obj in shared}
         refs = {id(obj): token for token, obj in parts.items()}
         refs[id(trainer.history)] = FRESH_LIST
         state, used = _dumps(trainer, refs)
@@ -265,7 +277,7 @@ class TrainerWorker:
 
     def _dead(self) -> list[str]:
         """What the child holds of trainers and parts gone since (now dropped here)."""
-        gone = {t for t in self.holding if _owner(t) in _DEAD}
+        gone = {t for t in self.holding if _owner(t) in self.parts.dead}
         self.holding -= gone
         return sorted({_owner(t) for t in gone})
 
@@ -307,13 +319,6 @@ class TrainerWorker:
 
 
 # ---------------------------------------------------------------------------- the child
-_STOP = [False]
-
-
-def _on_stop(signum, frame) -> None:
-    _STOP[0] = True
-
-
 def ignore_interrupts() -> None:
     """In a child, before it runs: SIGINT ignored (a Ctrl-C reaches the whole process group;
     the server stops its children itself, and a child interrupted in its imports would
@@ -358,7 +363,8 @@ def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
     """The child's loop: load the kernels, say ready, then step what it is sent."""
     end_with_parent()
     _take_leftovers(nice)
-    signal.signal(signal.SIGUSR1, _on_stop)
+    stop = [False]  # SIGUSR1 sets it: the slice under way ends after its iteration
+    signal.signal(signal.SIGUSR1, lambda signum, frame: stop.__setitem__(0, True))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the terminal is the server's
     recv, send = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     from .kernels import set_threads, warm_up
@@ -380,13 +386,13 @@ def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
             trim_memory()  # (their arrays back to the system)
             continue
         new, state, k, budget = rest
-        _STOP[0] = False
+        stop[0] = False
         try:
             for token, obj in pickle.loads(new).items():
                 objects[token] = obj
                 refs[id(obj)] = token
             trainer = _loads(state, objects)
-            box = TimeBox(budget, stop=lambda: _STOP[0])
+            box = TimeBox(budget, stop=lambda: stop[0])
             error = None
             cpu0 = time.process_time()
             try:

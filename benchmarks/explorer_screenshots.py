@@ -7,6 +7,13 @@ Serves ``apps/explorer.py`` and saves, at 1280×720 (a projector) and 1600×1000
 ``explorer_privacy_<size>.png`` (the Privacy tab after three ε values: the session's
 price-of-privacy curve) and ``explorer_lesson_<size>.png`` (a lesson link: hidden
 controls and the lesson text at the top).
+
+``--student-views`` instead saves, at 1280×720, into ``docs/screenshots/``:
+``local_noise_plot_1280x720.png`` (Adult under local randomized response, the Privacy
+tab's Local noise plot), ``privacy_tab_paused_1280x720.png`` (the Privacy tab of a
+Gaussian run after Pause: the legend says paused) and
+``mechanism_click_plus_1s_1280x720.png`` (the page one second after a click on a
+mechanism button, the pointer left where it clicked).
 """
 
 from __future__ import annotations
@@ -57,11 +64,57 @@ def iteration(text: str) -> int:
     return int(m.group(1).replace(",", "")) if m else -1
 
 
+def student_views(out: Path) -> None:
+    """The three screenshots of ``--student-views`` (module docstring)."""
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc, _ = start_server(port)
+    url = f"http://127.0.0.1:{port}/explorer"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+            page = ctx.new_page()
+            page.set_default_navigation_timeout(180_000)  # a shared, loaded machine
+            page.set_default_timeout(60_000)
+            # the Local noise plot: Adult (32 561 records) under randomized response
+            page.goto(url + "?dataset=adult&mechanism=local&epsilon=2")
+            wait_status(page, lambda t: "iteration 0" in t and t.endswith("Adult"), 300)
+            page.locator(".bk-tab").filter(has_text="Privacy").first.click()
+            page.wait_for_timeout(4000)
+            page.screenshot(path=str(out / "local_noise_plot_1280x720.png"))
+            # the Privacy tab while paused: a Gaussian run on XOR, trained, then paused
+            page.goto(url + "?dataset=xor&n_samples=4000&n_gibbs=2000&mechanism=gaussian")
+            wait_status(page, lambda t: "iteration 0" in t and t.endswith("XOR"))
+            page.locator(".bk-tab").filter(has_text="Privacy").first.click()
+            page.get_by_role("button", name="▶ Play").first.click()
+            wait_status(page, lambda t: iteration(t) > 200)
+            page.get_by_role("button", name="❚❚ Pause").first.click()
+            wait_status(page, lambda t: t.startswith("paused"))
+            page.wait_for_timeout(3000)
+            page.screenshot(path=str(out / "privacy_tab_paused_1280x720.png"))
+            # one second after a mechanism click (the pointer stays where it clicked)
+            page.locator(".aggmrf-control-mechanism").get_by_text("Laplace", exact=True).click()
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(out / "mechanism_click_plus_1s_1280x720.png"))
+            ctx.close()
+            browser.close()
+            print(f"saved local_noise_plot, privacy_tab_paused, mechanism_click_plus_1s in {out}")
+    finally:
+        stop_server(proc)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=str(ROOT / "docs"))
+    ap.add_argument("--student-views", action="store_true", help="the three views (docstring)")
     args = ap.parse_args()
     out = Path(args.out)
+    if args.student_views:
+        student_views(out / "screenshots" if args.out == str(ROOT / "docs") else out)
+        return
     from playwright.sync_api import sync_playwright
 
     port = free_port()

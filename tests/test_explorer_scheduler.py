@@ -9,7 +9,14 @@ import threading
 import time
 
 from aggmrf_explore.explorer import scheduler
-from aggmrf_explore.explorer.scheduler import CREDIT_SECONDS, RunLoop, Share, TrainingPool
+from aggmrf_explore.explorer.scheduler import (
+    ACTIVE_SECONDS,
+    CREDIT_SECONDS,
+    LEAD_SECONDS,
+    RunLoop,
+    Share,
+    TrainingPool,
+)
 from aggmrf_explore.explorer.store import ExplorerSession
 
 
@@ -57,36 +64,45 @@ def test_a_session_far_behind_keeps_only_a_bounded_credit():
     assert late.used >= 100.0 - CREDIT_SECONDS
 
 
-def test_under_a_starved_thread_sessions_slow_down_evenly(monkeypatch):
-    """Two pool threads, one of them starved (its slices sleep through their budget, as a
-    niced worker behind a busy loop does), six sessions resubmitting as soon as a slice
-    ends: every session's CPU seconds stay within a factor two of the median."""
+def test_a_session_far_ahead_waits_for_the_one_behind():
+    """Two sessions, two threads, one thread starved (the slice of the session behind runs
+    there, getting no CPU): the session ahead by more than ``LEAD_SECONDS`` does not take
+    the free thread again and again (each session keeping "its" thread: one trains at full
+    speed, the other crawls); it waits until the one behind is back in the queue (and then
+    goes first) or stops training."""
     pool = TrainingPool(workers=2)
-    starved_thread: list[str] = []
+    ahead, behind = Share(), Share()
+    ahead.used = LEAD_SECONDS + 0.5
+    gate = threading.Event()
+    started: list[str] = []
+    slow = pool.submit(lambda: (started.append("behind"), gate.wait(10)), share=behind)
+    while not started:
+        time.sleep(0.005)
+    held = pool.submit(started.append, "ahead", share=ahead)
+    time.sleep(0.3)  # a thread is free all this time
+    assert started == ["behind"] and not held.done()
+    gate.set()
+    slow.result(timeout=10)
+    again = pool.submit(started.append, "behind again", share=behind)
+    held.result(timeout=10)
+    again.result(timeout=10)
+    assert started == ["behind", "behind again", "ahead"]
+    # once the one behind stops training, the one ahead is held no more
+    t0 = time.monotonic()
+    pool.submit(started.append, "ahead alone", share=ahead).result(timeout=10)
+    assert time.monotonic() - t0 < ACTIVE_SECONDS + 0.5
 
-    def slice_(share_name: str) -> None:
-        name = threading.current_thread().name
-        if not starved_thread:
-            starved_thread.append(name)
-        if name == starved_thread[0]:
-            time.sleep(0.02)  # the wall-clock budget passes, almost no CPU
-        else:
-            _spin(0.01)
 
-    shares = [Share() for _ in range(6)]
-    end = time.monotonic() + 3.0
-    pending = {pool.submit(slice_, str(i), share=sh): i for i, sh in enumerate(shares)}
-    while pending:
-        done = next(iter(f for f in list(pending) if f.done()), None)
-        if done is None:
-            time.sleep(0.001)
-            continue
-        i = pending.pop(done)
-        if time.monotonic() < end:
-            pending[pool.submit(slice_, str(i), share=shares[i])] = i
-    used = sorted(sh.used for sh in shares)
-    median = (used[2] + used[3]) / 2
-    assert used[0] >= 0.5 * median, used
+def test_a_step_is_never_held_back():
+    pool = TrainingPool(workers=2)
+    ahead, behind = Share(), Share()
+    ahead.used = LEAD_SECONDS + 0.5
+    gate = threading.Event()
+    pool.submit(gate.wait, 10, share=behind)
+    try:
+        assert pool.submit(lambda: "stepped", priority=0, share=ahead).result(timeout=5)
+    finally:
+        gate.set()
 
 
 def _toy_store() -> ExplorerSession:

@@ -26,8 +26,10 @@ __all__ = [
     "environment_problem",
 ]
 
-FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True}
-FLAG_WORDS |= {"0": False, "false": False, "no": False, "off": False, "": False}
+FLAG_WORDS = {
+    **{"1": True, "true": True, "yes": True, "on": True},
+    **{"0": False, "false": False, "no": False, "off": False, "": False},
+}
 
 
 class Variable(NamedTuple):

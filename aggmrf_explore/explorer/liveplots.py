@@ -22,7 +22,6 @@ import functools
 import gzip
 import hashlib
 import json
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,10 +44,9 @@ __all__ = [
     "SHIPPED_FIGURES",
 ]
 
-_FIGURES: dict = {}  # (plot, layer key, height) → serialized Bokeh figure, shared read-only
-_PLOTS_DIGEST: str | None = None
-_BACKEND_LOCK = threading.Lock()
-_BOKEH_CURRENT = False  # render() made HoloViews' Bokeh backend current
+# a memo (like functools.cache): (plot, layer key, height) → serialized Bokeh figure, each
+# entry written once and shared read-only
+_FIGURES: dict = {}
 
 
 def _fresh_ids(rep, ids: dict):
@@ -120,17 +118,27 @@ def figure_cache_files() -> list[Path]:
 def _figure_path(cache_key: tuple) -> Path:
     """Where a figure structure is cached on disk: keyed by the versions and the plot
     modules themselves (``plots.py``, ``privacy_plots.py``)."""
-    global _PLOTS_DIGEST
-    if _PLOTS_DIGEST is None:
-        import bokeh
-
-        from .. import __version__
-
-        src = b"".join(Path(m.__file__).read_bytes() for m in (plots, privacy_plots))
-        versions = repr((__version__, bokeh.__version__, hv.__version__)).encode()
-        _PLOTS_DIGEST = hashlib.sha256(versions + src).hexdigest()[:16]
-    digest = hashlib.sha256(repr((_PLOTS_DIGEST, cache_key)).encode()).hexdigest()[:24]
+    digest = hashlib.sha256(repr((_plots_digest(), cache_key)).encode()).hexdigest()[:24]
     return cache_dir() / "figures" / f"{digest}.json"
+
+
+@functools.cache
+def _plots_digest() -> str:
+    """The versions and the plot modules' source, hashed (once per process)."""
+    import bokeh
+
+    from .. import __version__
+
+    src = b"".join(Path(m.__file__).read_bytes() for m in (plots, privacy_plots))
+    versions = repr((__version__, bokeh.__version__, hv.__version__)).encode()
+    return hashlib.sha256(versions + src).hexdigest()[:16]
+
+
+@functools.cache
+def _bokeh_current() -> None:
+    """Make HoloViews' Bokeh backend current (once per process; a second call from
+    another thread meanwhile does the same again, harmlessly)."""
+    hv.Store.set_current_backend("bokeh")
 
 
 def _column(spec) -> str:
@@ -287,13 +295,9 @@ def render(build: Callable[[], object]):
     (≈ 0.45 s with the matplotlib it pulls in): ``runtime.import_in_background`` does once
     that page is sent, and the import here waits for it if it is under way.
     """
-    global _BOKEH_CURRENT
     import holoviews.plotting.bokeh  # noqa: F401 - registers the backend
 
-    with _BACKEND_LOCK:
-        if not _BOKEH_CURRENT:
-            hv.Store.set_current_backend("bokeh")
-            _BOKEH_CURRENT = True
+    _bokeh_current()
     return hv.render(build(), backend="bokeh")
 
 

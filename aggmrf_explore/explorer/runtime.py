@@ -141,6 +141,7 @@ class ServerRuntime:
         self.freeze_handle: asyncio.TimerHandle | None = None  # freeze after the last page
         self.importing: set[str] = set()  # modules import_in_background was asked for
         self.arenas_limited = False
+        self.reported: set[str] = set()  # the refusals printed (serve.py): each once
         self.training = TrainingPool(processes_ready=self.parallel.is_set)
         self.data = DaemonPool(2, "aggmrf-data", initializer=one_kernel_thread)
         self.slow = DaemonPool(1, "aggmrf-baselines")

@@ -19,16 +19,18 @@ Free of Panel (``tests/test_explorer_scheduler.py`` drives it with asyncio alone
 from __future__ import annotations
 
 import asyncio
+import heapq
 import itertools
+import math
 import os
-import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 
 from ..errors import error_message
-from ..trainer_worker import TrainerWorker, WorkerLost
+from ..trainer_worker import SharedParts, TrainerWorker, WorkerLost
 from .environment import env_flag, env_int
 from .trace import log, lower_priority, say
 
@@ -49,7 +51,14 @@ SLICE_SECONDS = 0.1  # the most one slice trains (then the page may refresh)
 # the most CPU seconds a session may be behind the others and keep as credit: a session
 # that paused (or just opened) starts level with the others instead of taking the cores
 # until it has caught up; a session starved by its slices' core keeps its due
-CREDIT_SECONDS = 1.0
+CREDIT_SECONDS = 0.2
+# the most CPU seconds a session may be ahead of the training session that got least: past
+# it, its slices wait (a free thread waits for the one behind, at most one slice's time).
+# Without it, two sessions on two threads, one thread starved (a busy loop on its core),
+# each kept "its" thread: one trained at full speed, the other crawled
+LEAD_SECONDS = 0.3
+ACTIVE_SECONDS = 1.0  # a session whose last slice ended this long ago no longer holds others
+RECHECK_SECONDS = 0.05  # a pool thread held back by pick() looks again this often
 IDLE_SECONDS = 5.0  # a pool thread without work for this long tidies up (TrainingPool)
 # the training threads' niceness: on a busy machine the event loop (one thread, answering
 # every page) gets the cores first, training what is left; alone, training loses nothing
@@ -65,14 +74,15 @@ THREADS_PER_SLICE = 1  # numba threads of a training slice (see TrainingPool)
 
 class DaemonPool:
     """``workers`` daemon threads running what :meth:`submit` queues, in the queue's order
-    (``order(**kw)``: the sort key of an item; first in, first out by default)."""
+    (``order(**kw)``: the sort key of an item; first in, first out by default) among the
+    items :meth:`pick` allows now (all, by default)."""
 
     def __init__(self, workers: int, name: str, initializer: Callable[[], None] | None = None):
         self._workers, self.name, self.initializer = workers, name, initializer
-        self._queue: queue.PriorityQueue = queue.PriorityQueue()
+        self._waiting: list[tuple] = []  # (key, future, fn, args, kw), a heap by key
         self._count = itertools.count()
         self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
 
     @property
     def workers(self) -> int:
@@ -88,7 +98,8 @@ class DaemonPool:
         future: Future = Future()
         with self._lock:
             key = (*self.order(**kw), next(self._count))
-            self._queue.put((key, future, fn, args, kw))
+            heapq.heappush(self._waiting, (key, future, fn, args, kw))
+            self._lock.notify_all()
             while len(self._threads) < self.workers:
                 t = threading.Thread(
                     target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True
@@ -105,13 +116,42 @@ class DaemonPool:
         if self.initializer is not None:
             self.initializer()
         while True:
-            try:
-                key, future, fn, args, kw = self._queue.get(timeout=IDLE_SECONDS)
-            except queue.Empty:
+            item = self._take(IDLE_SECONDS)
+            if item is None:
                 self.idle()
                 continue
-            if future.set_running_or_notify_cancel():
-                self.execute(key, future, fn, args, kw)
+            key, future, fn, args, kw = item
+            try:
+                if future.set_running_or_notify_cancel():
+                    self.execute(key, future, fn, args, kw)
+            finally:
+                self.finished(item)
+
+    def _take(self, timeout: float) -> tuple | None:
+        """The next item :meth:`pick` allows, waiting up to ``timeout`` s (None: none)."""
+        end = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                item = self.pick()
+                if item is not None:
+                    self._waiting.remove(item)
+                    heapq.heapify(self._waiting)
+                    self.taken(item)
+                    return item
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None
+                self._lock.wait(min(left, RECHECK_SECONDS))
+
+    def pick(self) -> tuple | None:
+        """(Under the lock.)  The waiting item to run next: the first in order."""
+        return self._waiting[0] if self._waiting else None
+
+    def taken(self, item: tuple) -> None:
+        """(Under the lock.)  ``item`` leaves the queue for a thread."""
+
+    def finished(self, item: tuple) -> None:
+        """``item`` ran (or was cancelled before it started)."""
 
     def execute(self, key: tuple, future: Future, fn: Callable, args: tuple, kw: dict) -> None:
         """Run one item in a pool thread (its result or exception to ``future``)."""
@@ -125,13 +165,20 @@ class DaemonPool:
 
 
 class Share:
-    """A session's account in the :class:`TrainingPool`: the CPU seconds its slices got."""
+    """A session's account in the :class:`TrainingPool`: the CPU seconds its slices got
+    (``used``), its slices run (``slices``), and whether it is training now (a slice
+    queued or running, or one ended less than ``ACTIVE_SECONDS`` ago)."""
 
-    __slots__ = ("used", "slices")
+    __slots__ = ("used", "slices", "queued", "running", "last_end", "__weakref__")
 
     def __init__(self) -> None:
         self.used = 0.0
         self.slices = 0
+        self.queued = self.running = 0
+        self.last_end = -math.inf
+
+    def active(self, now: float) -> bool:
+        return bool(self.queued or self.running) or now - self.last_end < ACTIVE_SECONDS
 
 
 class TrainingPool(DaemonPool):
@@ -165,6 +212,8 @@ class TrainingPool(DaemonPool):
         self._local = threading.local()  # a pool thread's worker process, its slice's CPU
         self._failures = 0  # worker processes lost (past MAX_WORKER_FAILURES: threads only)
         self._started: list[TrainerWorker] = []  # the worker processes started
+        self._shares: weakref.WeakSet = weakref.WeakSet()  # the sessions' shares seen
+        self._parts = SharedParts()  # what its worker processes hold, by token
 
     @property
     def workers(self) -> int:
@@ -176,7 +225,41 @@ class TrainingPool(DaemonPool):
         if share is None:
             return (priority, self.clock)
         share.used = max(share.used, self.clock - CREDIT_SECONDS)
+        share.queued += 1
+        self._shares.add(share)
         return (priority, share.used)
+
+    def pick(self) -> tuple | None:
+        """The first waiting slice in order (Steps, then the share that got least) whose
+        share is at most ``LEAD_SECONDS`` ahead of the training share that got least."""
+        if not self._waiting:
+            return None
+        now = time.monotonic()
+        floor = min((sh.used for sh in self._shares if sh.active(now)), default=0.0)
+        for item in sorted(self._waiting):
+            key, future, _, _, kw = item
+            share = kw.get("share")
+            if key[0] == 0 or share is None or future.cancelled():
+                return item
+            if share.used <= floor + LEAD_SECONDS:
+                return item
+        return None
+
+    def taken(self, item: tuple) -> None:
+        key, kw = item[0], item[4]
+        self.clock = max(self.clock, key[1])
+        share = kw.get("share")
+        if share is not None:
+            share.queued -= 1
+            share.running += 1
+
+    def finished(self, item: tuple) -> None:
+        share = item[4].get("share")
+        if share is not None:
+            with self._lock:
+                share.running -= 1
+                share.last_end = time.monotonic()
+                self._lock.notify_all()
 
     def use_processes(self) -> None:
         """From now on each pool thread steps trainers in a worker process of its own once
@@ -190,7 +273,6 @@ class TrainingPool(DaemonPool):
         share = kw.get("share")
         with self._lock:
             self.active += 1
-            self.clock = max(self.clock, key[1])
         self._local.elsewhere = 0.0  # CPU seconds of this slice in a worker process
         t0 = time.thread_time()
         try:
@@ -234,7 +316,7 @@ class TrainingPool(DaemonPool):
             if self._failures >= MAX_WORKER_FAILURES:
                 return None
             try:
-                worker = self._local.worker = TrainerWorker(nice=WORKER_NICE)
+                worker = self._local.worker = TrainerWorker(WORKER_NICE, self._parts)
             except OSError as exc:
                 say(f"no training worker process ({exc}): training stays in the server process.")
                 self._failures = MAX_WORKER_FAILURES

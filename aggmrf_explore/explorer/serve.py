@@ -112,8 +112,6 @@ def full_page(limit: int) -> pn.viewable.Viewable:
     )
 
 
-_REPORTED: set[str] = set()  # the refusals printed in this process
-
 REFUSAL_HTML = """<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -159,8 +157,8 @@ def refusal_document(said: str, option: str, command: str, why: str, heading: st
 
     fix = f"stop this server and start it again without {option}: {command}"
     message = one_process_message(f"panel serve {said}", fix, why)
-    if said not in _REPORTED:
-        _REPORTED.add(said)
+    if said not in runtime.RUNTIME.reported:
+        runtime.RUNTIME.reported.add(said)
         print(f"aggmrf explorer: error: {message}", file=sys.stderr, flush=True)
     title = f"aggmrf explorer: start it without {option}"
     words = dict(title=title, heading=heading, said=said, option=option, command=command, why=why)

@@ -291,15 +291,8 @@ def load_offline() -> None:
     import pyviz_comms
     from panel.config import panel_extension
 
-    global _warned_cdn
-    if panel_extension._loaded and not pn.config.inline and not _warned_cdn:
-        _warned_cdn = True
-        warnings.warn(
-            "pn.extension() was called without inline=True: the browser fetched Panel's "
-            "libraries from a CDN, which fails offline. The explorer loads them inline "
-            "itself — leave pn.extension() out, or call pn.extension(inline=True).",
-            stacklevel=3,
-        )
+    if panel_extension._loaded and not pn.config.inline:
+        _warn_about_cdn()
     pn.config.inline = True
     # forget any extension call made earlier in the caller's cell, so that the next call
     # publishes the libraries in full rather than an "already loaded" stub
@@ -309,7 +302,15 @@ def load_offline() -> None:
     _local_stylesheets()
 
 
-_warned_cdn = False  # load_offline warns once per kernel about a CDN pn.extension() call
+@functools.cache
+def _warn_about_cdn() -> None:
+    """load_offline's warning about a CDN ``pn.extension()`` call, once per kernel."""
+    warnings.warn(
+        "pn.extension() was called without inline=True: the browser fetched Panel's "
+        "libraries from a CDN, which fails offline. The explorer loads them inline "
+        "itself — leave pn.extension() out, or call pn.extension(inline=True).",
+        stacklevel=4,
+    )
 
 
 class _LocalSheets(dict):
