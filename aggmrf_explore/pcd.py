@@ -2,6 +2,8 @@
 
 :func:`pcd_update` maps (μ, θ), the scaled chain statistics (d̂, ĉ) and the targets (d, c)
 to the new (μ, θ) and every intermediate quantity (:class:`Update`): no state, no checks.
+:func:`gauge_step` then minimises the objective exactly along the directions that leave the
+model unchanged (:func:`gauge_groups`).
 :func:`divergence` says whether a step is acceptable (every new μ, θ finite, |θ| ≤
 ``THETA_BOUND``, |μ| ≤ ``MU_BOUND``) and, if not, its likely cause in words.  The trainer
 (:class:`.mrf.PCDTrainer`) calls both once per iteration.
@@ -16,9 +18,11 @@ import numpy as np
 from .kernels.update import (
     GRADIENT_CODES,
     PRECONDITION_CODES,
+    GaugeGroups,
     UpdateArrays,
     UpdateScalars,
     bound_excess,
+    gauge_pass,
     update_pass,
 )
 from .tables import TableLayout
@@ -31,6 +35,10 @@ __all__ = [
     "rescaling_ratio",
     "pcd_update",
     "divergence",
+    "GaugeGroups",
+    "gauge_groups",
+    "gauge_step",
+    "gauge_free",
     "THETA_BOUND",
     "MU_BOUND",
 ]
@@ -156,6 +164,107 @@ def pcd_update(
         h_mu = h_theta = h_plain
     new = Params(new_mu, new_theta)
     return Update(new, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta)
+
+
+def gauge_groups(layout: TableLayout, boxed: np.ndarray | None = None) -> GaugeGroups:
+    """The directions along which the model does not change, as groups of rows.
+
+    For a table t and a feature f of t whose sub-table s = t ∖ {f} is also in the layout
+    (the intercept is the sub-table of a single table), adding w to every row of t with a
+    given value a of s and subtracting w from row a of s leaves φ(x)·μ and φ(x)·θ unchanged
+    for every x: π(x, y) and P(Y=1 | x) do not move.  Along such a direction e the
+    objective log Z − μ·d − θ·c + λ‖μ‖² + λ‖θ‖² is the penalty and the targets alone:
+    its curvature is 2λ‖e‖², not the preconditioner's h ≈ d, so the preconditioned step
+    relaxes it at α·2λ/d per iteration (slower as n grows; docs/out_of_sample.md), while
+    :func:`gauge_step` solves it exactly.  For layouts holding every sub-table of their
+    tables (singles and pairs, with the intercept) the groups span all such directions.
+
+    Hashed tables are left out (a hashed row mixes values); so is every group with a row of
+    ``boxed`` (bool (K,), e.g. suppressed or folded rows: their objective is piecewise
+    there).  The groups of μ's intercept are the same; :func:`gauge_step` does not move μ₀.
+    Without the intercept the single tables have no sub-table: their groups are absent.
+    """
+    tables = layout.tables
+    index = {t: i for i, t in enumerate(tables)}
+    M = layout.n_modalities
+    t_ptr, t_rows, s_rows, block_ptr = [0], [], [], [0]
+    for ti, t in enumerate(tables):
+        if not t or layout.is_hashed(ti):
+            continue
+        rows_t = np.arange(layout.offsets[ti], layout.offsets[ti + 1]).reshape([M[f] for f in t])
+        for j, f in enumerate(t):
+            si = index.get(tuple(g for g in t if g != f))
+            if si is None or layout.is_hashed(si):
+                continue
+            # rows of t grouped by the value of s: axis j last, one group per row of s
+            grouped = np.moveaxis(rows_t, j, -1).reshape(-1, int(M[f]))
+            s_of = np.arange(layout.offsets[si], layout.offsets[si + 1])
+            keep = np.ones(len(s_of), dtype=bool)
+            if boxed is not None:
+                keep = ~(boxed[grouped].any(axis=1) | boxed[s_of])
+            if not keep.any():
+                continue
+            for g in grouped[keep]:
+                t_rows.extend(g.tolist())
+                t_ptr.append(len(t_rows))
+            s_rows.extend(s_of[keep].tolist())
+            block_ptr.append(len(s_rows))
+    return GaugeGroups(
+        np.asarray(t_ptr, dtype=np.int64),
+        np.asarray(t_rows, dtype=np.int64),
+        np.asarray(s_rows, dtype=np.int64),
+        np.asarray(block_ptr, dtype=np.int64),
+    )
+
+
+def gauge_step(
+    params: Params,
+    targets: Targets,
+    settings,
+    penalty: Penalty,
+    groups: GaugeGroups,
+    n: float,
+    compiled: bool | None = None,
+) -> Params:
+    """(μ, θ) moved to the exact minimum of the objective along the directions of
+    ``groups`` (:func:`gauge_groups`), one Gauss–Seidel pass each: the model's π(x, y) and
+    P(Y=1 | x) are unchanged (up to rounding), only the split of the same model between a
+    table and its sub-tables.  Along a direction e the model's part of the gradient is 0
+    (⟨e, d̂⟩ = ⟨e, ĉ⟩ = 0: every table sums to its sub-tables), so the minimum is
+    w = ⟨e, target − 2λ·reg·x⟩ / (2λ⟨e², reg⟩), with targets (d, c) and, for μ, the model's
+    count n on the intercept (μ₀ cancels in Z and does not move; θ₀ does).  It leaves the
+    fixed point of the update unchanged (there ⟨e, g⟩ = 0 already), and only there is the
+    whole gradient 0 on inconsistent (noisy) targets: a diagonal preconditioner turns a
+    gradient left along these directions into a move of the model.  ``compiled``: as
+    :func:`.kernels.update.gauge_pass` (the same bits either way).  Pure; new arrays."""
+    target = np.column_stack([targets.d, targets.c]).astype(np.float64)
+    if penalty.intercept:
+        target[0, 0] = n  # the model's count of the intercept row: ⟨e, d̂⟩ = 0
+    two_lam = np.array([2.0 * settings.lambda_mu, 2.0 * settings.lambda_theta])
+    return _gauge_pass(params, target, two_lam, penalty, groups, compiled)
+
+
+def gauge_free(
+    params: Params, penalty: Penalty, groups: GaugeGroups, compiled: bool | None = None
+) -> Params:
+    """The same model with its parameters moved towards the smallest ‖μ‖², ‖θ‖² along the
+    directions of ``groups`` (one pass of :func:`gauge_step` without targets): what the
+    divergence check bounds when the gauge step is on.  At the regularised optimum of
+    inconsistent (noisy) targets the parameters carry the inconsistency along these
+    directions, ⟨e, target⟩/(2λ‖e²‖), whatever its size (σ = 600 on a small release:
+    |θ₀| ≈ 200), and the model does not change with it; the bound is for the model."""
+    target = np.zeros((params.mu.shape[0], 2))
+    return _gauge_pass(params, target, np.array([2.0, 2.0]), penalty, groups, compiled)
+
+
+def _gauge_pass(params, target, two_lam, penalty, groups, compiled) -> Params:
+    """:func:`.kernels.update.gauge_pass` on the columns (μ, θ)."""
+    # μ₀ cancels in Z: kept (without the intercept row 0 is a table's row, moved)
+    move = np.array([not penalty.intercept, True])
+    x = np.column_stack([params.mu, params.theta])
+    reg = np.column_stack([penalty.reg_mu, penalty.reg_theta]).astype(np.float64)
+    out = gauge_pass(x, target, two_lam, reg, move, groups, compiled)
+    return Params(np.ascontiguousarray(out[:, 0]), np.ascontiguousarray(out[:, 1]))
 
 
 def divergence(upd: Update, targets: Targets, settings, layout: TableLayout) -> str:

@@ -42,9 +42,9 @@ def _max_gap(model, exact, states, support=None):
 
 
 def test_default_rule_lambda_theta_and_iterations():
-    """λθ = T/2 up to T = 100, then 50 (each θ's prior sd stays ≥ 0.1); momentum 0.8 on θ;
-    iterations max(3000, ⌈6/α_θ⌉), following an overridden α_θ (docs/bank_gap.md,
-    docs/out_of_sample.md)."""
+    """λθ = T/2 up to T = 100, then 50 (each θ's prior sd stays ≥ 0.1); no momentum, the
+    gauge step on; iterations max(3000, ⌈6/α_θ⌉), following an overridden α_θ
+    (docs/bank_gap.md, docs/out_of_sample.md)."""
     from aggmrf_explore.tables import TableLayout
 
     got = {}
@@ -52,12 +52,12 @@ def test_default_rule_lambda_theta_and_iterations():
         lay = TableLayout.all_pairs([3] * D)
         st = default_settings(lay, 30_000)
         T = lay.n_released_tables
-        got[T] = (st.lambda_theta, st.step_theta * T, st.momentum, default_iterations(st))
+        got[T] = (st.lambda_theta, st.step_theta * T, st.momentum, st.gauge, default_iterations(st))
     assert got == {
-        6: (3.0, 1.0, 0.8, 3000),
-        91: (45.5, 1.0, 0.8, 3000),
-        105: (50.0, 1.0, 0.8, 3000),
-        210: (50.0, 1.0, 0.8, 3000),
+        6: (3.0, 1.0, 0.0, True, 3000),
+        91: (45.5, 1.0, 0.0, True, 3000),
+        105: (50.0, 1.0, 0.0, True, 3000),
+        210: (50.0, 1.0, 0.0, True, 3000),
     }
     lay = TableLayout.all_pairs([3] * 20)
     assert default_iterations(default_settings(lay, 10, step_theta=0.0001)) == 60000

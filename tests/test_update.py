@@ -230,3 +230,114 @@ def test_the_kernels_ratio_is_the_numpy_rescaling_ratio(gradient):
     expected = rescaling_ratio(d_hat, d, 2.0 * st.lambda_mu * reg * mu, gradient)
     assert np.array_equal(up.ratio, expected)
     assert (expected == 1.0).sum() > 100  # the fallbacks were exercised
+
+
+# ---------------------------------------------------------------------- the gauge step
+def _gauge_problem(intercept: bool = True):
+    """Features of 2, 3, 2 modalities, singles and pairs (the intercept optional), 4 000
+    records of a random pairwise law; its exact regularised optimum (λ_μ = 1, λ_θ = 3)."""
+    from aggmrf_explore.exact import fit_exact
+    from aggmrf_explore.tables import TableLayout, aggregate
+
+    rng = np.random.default_rng(7)
+    lay = TableLayout.all_pairs([2, 3, 2], intercept=intercept)
+    X = np.column_stack([rng.integers(0, m, 4000) for m in (2, 3, 2)])
+    X[:, 2] = np.where(rng.random(4000) < 0.7, X[:, 0], X[:, 2])
+    y = (
+        rng.random(4000) < 1 / (1 + np.exp(-(X[:, 0] - 0.5 * X[:, 1] + X[:, 0] * X[:, 2])))
+    ).astype(int)
+    data = aggregate(X, y, lay)
+    return lay, data, fit_exact(data, 1.0, 3.0)
+
+
+def _penalty(lay, intercept: bool = True) -> Penalty:
+    reg = np.ones(lay.K)
+    if intercept:
+        reg[0] = 0.0
+    return Penalty(reg, reg.copy(), intercept, 1.0, 1.0)
+
+
+def test_gauge_step_keeps_the_model_and_the_exact_optimum():
+    """The gauge step moves (μ, θ) along directions that leave π(x, y) and P(Y=1|x) as they
+    are (here from a random start: the same logits to 1e-12); at the exact regularised
+    optimum it moves nothing (≤ 1e-5, the exact solver's own tolerance: there the gradient along them is already 0, with the
+    model's n as the intercept's count target of μ, not a wrong one)."""
+    from aggmrf_explore.exact import all_states
+    from aggmrf_explore.pcd import gauge_groups, gauge_step
+
+    lay, data, exact = _gauge_problem()
+    groups = gauge_groups(lay)
+    st = TrainerSettings(lambda_mu=1.0, lambda_theta=3.0)
+    pen = _penalty(lay)
+    rows = lay.rows(all_states(lay))
+    rng = np.random.default_rng(1)
+    start = Params(rng.normal(size=lay.K), rng.normal(size=lay.K))
+    moved = gauge_step(start, Targets(data.d, data.c), st, pen, groups, data.n)
+    assert np.abs(moved.theta - start.theta).max() > 0.1  # it did move the parameters
+    logits = lambda v: v[rows].sum(axis=1)  # noqa: E731
+    np.testing.assert_allclose(logits(moved.theta), logits(start.theta), atol=1e-12)
+    shift = logits(moved.mu) - logits(start.mu)  # μ: up to a constant (μ₀ cancels in Z)
+    assert np.ptp(shift) < 1e-12 and moved.mu[0] == start.mu[0]
+    at = gauge_step(Params(exact.mu, exact.theta), Targets(data.d, data.c), st, pen, groups, data.n)
+    np.testing.assert_allclose(at.mu[1:], exact.mu[1:], atol=1e-5)
+    np.testing.assert_allclose(at.theta, exact.theta, atol=1e-5)
+
+
+def test_gauge_passes_converge_to_the_exact_optimum_along_the_directions():
+    """Repeated passes from the exact optimum moved along the gauge by a random amount come
+    back to it (the minimum along these directions is unique: the penalty's); numpy and
+    numba give the same bits; without the intercept row 0 is an ordinary row."""
+    from aggmrf_explore.exact import all_states
+    from aggmrf_explore.kernels.update import gauge_pass
+    from aggmrf_explore.pcd import gauge_groups, gauge_step
+
+    for intercept in (True, False):
+        lay, data, exact = _gauge_problem(intercept)
+        groups = gauge_groups(lay)
+        st = TrainerSettings(lambda_mu=1.0, lambda_theta=3.0)
+        pen = _penalty(lay, intercept)
+        rows = lay.rows(all_states(lay))
+        # a random move along the directions: many passes towards random targets
+        rng = np.random.default_rng(2)
+        noise = Targets(rng.normal(0, 50, lay.K), rng.normal(0, 50, lay.K))
+        p = Params(exact.mu.copy(), exact.theta.copy())
+        for _ in range(5):
+            p = gauge_step(p, noise, st, pen, groups, 0.0)
+        assert np.abs(p.theta - exact.theta).max() > 1.0
+        np.testing.assert_allclose(p.theta[rows].sum(1), exact.theta[rows].sum(1), atol=1e-9)
+        for _ in range(200):
+            p = gauge_step(p, Targets(data.d, data.c), st, pen, groups, data.n)
+        np.testing.assert_allclose(p.theta, exact.theta, atol=1e-5)
+        np.testing.assert_allclose(p.mu[1:], exact.mu[1:], atol=1e-5)
+        x = np.column_stack([p.mu, p.theta])
+        T = np.column_stack([data.d, data.c])
+        args = (x, T, np.array([2.0, 6.0]), np.ones((lay.K, 2)), np.array([False, True]), groups)
+        assert np.array_equal(gauge_pass(*args, compiled=False), gauge_pass(*args, compiled=True))
+        # one pass is exact block by block: along the last block's directions the
+        # gradient ⟨e, T − 2λ·x⟩ is 0 after it (e: +1 on the group's t rows, −1 on its s row)
+        y = gauge_pass(x + rng.normal(size=x.shape), *args[1:])
+        g0, g1 = groups.block_ptr[-2], groups.block_ptr[-1]
+        for g in range(g0, g1):
+            t_rows = groups.t_rows[groups.t_ptr[g] : groups.t_ptr[g + 1]]
+            k = groups.s_rows[g]
+            along = (T[t_rows, 1] - 6.0 * y[t_rows, 1]).sum() - (T[k, 1] - 6.0 * y[k, 1])
+            assert abs(along) < 1e-9
+
+
+def test_gauge_groups_leave_out_hashed_tables_and_boxed_rows():
+    """A group holding a row of a hashed table or a boxed (suppressed) row is left out."""
+    from aggmrf_explore.pcd import gauge_groups
+    from aggmrf_explore.tables import TableLayout
+
+    lay = TableLayout.all_pairs([2, 3, 2])
+    full = gauge_groups(lay)
+    # singles: 3 blocks of one group; pairs (0,1), (0,2), (1,2): 2 blocks each
+    assert len(full.block_ptr) - 1 == 3 + 6
+    assert len(full.s_rows) == 3 + (2 + 3) + (2 + 2) + (3 + 2)
+    boxed = np.zeros(lay.K, dtype=bool)
+    boxed[lay.offsets[lay.table_index((0, 1))]] = True  # row (0, 0) of the pair (0, 1)
+    some = gauge_groups(lay, boxed)
+    assert len(some.s_rows) == len(full.s_rows) - 2  # the group of x0 = 0 and of x1 = 0
+    assert not np.isin(np.flatnonzero(boxed), some.t_rows).any()
+    hashed = TableLayout.all_pairs([2, 3, 2], hash_sizes={(0, 1): 4})
+    assert len(gauge_groups(hashed).s_rows) == 3 + (2 + 2) + (3 + 2)
