@@ -52,6 +52,7 @@ __all__ = [
     "mh_sweep",
     "mh_rows_logits",
     "mh_accumulate",
+    "mh_unpack",
     "init_samples_offset",
 ]
 
@@ -358,6 +359,16 @@ def mh_accumulate(rows_t, fixed, one_a, acc):
     for t in prange(T):
         for i in range(n):
             acc[rows_t[t, i]] += one_a + fixed[i]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def mh_unpack(packed, a_bits, q_scale, d, c):
+    """d[r] = packed[r] >> a_bits, c[r] = (packed[r] mod 2^a_bits) · q_scale (float64 (K,)
+    each, written in place): the statistics of :func:`mh_accumulate`, exact conversions."""
+    mask = (np.int64(1) << a_bits) - np.int64(1)
+    for r in prange(packed.shape[0]):
+        d[r] = np.float64(packed[r] >> a_bits)
+        c[r] = np.float64(packed[r] & mask) * q_scale
 
 
 @njit(cache=True, nogil=True)

@@ -30,6 +30,7 @@ from .mh import (
     mh_rows_logits,
     mh_structure,
     mh_sweep,
+    mh_unpack,
 )
 from .rng import stream_key
 
@@ -129,7 +130,8 @@ class MHGibbsChain:
         self._rows_valid = False  # _rows_t holds the rows of the current _x
         n_blocks = (count + 63) // 64
         self._counts = np.zeros((n_blocks, 2 * D), dtype=np.int64)
-        self._rows_theta: np.ndarray | None = None  # θ of _rows_t / _z / _fixed
+        self._rows_theta: np.ndarray | None = None  # θ of _rows_t / _z / _fixed (or None)
+        self._theta_buf = np.zeros(self.K)  # _rows_theta's storage: no (K,) copy per sweep
         self._stats: tuple[np.ndarray, np.ndarray] | None = None
         self.accepted = np.zeros(D, dtype=np.int64)  # last sweep's MH moves per feature
         self.proposed = np.zeros(D, dtype=np.int64)
@@ -164,6 +166,7 @@ class MHGibbsChain:
             self._P,
             self._counts,
             self._acc,
+            self._theta_buf,
         )
         return int(sum(a.nbytes for a in arrays))
 
@@ -216,7 +219,8 @@ class MHGibbsChain:
         self._P[:, 0] = mu
         self._P[:, 1] = theta
         self._sweep_in(self._P)
-        self._rows_theta = theta.copy()  # the sweep left rows, z and σ's under θ
+        np.copyto(self._theta_buf, theta)
+        self._rows_theta = self._theta_buf  # the sweep left rows, z and σ's under θ
 
     def sweep_packed(self, P: np.ndarray, out: np.ndarray) -> None:
         """One sweep under P float64 (K, 2), rows (μ_r, θ_r), read in place (e.g. a
@@ -276,7 +280,8 @@ class MHGibbsChain:
             float(2**self.q_bits),
             get_num_threads(),
         )
-        self._rows_theta = theta.copy()
+        np.copyto(self._theta_buf, theta)
+        self._rows_theta = self._theta_buf
         self._rows_valid = True
         self._stats = None
 
@@ -311,7 +316,9 @@ class MHGibbsChain:
 def unpack_statistics(
     packed: np.ndarray, q_bits: int, a_bits: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Packed int64 (K,) sums → float64 (d̂, ĉ), (K,) each: exact conversions."""
-    d = (packed >> np.int64(a_bits)).astype(np.float64)
-    mask = (np.int64(1) << np.int64(a_bits)) - np.int64(1)
-    return d, (packed & mask).astype(np.float64) * float(2.0**-q_bits)
+    """Packed int64 (K,) sums → float64 (d̂, ĉ), (K,) each: exact conversions (one pass)."""
+    packed = np.ascontiguousarray(packed, dtype=np.int64)
+    d = np.empty(packed.shape[0])
+    c = np.empty(packed.shape[0])
+    mh_unpack(packed, np.int64(a_bits), float(2.0**-q_bits), d, c)
+    return d, c
