@@ -39,6 +39,7 @@ import argparse
 import html
 import importlib
 import json
+import math
 import os
 import pkgutil
 import re
@@ -537,6 +538,7 @@ def run(
     timeout: float = 300.0,
     say=print,
     server_cores_first: bool = False,
+    rates_only: bool = False,
 ) -> dict:
     """Serve the explorer, open ``sessions`` sessions (``browsers`` of them in chromium),
     train them all, measure (see the module doc); returns the figures.
@@ -644,27 +646,29 @@ def run(
             )
             # ---- controls on the chromium pages (the others keep training)
             lat: dict[str, list[float]] = {"pause": [], "step": [], "play": []}
-            for p in pages:
+            for p in pages if not rates_only else []:
                 for k, v in control_latencies(p, cycles, timeout).items():
                     lat[k] += v
-            controls = lat["pause"] + lat["step"] + lat["play"]
+            controls = lat["pause"] + lat["step"] + lat["play"] or [math.nan]
             res["latency"] = lat
             res["control_p50"], res["control_p95"] = (
                 percentile(controls, 0.5),
                 percentile(controls, 0.95),
             )
             res["control_max"] = max(controls)
-            res["pause_step_p95"] = percentile(lat["pause"] + lat["step"], 0.95)
+            res["pause_step_p95"] = percentile(lat["pause"] + lat["step"] or [math.nan], 0.95)
             say(
                 f"controls ({len(controls)} clicks): p50 {res['control_p50']:.2f} s, p95 "
                 f"{res['control_p95']:.2f} s, max {res['control_max']:.2f} s (Pause/Step p95 "
                 f"{res['pause_step_p95']:.2f} s)"
             )
             # ---- a late joiner while the class trains
-            late = BrowserPage(browser, page_url, port)
-            res["late_first_plot"] = late.first_plot_seconds(timeout)
-            say(f"late joiner: first plot after {res['late_first_plot']:.1f} s")
-            pages.append(late)
+            res["late_first_plot"] = math.nan
+            if not rates_only:
+                late = BrowserPage(browser, page_url, port)
+                res["late_first_plot"] = late.first_plot_seconds(timeout)
+                say(f"late joiner: first plot after {res['late_first_plot']:.1f} s")
+                pages.append(late)
             res["rss_peak_mb"] = sampler.peak
             # ---- errors, then close everything
             res["page_errors"] = [e for p in pages for e in p.errors]
@@ -846,6 +850,11 @@ def main() -> None:
         help="a busy loop on core 0 (another job on the server) while the class trains",
     )
     ap.add_argument(
+        "--rates-only",
+        action="store_true",
+        help="only the training rates (no control clicks, no late joiner): the fairness run",
+    )
+    ap.add_argument(
         "--upload-vs-adult",
         action="store_true",
         help="instead: an uploaded CSV's rate beside Adult's (one page each)",
@@ -873,6 +882,7 @@ def main() -> None:
                 a.cycles,
                 say=lambda m: print(m, flush=True),
                 server_cores_first=not a.share_cores,
+                rates_only=a.rates_only,
             )
         finally:
             if busy is not None:

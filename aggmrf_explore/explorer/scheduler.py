@@ -397,6 +397,7 @@ class RunLoop:
         self.closed = False  # the page is gone: nothing more runs
         self._lock: asyncio.Lock | None = None  # one slice of this session at a time
         self.future: Future | None = None  # the slice queued or under way in the pool
+        self.ahead: Future | None = None  # the next slice, queued while the page refreshes
 
     def _slice_lock(self) -> asyncio.Lock:
         if self._lock is None:
@@ -428,7 +429,9 @@ class RunLoop:
 
     async def loop(self) -> None:
         """While the session plays: a slice in the pool, then the refresh due; at most one
-        slice per ``TICK_MS`` (``iters_per_tick`` is per period)."""
+        slice per ``TICK_MS`` (``iters_per_tick`` is per period).  The next slice is queued
+        before the page refreshes (:meth:`train_once`): the worker trains while the event
+        loop draws."""
         first = True  # a Play's first slice goes ahead of the queue, as a Step does
         try:
             while self.session.running and not self.closed:
@@ -437,45 +440,76 @@ class RunLoop:
                     first = False
                 await asyncio.sleep(max(TICK_MS / 1000 - (time.monotonic() - t0), 0.0))
         finally:
+            await self._finish_ahead()
             self.looping = False
             if not self.closed:
                 self.stopped()
 
-    async def train_once(self, priority: int = 1) -> bool:
-        """One slice in the pool, then the refresh due; False (after ``WAIT_POLL``) if what
-        training needs is not ready yet."""
+    def _submit(self, priority: int) -> Future:
         s = self.session
+        return self.pool.submit(
+            s.train_slice,
+            SLICE_SECONDS,
+            s.iters_per_tick,
+            True,
+            self.steps,
+            priority=priority,
+            share=self.share,
+        )
+
+    def _can_slice(self) -> bool:
+        s = self.session
+        return s.running and not s.busy and s.trainer is not None and not self.closed
+
+    async def train_once(self, priority: int = 1) -> bool:
+        """One slice in the pool (the one queued ahead, if any), then the next one queued
+        ahead, then the refresh due; False (after ``WAIT_POLL``) if what training needs
+        is not ready yet."""
         if not self.ready():
+            await self._finish_ahead()
             self.after_slice(False)
             await asyncio.sleep(WAIT_POLL)
             return False
         async with self._slice_lock():
-            if not s.running or s.busy or s.trainer is None or self.closed:
+            if not self._can_slice():
+                await self._finish(self.ahead)
+                self.ahead = None
                 return False
-            future = self.pool.submit(
-                s.train_slice,
-                SLICE_SECONDS,
-                s.iters_per_tick,
-                True,
-                self.steps,
-                priority=priority,
-                share=self.share,
-            )
-            self.future = future
-            try:
-                done = await asyncio.wrap_future(future)
-                if not self.closed:
-                    s.finish_slice(done)
-            except (asyncio.CancelledError, CancelledError):
-                pass  # paused before it started
-            except Exception as exc:  # noqa: BLE001
-                s.running = False
-                self.report(f"training stopped: {error_message(exc)}")
-            finally:
-                self.future = None
+            future, self.ahead = self.ahead or self._submit(priority), None
+            await self._finish(future)
+            if self._can_slice():
+                self.ahead = self.future = self._submit(1)  # trains while the page draws
         if not self.closed:
             self.after_slice(priority == 0)
         return True
+
+    async def _finish(self, future: Future | None) -> None:
+        """Wait for a slice and apply its outcome to the session (a Pause may have
+        cancelled it before it started)."""
+        if future is None:
+            return
+        s = self.session
+        self.future = future
+        try:
+            done = await asyncio.wrap_future(future)
+            if not self.closed:
+                s.finish_slice(done)
+        except (asyncio.CancelledError, CancelledError):
+            pass  # paused before it started
+        except Exception as exc:  # noqa: BLE001
+            s.running = False
+            self.report(f"training stopped: {error_message(exc)}")
+        finally:
+            self.future = None
+
+    async def _finish_ahead(self) -> None:
+        """The slice queued ahead, if any: cancelled if it has not started, else its
+        iterations (up to the one under way at a Pause) applied to the session."""
+        future, self.ahead = self.ahead, None
+        if future is not None:
+            future.cancel()
+            async with self._slice_lock():
+                await self._finish(future)
 
     def step(self) -> None:
         """A pressed Step: recorded now, run once data and sampler are ready."""
