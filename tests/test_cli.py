@@ -162,9 +162,12 @@ def test_run_own_csv(capsys, csv_dir):
         (["run", "--dataset", "toy", "--step-mu", "0"], "--step-mu: .*> 0"),
         (["run", "--dataset", "toy", "--gibbs-samples", "0"], "--gibbs-samples: .*integer"),
         (["run", "--dataset", "toy", "--iterations", "0"], "iterations"),
-        (["run", "--dataset", "toy", "--mechanism", "gaussian"], "needs --epsilon"),
-        (["run", "--dataset", "toy", "--noise-aware"], "needs noise"),
-        ("run --dataset toy --mechanism local --epsilon 1 --delta 1e-6".split(), "no δ"),
+        (["run", "--dataset", "toy", "--mechanism", "gaussian"], "--epsilon: .*needs ε"),
+        (["run", "--dataset", "toy", "--noise-aware"], "--noise-aware: .*needs a noise"),
+        (
+            "run --dataset toy --mechanism local --epsilon 1 --delta 1e-6".split(),
+            "--delta: δ .*goes only with gaussian or discrete_gaussian; mechanism local",
+        ),
         (["run"], "choose the data"),
     ],
 )

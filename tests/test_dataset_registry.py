@@ -66,7 +66,7 @@ def test_a_new_dataset_is_one_spec(monkeypatch, capsys):
         ds = load_dataset("xor", n=n, seed=seed)
         return datasets.Dataset(name="tiny", train=ds.train, test=ds.test, label=ds.label)
 
-    spec = DatasetSpec("tiny", "a tiny XOR", tiny, "generated")
+    spec = DatasetSpec("tiny", "a tiny XOR", "Tiny XOR", tiny, "generated")
     monkeypatch.setitem(DATASETS, "tiny", spec)
     monkeypatch.setattr(datasets.catalog, "DATASET_NAMES", tuple(DATASETS))
     monkeypatch.setattr(datasets, "DATASET_NAMES", tuple(DATASETS))

@@ -58,18 +58,18 @@ def test_each_tab_has_a_note_that_stays_true():
         ex.session.close()
 
 
-def test_the_noise_summary_names_each_mechanisms_scale():
-    from aggmrf_explore.explorer.noise_text import noise_summary
+def test_the_noise_text_names_each_mechanisms_scale():
+    from aggmrf_explore.explorer.noise_text import noise_text
     from aggmrf_explore.explorer.store import ExplorerSession
 
     s = ExplorerSession(dataset="toy", mechanism="laplace", n_gibbs=200)
-    assert "**Laplace** scale b" in noise_summary(s)
+    assert "**Laplace** scale b" in noise_text(s)
     s.mechanism = "gaussian"
-    assert "Gaussian σ" in noise_summary(s)
+    assert "Gaussian σ" in noise_text(s)
     s.mechanism = "local"
-    assert "| field | values | ε share | keep p |" in noise_summary(s)
+    assert "| field | values | ε share | keep p |" in noise_text(s)
     s.mechanism = "none"
-    assert noise_summary(s).startswith("No noise")
+    assert noise_text(s).startswith("No noise")
 
 
 def test_button_groups_and_seeds_have_help_of_their_own():
@@ -92,13 +92,13 @@ def test_button_groups_and_seeds_have_help_of_their_own():
 
 
 def test_each_symbol_is_explained_where_it_appears():
-    from aggmrf_explore.explorer.noise_text import noise_summary
+    from aggmrf_explore.explorer.noise_text import noise_text
     from aggmrf_explore.explorer.store import ExplorerSession
 
     s = ExplorerSession(dataset="toy", mechanism="laplace", n_gibbs=200)
-    text = noise_summary(s)
+    text = noise_text(s)
     assert "Δ₁" in text and "one person can change" in text
     s.mechanism = "discrete_gaussian"
-    assert "ρ" in noise_summary(s) and "zero-concentrated" in noise_summary(s)
+    assert "ρ" in noise_text(s) and "zero-concentrated" in noise_text(s)
     assert "Monte-Carlo floor" in EXPLAIN["convergence"] and "exact" in EXPLAIN["convergence"]
     assert "0 shown as 0.5" in EXPLAIN["dhat"] and "has no 0" in EXPLAIN["dhat"]

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from aggmrf_explore.explorer.noise_text import noise_text
 from aggmrf_explore.explorer.store import ExplorerSession
 
 
@@ -86,8 +87,7 @@ def test_invalidating_changes_reset_with_notice(xor_session):
     assert s.propose("mechanism", "gaussian") is None
     assert s.iteration == 0 and "mechanism" in s.notice and s.data.is_noisy
     assert s.noise_frame() is not None
-    nums = s.noise_numbers()
-    assert nums["sigma_analytic"] > 0 and nums["sigma_classic"] > 0
+    assert s.mechanism_obj.sigma > 0 and "**Gaussian σ**: analytic" in noise_text(s)
     s.step(2)
     assert s.propose("n_samples", 1000) is None
     assert s.iteration == 0 and s.bundle.aggregated.n == 1000

@@ -433,8 +433,8 @@ def test_expected_noise_on_negative_release():
         (lambda: sensitivity(0), "T.*0"),
         (lambda: sensitivity(2.5), "2.5"),
         (lambda: sensitivity(3, accounting="rows"), "'rows'.*both"),
-        (lambda: make_mechanism("exponential", 1, 1e-5, 3), "'exponential'.*laplace"),
-        (lambda: make_mechanism("gaussian", 1, None, 3), "delta"),
+        (lambda: make_mechanism("exponential", 1, 1e-5, 3), "laplace.*'exponential'"),
+        (lambda: make_mechanism("laplace", 1, 1e-7, 3), "delta.*goes only with gaussian"),
         (lambda: make_mechanism("laplace", None, None, 3), "epsilon"),
         (lambda: make_mechanism("laplace", 1, None, None), "layout"),
         (

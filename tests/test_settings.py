@@ -139,3 +139,143 @@ def test_surfaces_agree_with_the_declaration(s, text, store, parser):
     core = _core_accepts(s, text)
     if core is not None:
         assert core == expected, f"core {'accepted' if core else 'refused'} {s.name}={text!r}"
+
+
+# ---------------------------------------------------------------------- widgets and defaults
+@pytest.fixture(scope="module")
+def cards(store):
+    """The explorer's Privacy and Training cards, bound to a (lazy) store."""
+    from aggmrf_explore.explorer.binding import Binder
+    from aggmrf_explore.explorer.controls import PrivacyCard, TrainingCard
+
+    binder = Binder(store, guard=lambda action: action())
+    return PrivacyCard(store, binder), TrainingCard(store, binder)
+
+
+def test_every_declared_choice_is_selectable_on_its_widget(cards):
+    privacy_card, training_card = cards
+    widgets = {
+        "mechanism": privacy_card.w_mech,
+        "accounting": privacy_card.w_acc,
+        "calibration": privacy_card.w_cal,
+        "gradient": training_card.w_grad,
+    }
+    assert {n for n, s in SETTINGS.items() if s.kind == "choice"} == set(widgets)
+    for name, widget in widgets.items():
+        assert list(widget.options.values()) == list(SETTINGS[name].choices) or sorted(
+            widget.options.values()
+        ) == sorted(SETTINGS[name].choices), name
+        # each in its declared words (or the registry's label for a mechanism)
+        words = {v: k for k, v in widget.options.items()}
+        for value in SETTINGS[name].choices:
+            if name == "mechanism":
+                assert words[value] == privacy.REGISTRY[value].label
+            else:
+                assert words[value] == dict(SETTINGS[name].options).get(value, value)
+
+
+def test_every_default_is_the_same_on_every_surface(parser):
+    """A value default is declared once: the store starts from it, ``TrainerSettings`` and
+    the command line use it; a rule's default is computed (the flag's value is None)."""
+    args = parser.parse_args(["run", "--dataset", "toy"])
+    trainer = {f.name: f.default for f in fields(TrainerSettings)}
+    from aggmrf_explore.cli.args import DEFAULT_DELTA
+
+    for name, decl in SETTINGS.items():
+        rule = isinstance(decl.default, str) and decl.default.startswith("rule:")
+        for store_name in [k for k, v in SETTING_OF.items() if v == name]:
+            if not rule:
+                assert ExplorerSession.param[store_name].default == decl.default, store_name
+        if name in trainer and not rule and name != "noise_aware":
+            assert trainer[name] == decl.default, name
+        dest = (decl.flag or "").lstrip("-").replace("-", "_")
+        if decl.flag and hasattr(args, dest) and decl.kind != "bool":
+            flag_default = getattr(args, dest)
+            assert flag_default in (None, decl.default), (name, flag_default)
+            if rule:
+                assert flag_default is None, name
+    assert DEFAULT_DELTA == SETTINGS["delta"].default
+
+
+# ---------------------------------------------------------------------- rules between settings
+GIVEN = {"epsilon": 1.0, "delta": 1e-6, "calibration": "classic"}
+
+
+def _rule_cases():
+    """(mechanism, settings given): every registered mechanism with each noise setting
+    given alone, and with ε left out."""
+    for mech in privacy.REGISTRY:
+        for extra in ("epsilon", "delta", "calibration"):
+            given = {"epsilon": 1.0} if extra != "epsilon" else {}
+            given[extra] = GIVEN[extra]
+            yield mech, given
+        yield mech, {"epsilon": None}
+
+
+RULE_CASES = list(_rule_cases())
+
+
+@pytest.fixture(scope="module")
+def toy_layout():
+    from aggmrf_explore import datasets, experiment
+
+    return experiment.prepare(datasets.load_dataset("toy")).layout
+
+
+def _expected_words(values: dict) -> str | None:
+    from aggmrf_explore.settings import check_combination
+
+    try:
+        check_combination(values)
+        return None
+    except SettingError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize(
+    ("mech", "given"), RULE_CASES, ids=[f"{m}-{'-'.join(g)}" for m, g in RULE_CASES]
+)
+def test_each_rule_refuses_the_same_combinations_everywhere(mech, given, capsys, toy_layout):
+    from aggmrf_explore.cli import main
+
+    words = _expected_words({"mechanism": mech, **given})
+    uses = privacy.REGISTRY[mech].uses
+    if not uses and given.get("epsilon", 1) is None:
+        words = None  # no mechanism, no ε: nothing to refuse
+    # the core
+    try:
+        privacy.make_mechanism(mech, layout=toy_layout, **given)
+        core = None
+    except SettingError as exc:
+        core = str(exc)
+    assert core == words, (mech, given)
+    # the command line: the same words, after the flag they name
+    argv = ["run", "--dataset", "toy", "--mechanism", mech, "--iterations", "1", "--json"]
+    for k, v in given.items():
+        if v is not None:
+            argv += [SETTINGS[k].flag, str(v)]
+    code = main(argv)
+    err = capsys.readouterr().err
+    if words is None:
+        assert code == 0 or "error: " in err and words is None and "goes only" not in err
+    else:
+        assert code == 2 and err.startswith("error: --") and words in err, (argv, err)
+
+
+def test_noise_aware_without_noise_is_refused_the_same_way_everywhere(capsys):
+    from aggmrf_explore.cli import main
+
+    words = _expected_words({"mechanism": "none", "noise_aware": True})
+    assert words and words.startswith("noise-aware training (MRF-N) (noise_aware) needs a noise")
+    # the command line
+    assert main(["run", "--dataset", "toy", "--noise-aware", "--iterations", "1"]) == 2
+    assert words in capsys.readouterr().err
+    # the explorer's store: the setting is refused with the same words, the store unchanged
+    s = ExplorerSession(dataset="toy", n_gibbs=200)
+    try:
+        assert s.propose("noise_aware", True) == words
+        assert s.trainer is not None and s.trainer.settings.noise_aware is False
+        assert s.propose("mechanism", "laplace") is None
+        assert s.propose("noise_aware", True) is None and s.trainer.settings.noise_aware
+    finally:
+        s.close()

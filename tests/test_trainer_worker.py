@@ -30,7 +30,7 @@ def _trainer(problem, seed: int = 3, noisy: bool = False, **over) -> PCDTrainer:
     data = problem.aggregated
     settings = default_settings(problem.layout, data.n, n_gibbs=2_000, seed=seed, eval_every=4)
     if noisy:
-        mech = privacy.make_mechanism("laplace", 1.0, 1e-7, problem.layout, "both", "analytic")
+        mech = privacy.make_mechanism("laplace", 1.0, layout=problem.layout)
         data = privacy.release(data, mech, 11)
         settings = replace(settings, noise_aware=True)
     settings = replace(settings, **over)

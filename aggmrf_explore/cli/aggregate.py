@@ -103,7 +103,7 @@ def privacy_spent(mechs: list, args: argparse.Namespace) -> dict:
         raise AggMRFError(
             "--earlier-release with --mechanism none: exact tables spend unbounded privacy."
         )
-    delta = sum(m.delta for m in mechs) or (args.delta or 1e-7)
+    delta = sum(m.delta for m in mechs) or (args.delta or cli_args.DEFAULT_DELTA)
     return {
         "releases": len(mechs),
         "epsilon_each": [m.epsilon for m in mechs],
@@ -216,7 +216,7 @@ def release_schema(args: argparse.Namespace, ds, mech_name: str) -> tuple:
             epsilon=eps,
             delta=delta,
             n_bins=args.bins,
-            neighbours="replace" if args.accounting == "replace" else "add/remove",
+            neighbours="replace" if cli_args.accounting_of(args) == "replace" else "add/remove",
         )
     y, pos = encode_label(ds.train[ds.label], positive=schema.positive_label or ds.positive)
     neg = other_class(ds.train[ds.label], pos)
@@ -292,9 +292,15 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
         )
     extra = {"schema_source": source}
     if mech is not None:
-        extra["privacy"] = privacy_block(mech, args.accounting, data.meta.get("generator"), source)
+        accounting = cli_args.accounting_of(args)
+        extra["privacy"] = privacy_block(mech, accounting, data.meta.get("generator"), source)
     meta = write_release(
-        data, args.out, schema, fmt=args.format, accounting=args.accounting, extra=extra
+        data,
+        args.out,
+        schema,
+        fmt=args.format,
+        accounting=cli_args.accounting_of(args),
+        extra=extra,
     )
     out = {
         "source": str(name),
@@ -303,13 +309,11 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
         "n_records": int(data.n),
         "n_tables": layout.n_released_tables,
         "n_rows": int(layout.K - int(layout.intercept)),
-        "noise": noise_summary(mech, args.accounting, data.meta.get("generator")),
+        "noise": noise_summary(mech, cli_args.accounting_of(args), data.meta.get("generator")),
         "schema": {k: v for k, v in source.items() if k != "about"},
     }
     if mech is not None:
         out["privacy"] = extra["privacy"]
-    if mech is not None and mech.name == "discrete_gaussian":
-        out["noise"]["sigma_continuous"] = mech.sigma_continuous
     if earlier:
         out["privacy_spent"] = privacy_spent([*earlier, mech], args)
     if args.noise_aware:

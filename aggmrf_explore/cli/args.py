@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import AggMRFError
+from ..settings import setting
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,6 +37,9 @@ __all__ = [
     "check_tables_kept",
     "check_bins",
     "check_noise_aware",
+    "check_rules",
+    "mechanism_name",
+    "accounting_of",
     "check_release_source",
     "check_noise_aware_release",
     "label_of_test_records",
@@ -59,7 +63,7 @@ __all__ = [
     "DEFAULT_DELTA",
 ]
 
-DEFAULT_DELTA = 1e-7  # --delta of the Gaussian mechanism when not given
+DEFAULT_DELTA = setting("delta").default  # --delta of the Gaussian mechanisms when not given
 
 # (argument name, TrainerSettings field) of the training flags
 _SETTINGS_FLAGS = (
@@ -110,11 +114,19 @@ def check_bins(args: argparse.Namespace) -> None:
 
 
 def check_noise_aware(args: argparse.Namespace, mech) -> None:
-    """``--noise-aware`` needs a mechanism (``mech`` not None)."""
-    if args.noise_aware and mech is None:
-        raise AggMRFError(
-            "--noise-aware needs noise: add --mechanism laplace|gaussian --epsilon X."
-        )
+    """``--noise-aware`` needs a mechanism: the rule of ``settings.check_combination``."""
+    check_rules({"mechanism": args.mechanism, "noise_aware": bool(args.noise_aware)})
+
+
+def check_rules(values: dict) -> None:
+    """:func:`aggmrf_explore.settings.check_combination`, its error naming the flag."""
+    from ..settings import SettingError, check_combination, setting
+
+    try:
+        check_combination(values)
+    except SettingError as exc:
+        flag = setting(exc.setting).flag or "--mechanism"
+        raise AggMRFError(f"{flag}: {exc}") from None
 
 
 def check_release_source(args: argparse.Namespace) -> None:
@@ -308,51 +320,51 @@ def trainer_settings(args: argparse.Namespace, layout: TableLayout, n: int) -> T
 
 def make_mechanism(args: argparse.Namespace, layout: TableLayout, epsilon: float | None):
     """The mechanism of ``--mechanism`` at budget ``epsilon`` (with ``--delta``,
-    ``--accounting``, ``--calibration``) for ``layout``'s tables; None for "none".
+    ``--accounting``, ``--calibration`` where it uses them) for ``layout``'s tables; None
+    for "none".
 
-    For ``aggregate`` (a release for others) "laplace" and "gaussian" name the discrete
-    mechanisms (integer noise)."""
-    from ..privacy import DISCRETE
+    For ``aggregate`` (a release for others) a continuous mechanism's name stands for its
+    integer twin (``privacy.registry.release_name``)."""
     from ..privacy import make_mechanism as build
+    from ..privacy import mechanism_class
 
-    if args.mechanism != "none" and epsilon is None:
-        raise AggMRFError(f"--mechanism {args.mechanism} needs --epsilon (e.g. --epsilon 1).")
-    if args.mechanism == "none" and epsilon is not None:
-        raise AggMRFError("--epsilon given without a mechanism: add --mechanism laplace|gaussian.")
-    kind = args.mechanism
-    if getattr(args, "command", None) == "aggregate":
-        kind = DISCRETE.get(kind, kind)
-    delta = DEFAULT_DELTA if args.delta is None else args.delta
-    return build(kind, epsilon, delta, layout, args.accounting, args.calibration)
+    kind = mechanism_name(args)
+    uses = mechanism_class(kind).uses
+    given = {"epsilon": epsilon, "delta": args.delta, "accounting": args.accounting}
+    check_rules({"mechanism": kind, **given, "calibration": args.calibration})
+    delta = (DEFAULT_DELTA if args.delta is None else args.delta) if "delta" in uses else None
+    accounting = accounting_of(args) if "accounting" in uses else None
+    calibration = args.calibration if "calibration" in uses else None
+    return build(kind, epsilon, delta, layout, accounting, calibration)
 
 
 # ---------------------------------------------------------------------- before any work
 def check_numbers(args: argparse.Namespace) -> None:
     """How the number flags fit together, checked before any work (each flag's own range is
-    checked while parsing, :mod:`.numbers`): ε/δ with the mechanism, ``--n`` of xor."""
-    mechanism = getattr(args, "mechanism", None)
-    epsilon = getattr(args, "epsilon", None)
-    delta = getattr(args, "delta", None)
-    if mechanism is None:
+    checked while parsing, :mod:`.numbers`): ε and δ with the mechanism, by the rules of
+    ``settings.check_combination``."""
+    if getattr(args, "mechanism", None) is None:
         return
-    if mechanism == "none" and epsilon is not None:
-        raise AggMRFError("--epsilon given without a mechanism — add --mechanism laplace|gaussian.")
-    if mechanism == "none" and delta is not None:
-        raise AggMRFError(
-            "--delta given without a mechanism — add --mechanism gaussian --epsilon X."
-        )
-    if mechanism in ("laplace", "discrete_laplace") and delta is not None:
-        raise AggMRFError(
-            "--delta goes with the Gaussian mechanism; the Laplace mechanism is pure ε-DP "
-            "(no δ) — drop --delta or use --mechanism gaussian."
-        )
-    if mechanism == "local" and delta is not None:
-        raise AggMRFError(
-            "--delta goes with the Gaussian mechanisms; local randomized response is pure "
-            "ε-DP per person (no δ) — drop --delta."
-        )
-    if mechanism not in ("none",) and epsilon is None and hasattr(args, "epsilon"):
-        raise AggMRFError(f"--mechanism {mechanism} needs --epsilon (e.g. --epsilon 1).")
+    values = {"mechanism": mechanism_name(args)}
+    for name in ("delta", "accounting", "calibration", "epsilon"):
+        if hasattr(args, name):  # (a sweep takes its own list of ε)
+            values[name] = getattr(args, name)
+    check_rules(values)
+
+
+def mechanism_name(args: argparse.Namespace) -> str:
+    """The registered mechanism ``--mechanism`` names: for ``aggregate`` (a release for
+    others) a continuous mechanism's name stands for its integer twin."""
+    from ..privacy.registry import release_name
+
+    if getattr(args, "command", None) == "aggregate":
+        return release_name(args.mechanism)
+    return args.mechanism
+
+
+def accounting_of(args: argparse.Namespace) -> str:
+    """``--accounting``, or the declared default when not given."""
+    return args.accounting or setting("accounting").default
 
 
 def budget(args: argparse.Namespace):

@@ -146,8 +146,10 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
 
 def _add_noise_options(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     g = p.add_argument_group("privacy noise (a simulation: the noise is drawn from --seed)")
-    declared = setting("mechanism").choices  # (a sweep: the central noisy ones)
-    takes = tuple(m for m in declared if m not in ("none", "local")) if sweep else declared
+    from ..privacy import central_names
+
+    # every registered mechanism (a sweep: the central noisy ones)
+    takes = central_names()[1:] if sweep else setting("mechanism").choices
     g.add_argument(
         "--mechanism",
         type=numbers.of("mechanism", takes),
@@ -173,22 +175,21 @@ def _add_budget_options(g, sweep: bool = False) -> None:
     if not sweep:
         _setting_flag(g, "epsilon", default=None)
     _setting_flag(g, "delta", "Default 1e-7.", default=None)
-    _setting_flag(g, "accounting", default="both")
-    _setting_flag(
-        g,
-        "calibration",
-        "The discrete Gaussian is calibrated by its zCDP bound.",
-        default="analytic",
-    )
+    # (no default here: a flag given where its mechanism does not use it is refused;
+    # cli.args.accounting_of gives the declared default)
+    _setting_flag(g, "accounting", default=None)
+    _setting_flag(g, "calibration", "The discrete Gaussian is calibrated by its zCDP bound.")
 
 
 def _add_publish_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "privacy noise (integer noise from the operating system's secure generator)"
     )
+    from ..privacy.registry import release_names
+
     g.add_argument(
         "--mechanism",
-        choices=("none", "laplace", "gaussian"),
+        choices=release_names(),
         default="none",
         help="laplace: discrete Laplace (ε-DP); gaussian: discrete Gaussian "
         "((ε, δ)-DP); none: the exact tables, not private",

@@ -136,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "n_rows": problem.layout.K,
         "settings": {**asdict(settings), "iterations": iterations},
         "models": models,
-        "noise": noise_summary(mech, args.accounting),
+        "noise": noise_summary(mech, cli_args.accounting_of(args)),
         "seconds": {"prepare": prep_seconds, "total": time.perf_counter() - t0},
     }
     if data.suppression is not None:  # the dataset's release leaves out small pair cells

@@ -189,7 +189,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     done += 1
     bar(done, total)
     for eps, mech, lmech in zip(epsilons, mechs, local_mechs, strict=True):
-        summary = noise_summary(mech, args.accounting)
+        summary = noise_summary(mech, cli_args.accounting_of(args))
         for size in sizes:
             for k in range(n_seeds):
                 noise_seed = args.seed + k

@@ -33,7 +33,8 @@ class DatasetSpec:
     """What every surface asks of a named dataset.
 
     ``name``: the key (``--dataset NAME``, the explorer's links);  ``label``: how people read
-    it;  ``loader``: ``loader(**options) -> Dataset`` (``n``, ``seed`` when ``seeded``);
+    it (the explorer's status line);  ``menu``: its entry in the explorer's dataset list (a
+    few words on what it is);  ``loader``: ``loader(**options) -> Dataset`` (``n``, ``seed`` when ``seeded``);
     ``source``: "generated" (drawn from a seed) or "bundled" (real records shipped with the
     package);  ``seeded``: n and seed apply (a draw, or a subsample of the bundled train
     split);  ``suppression``: k when the dataset's release leaves out its pair cells of
@@ -42,6 +43,7 @@ class DatasetSpec:
 
     name: str
     label: str
+    menu: str
     loader: Callable[..., Dataset]
     source: str
     seeded: bool = True
@@ -51,12 +53,21 @@ class DatasetSpec:
 DATASETS: dict[str, DatasetSpec] = {
     s.name: s
     for s in (
-        DatasetSpec("toy", "toy (Table 1)", toy, "generated", seeded=False),
-        DatasetSpec("xor", "XOR", xor, "generated"),
-        DatasetSpec("synthetic", "synthetic", synthetic, "generated"),
-        DatasetSpec("criteo", "Criteo-shaped (suppressed)", _criteo, "generated", suppression=10.0),
-        DatasetSpec("adult", "Adult", adult, "bundled"),
-        DatasetSpec("bank", "Bank marketing", bank, "bundled"),
+        DatasetSpec(
+            "toy", "toy (Table 1)", "Toy — the paper's Table 1", toy, "generated", seeded=False
+        ),
+        DatasetSpec("xor", "XOR", "XOR counterexample", xor, "generated"),
+        DatasetSpec("synthetic", "synthetic", "Synthetic (random MRF)", synthetic, "generated"),
+        DatasetSpec(
+            "criteo",
+            "Criteo-shaped (suppressed)",
+            "Criteo-shaped (small, suppressed)",
+            _criteo,
+            "generated",
+            suppression=10.0,
+        ),
+        DatasetSpec("adult", "Adult", "Adult (census income)", adult, "bundled"),
+        DatasetSpec("bank", "Bank marketing", "Bank marketing", bank, "bundled"),
     )
 }
 DATASET_NAMES = tuple(DATASETS)

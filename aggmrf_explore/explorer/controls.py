@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 import panel as pn
 
-from ..settings import setting
+from ..privacy.registry import REGISTRY
+from ..settings import applies, setting
 from .binding import STRETCH, Binder, log_grid
 from .checkbox import LabeledCheckbox
-from .noise_text import noise_summary
-from .privacy_plots import MECHANISM_LABELS
+from .noise_text import noise_text
 
 __all__ = ["RunControls", "PrivacyCard", "TrainingCard", "PRESETS", "mechanism_options"]
 
@@ -52,10 +52,15 @@ TWO_ROWS = """
 
 
 def mechanism_options() -> dict[str, str]:
-    """{button text: mechanism} of every declared mechanism (``settings.py``): the
-    continuous ones and local first, the discrete ones (integer noise) last."""
-    choices = sorted(setting("mechanism").choices, key=lambda m: m.startswith("discrete_"))
-    return {MECHANISM_LABELS.get(m, m): m for m in choices}
+    """{button text: mechanism} of every registered mechanism (``privacy.registry``, its
+    ``label``): the float-noise ones and local first, the integer-noise ones last."""
+    names = sorted(REGISTRY, key=lambda m: REGISTRY[m].discrete)
+    return {REGISTRY[m].label: m for m in names}
+
+
+def select_for(name: str, label: str) -> pn.widgets.Select:
+    """A menu of every choice of setting ``name``, in its declared words."""
+    return pn.widgets.Select(label=label, options=setting(name).option_words(), **STRETCH)
 
 
 class RunControls(pn.viewable.Viewer):
@@ -136,20 +141,8 @@ class PrivacyCard(pn.viewable.Viewer):
         self.w_mech = pn.widgets.RadioButtonGroup(
             label="Mechanism", options=mechanism_options(), stylesheets=[TWO_ROWS], **STRETCH
         )
-        self.w_acc = pn.widgets.Select(
-            label="Accounting",
-            options={"counts and label sums (2T)": "both", "T queries (paper)": "queries"},
-            **STRETCH,
-        )
-        self.w_cal = pn.widgets.Select(
-            label="Gaussian calibration",
-            options={
-                "analytic (Balle & Wang)": "analytic",
-                "classic": "classic",
-                "AdKDD'21": "adkdd21",
-            },
-            **STRETCH,
-        )
+        self.w_acc = select_for("accounting", "Accounting")
+        self.w_cal = select_for("calibration", "Gaussian calibration")
         self.sigma = pn.pane.Markdown("", margin=(0, 10), css_classes=["aggmrf-sigma"], **STRETCH)
         self.w_aware = LabeledCheckbox(label="noise-aware training (MRF-N)", **BOX)
         self.w_noise_seed = pn.widgets.IntInput(label="Noise seed", start=0, **STRETCH)
@@ -185,17 +178,22 @@ class PrivacyCard(pn.viewable.Viewer):
 
     def refresh_sigma(self) -> None:
         """The noise's scale and budget in words (``noise_text.py``)."""
-        self.sigma.object = noise_summary(self.session)
+        self.sigma.object = noise_text(self.session)
 
     def show_mechanism(self) -> None:
-        """Only the controls the chosen mechanism uses."""
-        mech = self.session.mechanism
-        noisy = mech != "none"
-        self.c_eps.visible = self.c_aware.visible = noisy
-        self.c_acc.visible = noisy and mech != "local"
-        self.c_delta.visible = mech in ("gaussian", "discrete_gaussian")
-        self.c_cal.visible = mech == "gaussian"
+        """Only the controls that apply to the chosen mechanism (``settings.applies``)."""
+        values = {"mechanism": self.session.mechanism}
+        controls = {
+            "epsilon": self.c_eps,
+            "delta": self.c_delta,
+            "accounting": self.c_acc,
+            "calibration": self.c_cal,
+            "noise_aware": self.c_aware,
+        }
+        for name, control in controls.items():
+            control.visible = applies(name, values)
         # the noise seed matters with noise only, but its refused value shows either way
+        noisy = applies("noise_aware", values)
         self.c_noise_seed.visible = noisy or "noise_seed" in self.session.errors
         self.refresh_sigma()
 
@@ -217,8 +215,7 @@ class TrainingCard(pn.viewable.Viewer):
             label="step α_θ", step=0.01, format="0.0000", **STRETCH
         )
         self.w_grad = pn.widgets.RadioButtonGroup(
-            label="Gradient",
-            options={"rescaled": "rescaled", "rescaled (paper)": "rescaled-paper", "true": "true"},
+            label="Gradient", options=setting("gradient").option_words()
         )
         self.w_precond = LabeledCheckbox(label="preconditioning (diagonal Hessian)", **BOX)
         self.w_ipt = pn.widgets.IntSlider(

@@ -17,22 +17,18 @@ from .binding import STRETCH, Binder
 from .caches import UPLOAD_MAX_BYTES, format_bytes
 from .checkbox import LabeledCheckbox
 from .escape import escape_html, escape_markdown
-from .problems import register_upload, upload_columns, upload_name
+from .problems import (
+    DATASET_MENU,
+    GENERATED,
+    SEEDED,
+    register_upload,
+    upload_columns,
+    upload_name,
+)
 from .upload_widget import UploadPicker
 
-__all__ = ["DataCard", "DATASET_LABELS"]
+__all__ = ["DataCard"]
 
-DATASET_LABELS = {
-    "Toy — the paper's Table 1": "toy",
-    "XOR counterexample": "xor",
-    "Synthetic (random MRF)": "synthetic",
-    "Criteo-shaped (small, suppressed)": "criteo",
-    "Adult (census income)": "adult",
-    "Bank marketing": "bank",
-    "Upload a CSV…": "upload",
-}
-GENERATED = ("xor", "synthetic", "criteo")  # drawn from (n, seed): "Regenerate" applies
-SEEDED = (*GENERATED, "adult", "bank", "upload")  # the seed splits or draws the records
 BOX = dict(margin=(4, 10), **STRETCH)
 
 
@@ -45,7 +41,7 @@ class DataCard(pn.viewable.Viewer):
         self.binder = binder
         self.show_message = show_message
         guard = binder.guard
-        self.w_dataset = pn.widgets.Select(label="Dataset", options=DATASET_LABELS, **STRETCH)
+        self.w_dataset = pn.widgets.Select(label="Dataset", options=DATASET_MENU, **STRETCH)
         self.w_n = pn.widgets.IntInput(
             label="Sample size n (per split)", value=session.n_samples, **STRETCH
         )
@@ -100,7 +96,7 @@ class DataCard(pn.viewable.Viewer):
         ds = self.session.dataset
         self.w_upload.visible = self.c_label.visible = ds == "upload"
         self.upload_info.visible = ds == "upload"
-        self.c_n.visible = self.regenerate.visible = ds in GENERATED
+        self.c_n.visible = self.regenerate.visible = ds in GENERATED  # drawn from (n, seed)
         self.c_seed.visible = ds in SEEDED
 
     def show_options(self, bundle) -> None:

@@ -1,7 +1,7 @@
 """The store's params made from the settings' one declaration (:mod:`aggmrf_explore.settings`).
 
-``param_for("step_mu", default=1/3, softbounds=(1e-4, 1.0))`` is a ``param.Number`` with the
-setting's bounds, label and help; a surface may add a soft range (what a slider shows) but
+``param_for("epsilon", softbounds=(0.01, 100))`` is a ``param.Number`` with the setting's
+bounds, label, help and default; a surface may add a soft range (what a slider shows) but
 never its own bounds or choices.  :data:`SETTING_OF` maps each store param so made to the
 setting it declares (the three seeds share one).
 """
@@ -40,10 +40,16 @@ def declaration(store_name: str) -> Setting | None:
     return None if name is None else setting(name)
 
 
-def param_for(name: str, default, **extra) -> param.Parameter:
-    """A param for setting ``name``: bounds or choices, label and doc from its declaration;
-    ``extra`` (``softbounds``, ``doc``, …) adds to or overrides the label and doc only."""
+def param_for(name: str, default=None, **extra) -> param.Parameter:
+    """A param for setting ``name``: bounds or choices, label, doc and default from its
+    declaration (``default``: only for a setting whose declared default is a rule, "rule: …",
+    the rule's value on the first screen); ``extra`` (``softbounds``, ``doc``, …) adds to or
+    overrides the label and doc only."""
     decl = setting(name)
+    if default is None:
+        default = decl.default
+        if isinstance(default, str) and default.startswith("rule:"):
+            raise ValueError(f"{name}'s default is a rule ({default}): give its first value.")
     kw = {"default": default, "label": decl.label, "doc": decl.help, **extra}
     if decl.kind == "choice":
         return param.Selector(objects=list(decl.choices), **kw)

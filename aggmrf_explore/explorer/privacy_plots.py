@@ -14,6 +14,7 @@ import math
 import holoviews as hv
 import numpy as np
 
+from ..privacy.registry import REGISTRY
 from .plots import (
     COMMON,
     MRF_COLOR,
@@ -79,12 +80,13 @@ def noise_histogram(
         color="#aec7e8", line_color="white"
     )
     label = MECHANISM_LABELS.get(mechanism, mechanism)
+    shape = getattr(REGISTRY.get(mechanism), "density", "gauss")  # the density's shape
     if pmf is not None:
         xs = np.unique(np.linspace(inner[0], inner[1], 401).round())
         ys = np.asarray(pmf(xs), dtype=float)
-        size = "σ" if "gaussian" in mechanism else "std"
+        size = "σ" if shape == "gauss" else "std"
         name = f"{label} pmf ({size} {s:.3g})"
-    elif mechanism in ("laplace", "discrete_laplace"):
+    elif shape == "laplace":
         xs = np.linspace(-lim, lim, 201)
         b = s / math.sqrt(2)
         ys = np.exp(-np.abs(xs) / b) / (2 * b)
@@ -200,20 +202,9 @@ def noisy_vs_true(true: np.ndarray | None, noisy: np.ndarray | None, max_points:
 
 
 # ---------------------------------------------------------------------- price of privacy
-MECHANISM_LABELS = {
-    "laplace": "Laplace",
-    "gaussian": "Gaussian",
-    "discrete_laplace": "discrete Laplace",
-    "discrete_gaussian": "discrete Gaussian",
-    "local": "Local",
-}
-MECHANISM_COLORS = {
-    "laplace": "#1f77b4",
-    "gaussian": "#ff7f0e",
-    "discrete_laplace": "#17becf",
-    "discrete_gaussian": "#8c564b",
-    "local": "#9467bd",
-}
+# each noisy mechanism's words and colour, from its class (``privacy.registry``)
+MECHANISM_LABELS = {n: c.label for n, c in REGISTRY.items() if c.uses}
+MECHANISM_COLORS = {n: c.color for n, c in REGISTRY.items() if c.uses}
 PRIVACY_LIVE = "this run (training)"
 PRIVACY_PAUSED = "this run (paused)"  # the live point's legend while the session is paused
 PRIVACY_SKYLINE = "skyline (no privacy)"

@@ -18,16 +18,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..datasets.catalog import DATASETS as CATALOG
 from ..errors import AggMRFError
+from ..settings import SettingError
 from ..tables.budget import check_records
 from .caches import UPLOADS, LockedCache, cache_dir, read_json, write_json
 
 __all__ = [
     "DATASETS",
     "DATASET_NAMES",
+    "DATASET_MENU",
     "GENERATED",
-    "SUBSAMPLED",
-    "SUPPRESSED",
+    "SEEDED",
+    "suppression_of",
     "CHEAP_BASELINES",
     "SLOW_BASELINES",
     "BASELINE_LABELS",
@@ -43,24 +46,17 @@ __all__ = [
     "get_baselines",
     "peek_baselines",
     "get_release",
-    "noise_summary",
 ]
 
-DATASETS = ("toy", "xor", "synthetic", "criteo", "adult", "bank", "upload")
-DATASET_NAMES = {
-    "toy": "toy (Table 1)",
-    "xor": "XOR",
-    "synthetic": "synthetic",
-    "criteo": "Criteo-shaped (suppressed)",
-    "adult": "Adult",
-    "bank": "Bank marketing",
-    "upload": "uploaded CSV",
-}
-GENERATED = ("xor", "synthetic", "criteo")  # sample size n and seed apply
-# releases that leave out small cells: {dataset: k}, pair cells with true count ≤ k absent
-# (the AdKDD'21 rule); the trainer treats them as 0 ≤ d ≤ k
-SUPPRESSED = {"criteo": 10.0}
-SUBSAMPLED = ("adult", "bank")  # n (optional subsample of the train split) and seed apply
+# The explorer's datasets: the catalog's (``datasets.catalog.DATASETS``, one spec each), in
+# its order, then a CSV the user uploads.
+UPLOAD = "upload"
+DATASETS = (*CATALOG, UPLOAD)
+DATASET_NAMES = {**{k: s.label for k, s in CATALOG.items()}, UPLOAD: "uploaded CSV"}
+DATASET_MENU = {**{s.menu: k for k, s in CATALOG.items()}, "Upload a CSV…": UPLOAD}
+GENERATED = tuple(k for k, s in CATALOG.items() if s.source == "generated" and s.seeded)
+# the seed splits or draws the records (an upload: its train/test split)
+SEEDED = (*(k for k, s in CATALOG.items() if s.seeded), UPLOAD)
 CHEAP_BASELINES = ("naive_bayes", "best_pair")
 SLOW_BASELINES = ("logistic_pairs", "logistic")
 BASELINE_LABELS = {
@@ -95,14 +91,6 @@ def upload_name(upload_hash: str) -> str:
 def upload_columns(upload_hash: str) -> list[str]:
     """Column names of an uploaded CSV (header line, ',' or ';' separated)."""
     return UPLOADS.columns(upload_hash)
-
-
-class SettingError(AggMRFError):
-    """A failure caused by one setting (``setting``): the view reverts that one only."""
-
-    def __init__(self, setting: str, message: str) -> None:
-        super().__init__(message)
-        self.setting = setting
 
 
 @dataclass
@@ -150,17 +138,9 @@ def _load_dataset(dataset: str, n: int | None, seed: int, features, label: str, 
             raise AggMRFError(text.strip().splitlines()[0] if text.strip() else name) from None
         finally:
             os.unlink(path)
-    if dataset == "criteo":
-        from ..datasets.criteo import small_dataset
-        from ..datasets.dataset import select_features
-
-        return select_features(small_dataset(n or 20_000, seed), features, None)
-    kwargs: dict = {"features": features}
-    if dataset != "toy":
-        kwargs["seed"] = seed
-        if dataset in GENERATED or (n is not None and dataset in SUBSAMPLED):
-            kwargs["n"] = n
-    return datasets.load_dataset(dataset, **kwargs)
+    if not CATALOG[dataset].seeded:
+        return datasets.load_dataset(dataset, features=features)
+    return datasets.load_dataset(dataset, n=n, seed=seed, features=features)
 
 
 def _problem_key(
@@ -212,7 +192,7 @@ def get_problem(
             enc = {k: v for k, v in ds.encoding.items() if k in ("unseen", "min_count")}
             check_records(ds.train[ds.feature_columns], singles=singles, pairs=with_pairs, **enc)
         prob = experiment.prepare(ds, singles=singles, pairs=with_pairs, triples=triples)
-        if dataset in SUPPRESSED:  # the release leaves out its small pair cells
+        if suppression_of(dataset) is not None:  # the release leaves out small pair cells
             prob = dataclasses.replace(prob, aggregated=_suppressed(dataset, prob.aggregated))
         bundle = ProblemBundle(key, prob, all_features)
         if dataset == "xor" and not features:
@@ -222,15 +202,23 @@ def get_problem(
     return _PROBLEMS.get(key, compute)
 
 
+def suppression_of(dataset: str) -> float | None:
+    """k when ``dataset``'s release leaves out its pair cells of count ≤ k (its spec's
+    ``suppression``: the AdKDD'21 rule; the trainer treats them as 0 ≤ d ≤ k), else None."""
+    spec = CATALOG.get(dataset)
+    return None if spec is None else spec.suppression
+
+
 def _suppressed(dataset: str, data):
     """``data`` as the release of ``dataset`` shows it: pair cells with released count ≤ k
-    left out (:data:`SUPPRESSED`; on a noisy release the noisy count decides, so which cells
-    are left out is covered by the noise); other datasets unchanged."""
-    if dataset not in SUPPRESSED:
+    left out (:func:`suppression_of`; on a noisy release the noisy count decides, so which
+    cells are left out is covered by the noise); other datasets unchanged."""
+    k = suppression_of(dataset)
+    if k is None:
         return data
     from ..tables.suppression import suppress_pair_tables
 
-    return suppress_pair_tables(data, SUPPRESSED[dataset])
+    return suppress_pair_tables(data, k)
 
 
 def _xor_states(prob) -> tuple[pd.DataFrame, object]:
@@ -331,20 +319,25 @@ def get_release(
     bundle: ProblemBundle, mechanism: str, epsilon, delta, accounting, calibration, seed
 ):
     """(noisy AggregatedData, mechanism) for a problem, cached; mechanism "none" → exact data;
-    "local": every training record through randomized response at ε (``privacy.local``;
-    δ, accounting and calibration do not apply), the channel inverted."""
-    if mechanism == "none":
+    "local": every training record through randomized response at ε (``privacy.local``),
+    the channel inverted.  The settings the mechanism does not use (``settings.applies``)
+    are left out."""
+    from ..privacy.registry import mechanism_class as privacy_class
+    from ..settings import applies
+
+    values = dict(mechanism=mechanism, epsilon=epsilon, delta=delta)
+    values.update(accounting=accounting, calibration=calibration)
+    used = {k: (v if applies(k, values) else None) for k, v in values.items() if k != "mechanism"}
+    if not privacy_class(mechanism).uses:  # no noise
         return bundle.aggregated, None
-    key = (bundle.key, mechanism, epsilon, delta, accounting, calibration, seed)
+    key = (bundle.key, mechanism, *used.values(), seed)
 
     def compute():
         from .. import privacy
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            mech = privacy.make_mechanism(
-                mechanism, epsilon, delta, bundle.layout, accounting, calibration
-            )
+            mech = privacy.make_mechanism(mechanism, layout=bundle.layout, **used)
         enc = bundle.encoded
         exact = bundle.aggregated
         if exact.suppression is not None:  # noise goes on every cell; suppression after it
@@ -355,31 +348,3 @@ def get_release(
         return (_suppressed(bundle.key[0], data) if mech.privacy == "central" else data), mech
 
     return _RELEASES.get(key, compute)
-
-
-def noise_summary(layout, epsilon: float, delta: float, accounting: str) -> dict:
-    """Calibrated noise levels (numbers for display): Laplace scale/std, Gaussian σ per
-    calibration; the discrete Laplace's scale t and std, the discrete Gaussian's σ (zCDP)
-    and its ρ."""
-    from .. import privacy
-
-    l1, l2 = privacy.sensitivity(layout, accounting)
-    out = {"l1_sensitivity": l1, "l2_sensitivity": l2, "T": layout.n_released_tables}
-    out["laplace_scale"] = privacy.LaplaceMechanism(epsilon, l1).scale
-    out["laplace_std"] = privacy.LaplaceMechanism(epsilon, l1).std
-    dl = privacy.DiscreteLaplaceMechanism(epsilon, l1)
-    out["discrete_laplace_scale"], out["discrete_laplace_std"] = dl.scale, dl.std
-    try:
-        dg = privacy.DiscreteGaussianMechanism(epsilon, delta, l2)
-        out["sigma_discrete"], out["rho"] = dg.sigma, dg.rho
-    except AggMRFError:
-        out["sigma_discrete"] = out["rho"] = float("nan")
-    for cal in ("analytic", "classic", "adkdd21"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                out[f"sigma_{cal}"] = privacy.GaussianMechanism(epsilon, delta, l2, cal).sigma
-            except AggMRFError:
-                out[f"sigma_{cal}"] = float("nan")
-    out["classic_valid"] = epsilon <= 1.0
-    return out

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .problems import BASELINE_LABELS, noise_summary
+from .problems import BASELINE_LABELS
 
 __all__ = ["SessionViews"]
 
@@ -118,9 +118,6 @@ class SessionViews:
         if sigma is not None and len(sigma) == len(self.data.d):
             frame["sigma"] = sigma[rel]
         return frame
-
-    def noise_numbers(self) -> dict:
-        return noise_summary(self.bundle.layout, self.epsilon, self.delta, self.accounting)
 
     def xor_frame(self) -> pd.DataFrame | None:
         """XOR only: per-state P(Y=1|x) for truth, exact max-ent, live MRF and logistic."""

@@ -40,6 +40,7 @@ import param
 from ..errors import AggMRFError, error_message
 from ..kernels import make_chain
 from ..kernels.chain import numpy_samples
+from ..settings import check_combination
 from .keys import DATA_KEYS, LIVE_KEYS, NOISE_KEYS, RULE_KEYS, TRAINER_KEYS, URL_KEYS
 from .params import declaration, param_for
 from .problems import (
@@ -93,7 +94,7 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         label="sample size n",
         doc="Records per split (generated data)",
     )
-    data_seed = param_for("seed", 0, doc="Seed of the generated data / split")
+    data_seed = param_for("seed", doc="Seed of the generated data / split")
     features = param.List(default=[], item_type=str, doc="Feature subset (empty: all)")
     singles = param.Boolean(default=True, doc="Release single-feature tables")
     pairs = param.Boolean(default=True, doc="Release pair tables")
@@ -103,27 +104,27 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
     label_column = param.String(default="", doc="Label column of an uploaded CSV")
     upload_hash = param.String(default="", doc="Content hash of the uploaded CSV")
     # --- privacy
-    mechanism = param_for("mechanism", "none")
-    epsilon = param_for("epsilon", 1.0, softbounds=(0.01, 100))
-    delta = param_for("delta", 1e-7, softbounds=(1e-12, 1e-2))
-    accounting = param_for("accounting", "both")
-    calibration = param_for("calibration", "analytic")
-    noise_seed = param_for("seed", 0, doc="Seed of the noise draw (a simulation)")
-    noise_aware = param_for("noise_aware", False)
-    # --- training
+    mechanism = param_for("mechanism")
+    epsilon = param_for("epsilon", softbounds=(0.01, 100))
+    delta = param_for("delta", softbounds=(1e-12, 1e-2))
+    accounting = param_for("accounting")
+    calibration = param_for("calibration")
+    noise_seed = param_for("seed", doc="Seed of the noise draw (a simulation)")
+    noise_aware = param_for("noise_aware")
+    # --- training (a rule's default: its value on the first screen, XOR with T = 6 tables)
     n_gibbs = param_for("n_gibbs", 10_000, softbounds=(100, 50_000))
-    train_seed = param_for("seed", 0, doc="Seed of the Gibbs sampler")
+    train_seed = param_for("seed", doc="Seed of the Gibbs sampler")
     auto_defaults = param.Boolean(default=True, doc="Use the default rule for λ and α")
     keep_settings = param.Boolean(
         default=False,
         doc="Keep hand-set λ, α, n' and seeds on a dataset switch (else: back to the defaults)",
     )
-    lambda_mu = param_for("lambda_mu", 1.0, softbounds=(0.0, 1e3))
+    lambda_mu = param_for("lambda_mu", softbounds=(0.0, 1e3))
     lambda_theta = param_for("lambda_theta", 3.0, softbounds=(0.0, 1e4))
     step_mu = param_for("step_mu", 1 / 3, softbounds=(1e-4, 1.0))
     step_theta = param_for("step_theta", 1 / 6, softbounds=(1e-4, 1.0))
-    gradient = param_for("gradient", "rescaled")
-    precondition = param_for("precondition", True)
+    gradient = param_for("gradient")
+    precondition = param_for("precondition")
     iters_per_tick = param.Integer(
         default=50,
         bounds=(1, 1000),
@@ -502,10 +503,7 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
     def _new_trainer(self, notice: str = "") -> None:
         from ..mrf import PCDTrainer, TrainerSettings, expected_floor
 
-        if self.noise_aware and self.mechanism == "none":
-            raise AggMRFError(
-                "noise-aware training needs a privacy mechanism (Laplace, Gaussian or local)."
-            )
+        check_combination({"mechanism": self.mechanism, "noise_aware": self.noise_aware})
         settings = TrainerSettings(
             n_gibbs=self.n_gibbs,
             lambda_mu=self.lambda_mu,

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..errors import AggMRFError
 from ..files import MAX_JSON_BYTES, read_json
-from ..privacy import MECHANISMS
+from ..privacy import central_names
 from ..tables.budget import Budget, SizeEstimate, check_size
 from .fields import (
     check_choice,
@@ -101,7 +101,7 @@ def _check_noise(noise: object, where: str) -> None:
         check_choice(
             str(noise["mechanism"]).lower() if isinstance(noise["mechanism"], str) else None,
             f"{where} 'noise' 'mechanism'",
-            MECHANISMS,
+            central_names(),
         )
     keys = ("epsilon", "delta", "sigma", "scale", "l1_sensitivity", "l2_sensitivity", "std", "rho")
     for key in (*keys, "sigma_continuous"):

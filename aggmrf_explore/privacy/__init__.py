@@ -1,7 +1,9 @@
 """Differential privacy for released tables: mechanisms, calibration, releases, MRF-N.
 
 * :mod:`.mechanisms` — the :class:`Mechanism` protocol (central and local), the continuous
-  (simulation) and discrete (release) mechanisms, sensitivity and ``make_mechanism``;
+  (simulation) and discrete (release) mechanisms and their sensitivity;
+* :mod:`.registry` — every mechanism by name (one line each);
+* :mod:`.factory` — ``make_mechanism``: one built from the settings, checked once;
 * :mod:`.additive` — central noise added to exact tables (simulations and releases);
 * :mod:`.calibration` — σ for (ε, δ): analytic Gaussian, zCDP of the discrete Gaussian;
 * :mod:`.sampling` — exact integer samplers: secure (OpenDP) and seeded (simulations);
@@ -24,11 +26,9 @@ from .calibration import (
     discrete_gaussian_sigma,
     zcdp_epsilon,
 )
+from .factory import make_mechanism, mechanism_from_dict
 from .mechanisms import (
     ACCOUNTINGS,
-    DISCRETE,
-    LOCAL,
-    MECHANISMS,
     NEIGHBOURS,
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -38,8 +38,6 @@ from .mechanisms import (
     NoiseMechanism,
     Records,
     check_mechanism,
-    make_mechanism,
-    mechanism_from_dict,
     sensitivity,
 )
 from .posterior import (
@@ -49,6 +47,7 @@ from .posterior import (
     posterior_mean_counts,
     scaled_noise,
 )
+from .registry import REGISTRY, NoMechanism, central_names, mechanism_class
 from .release import (
     INSECURE_SEED,
     SECURE,
@@ -63,11 +62,12 @@ __all__ = [
     "local",
     "ACCOUNTINGS",
     "CALIBRATIONS",
-    "DISCRETE",
     "INSECURE_SEED",
-    "LOCAL",
-    "MECHANISMS",
     "NEIGHBOURS",
+    "REGISTRY",
+    "NoMechanism",
+    "central_names",
+    "mechanism_class",
     "release_guarantee",
     "PRIORS",
     "SECURE",

@@ -11,7 +11,22 @@ import numpy as np
 
 from ..errors import AggMRFError
 
-__all__ = ["positive_finite", "delta_value", "choice", "generator", "opendp"]
+__all__ = [
+    "EPSILON_RANGE",
+    "DELTA_RANGE",
+    "positive_finite",
+    "epsilon_value",
+    "delta_value",
+    "choice",
+    "generator",
+    "opendp",
+]
+
+# The domains of ε and δ, declared once (``settings.py`` declares its ε and δ with them):
+# ε from 1e-9 to 1e4 (beyond, the noise is either far above any count or below a
+# float's resolution of one), δ from 1e-50 up to, not including, 1.
+EPSILON_RANGE = (1e-9, 1e4)
+DELTA_RANGE = (1e-50, 1.0)
 
 
 def positive_finite(name: str, value: object) -> float:
@@ -24,13 +39,25 @@ def positive_finite(name: str, value: object) -> float:
     return v
 
 
+def epsilon_value(value: object) -> float:
+    """``value`` as a float, if it is a real number in :data:`EPSILON_RANGE`."""
+    lo, hi = EPSILON_RANGE
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise AggMRFError(f"epsilon must be a number ≥ {lo:g} and ≤ {hi:g}; got {value!r}.")
+    v = float(value)
+    if not (lo <= v <= hi):
+        raise AggMRFError(f"epsilon must be ≥ {lo:g} and ≤ {hi:g}; got {value!r}.")
+    return v
+
+
 def delta_value(value: object) -> float:
-    """``value`` as a float, if it is a real number with 0 < δ < 1."""
+    """``value`` as a float, if it is a real number in :data:`DELTA_RANGE` (1 excluded)."""
+    lo, hi = DELTA_RANGE
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise AggMRFError(f"delta must be a number with 0 < delta < 1; got {value!r}.")
     v = float(value)
-    if not (0.0 < v < 1.0):
-        raise AggMRFError(f"delta must satisfy 0 < delta < 1; got {value!r}.")
+    if not (lo <= v < hi):
+        raise AggMRFError(f"delta must satisfy {lo:g} ≤ delta < 1; got {value!r}.")
     return v
 
 

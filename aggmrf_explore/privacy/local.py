@@ -91,6 +91,7 @@ import numpy as np
 
 from ..errors import AggMRFError
 from ..tables import AggregatedData, TableLayout, aggregate
+from .checks import generator
 
 __all__ = [
     "SPLITS",
@@ -221,10 +222,6 @@ def split_epsilon(
 
 
 # ---------------------------------------------------------------------- mechanism
-def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-
-
 @dataclass(frozen=True, eq=False)
 class RandomizedResponse:
     """ε-locally-private randomized response on coded records (one report per person): the
@@ -253,6 +250,24 @@ class RandomizedResponse:
     privacy: ClassVar[str] = "local"
     discrete: ClassVar[bool] = False
     delta: ClassVar[float] = 0.0
+    label: ClassVar[str] = "Local"
+    color: ClassVar[str] = "#9467bd"
+    uses: ClassVar[tuple[str, ...]] = ("epsilon",)
+
+    @classmethod
+    def from_settings(cls, epsilon, layout, delta=None, accounting=None, calibration=None):
+        """Randomized response at ε per person, split equally (:func:`make_local_mechanism`)."""
+        return make_local_mechanism(epsilon, layout)
+
+    def summary(self, names: list[str] | None = None) -> list[str]:
+        """Each field's ε share and keep probability (markdown; ``names`` escaped by the caller)."""
+        head = (
+            "**Local (randomized response)**: each record is randomized before aggregation; "
+            f"ε = {self.epsilon:g} per person, split equally over the fields (δ = 0)."
+        )
+        rows = self.fields(names).itertuples(index=False)
+        table = [f"| {r.field} | {r.values} | {r.epsilon:.3g} | {r.keep:.3f} |" for r in rows]
+        return [head, "", "| field | values | ε share | keep p |", "|---|---:|---:|---:|", *table]
 
     def __post_init__(self) -> None:
         m = tuple(int(v) for v in np.asarray(self.n_modalities, dtype=np.int64).ravel())
@@ -331,7 +346,7 @@ class RandomizedResponse:
         y = np.asarray(y)
         if y.shape != (X.shape[0],) or not np.all((y == 0) | (y == 1)):
             raise AggMRFError(f"y must be {X.shape[0]} labels in {{0, 1}}; got shape {y.shape}.")
-        g = _rng(rng)
+        g = generator(rng)
         n = X.shape[0]
         keep = g.random((n, self.n_features)) < self.keep[None, :]
         other = g.integers(0, np.maximum(m - 1, 1)[None, :], size=(n, self.n_features))
@@ -591,7 +606,7 @@ class CellGaussianNoise:
 
     def sample(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """Independent draws (2, K): row 0 for the counts, row 1 for the label sums."""
-        g = _rng(rng)
+        g = generator(rng)
         return g.normal(0.0, 1.0, (2, self.sigma_d.size)) * np.stack([self.sigma_d, self.sigma_c])
 
     def describe(self) -> dict:

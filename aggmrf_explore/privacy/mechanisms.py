@@ -49,7 +49,6 @@ from typing import ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import AggMRFError
-from ..settings import setting
 from ..tables import AggregatedData, TableLayout
 from . import sampling
 from .additive import add_noise, check_exact
@@ -64,34 +63,28 @@ from .calibration import (
 )
 from .checks import choice as _choice
 from .checks import delta_value as _delta
+from .checks import epsilon_value as _epsilon
 from .checks import generator as _rng
 from .checks import positive_finite as _positive_finite
-from .local import make_local_mechanism
 
 __all__ = [
     "Mechanism",
     "NoiseMechanism",
+    "LaplaceFamily",
+    "GaussFamily",
+    "IntegerNoise",
     "Records",
     "LaplaceMechanism",
     "GaussianMechanism",
     "DiscreteLaplaceMechanism",
     "DiscreteGaussianMechanism",
-    "MECHANISMS",
-    "LOCAL",
-    "DISCRETE",
     "ACCOUNTINGS",
     "NEIGHBOURS",
     "sensitivity",
-    "make_mechanism",
-    "mechanism_from_dict",
     "check_mechanism",
 ]
 
-LOCAL = "local"  # make_mechanism's name of randomized response on each record
-# "none" and the central ones: the declared mechanisms (``settings.MECHANISMS``) but local
-MECHANISMS = tuple(m for m in setting("mechanism").choices if m != LOCAL)
-DISCRETE = {"laplace": "discrete_laplace", "gaussian": "discrete_gaussian"}  # continuous → discrete
-ACCOUNTINGS = ("both", "queries", "replace")
+ACCOUNTINGS = ("both", "queries", "replace")  # what one record can change (``sensitivity``)
 NEIGHBOURS = {
     "both": "add or remove one record (its count and label sum in every released table)",
     "queries": "add or remove one record, one column per table (the AdKDD'21 count: "
@@ -111,8 +104,18 @@ class Mechanism(Protocol):
     name: ClassVar[str]
     privacy: ClassVar[str]  # "central": noise on the tables; "local": on each record
     discrete: ClassVar[bool]  # integer tables
+    label: ClassVar[str]  # its name on a button, a legend, a table ("discrete Laplace")
+    color: ClassVar[str]  # its colour in every plot ("#rrggbb")
+    uses: ClassVar[tuple[str, ...]]  # the settings it reads (``settings.py`` names)
     epsilon: float
     delta: float
+
+    @classmethod
+    def from_settings(
+        cls, epsilon, layout, delta=None, accounting=None, calibration=None
+    ): ...  # the mechanism at these settings (those it does not use are None)
+
+    def summary(self, names: list[str] | None = None) -> list[str]: ...  # markdown lines
 
     def describe(self) -> dict: ...  # JSON-able: "mechanism", "epsilon", "delta", …
 
@@ -142,6 +145,8 @@ class NoiseMechanism(Mechanism, Protocol):
 
     def scaled(self, factor: float) -> NoiseMechanism: ...
 
+    def noise_density(self, x: np.ndarray) -> np.ndarray: ...  # density, or pmf if discrete
+
 
 # ---------------------------------------------------------------------- what the mechanisms share
 class _Shared:
@@ -159,6 +164,31 @@ class _Shared:
     budget_known = True  # the continuous mechanisms make it a field: False when only σ is known
     _sensitivity: ClassVar[str]
     _level: ClassVar[str]
+
+    @classmethod
+    def from_settings(
+        cls,
+        epsilon: float,
+        layout: TableLayout | int,
+        delta: float | None = None,
+        accounting: str | None = None,
+        calibration: str | None = None,
+    ) -> NoiseMechanism:
+        """This mechanism at budget ε (and δ, calibration if it ``uses`` them) for the
+        released tables of ``layout`` (or T): the sensitivity from ``sensitivity(layout,
+        accounting)`` (accounting None: "both").  The factory, ``privacy.make_mechanism``,
+        checks the settings against their declarations and the rules between them first."""
+        l1, l2 = sensitivity(layout, accounting or "both")
+        options = {"calibration": calibration or "analytic"} if "calibration" in cls.uses else {}
+        level = l1 if cls._sensitivity == "l1_sensitivity" else l2
+        return cls._from_budget(epsilon, delta, level, **options)
+
+    def noise_density(self, x: np.ndarray) -> np.ndarray:
+        """The noise's density at x (counts; 1/count), or its pmf P(noise = x) at integers x
+        when ``discrete``: exp(``log_density``) or ``pmf``."""
+        if self.discrete:
+            return self.pmf(x)
+        return np.exp(self.log_density(x))
 
     def describe(self) -> dict:
         """The mechanism, ε, δ, its noise level (counts), std (counts), its sensitivity and
@@ -210,8 +240,8 @@ class _Shared:
         if epsilon is not None and cls._sensitivity in d:
             return cls._from_budget(epsilon, delta, d[cls._sensitivity], **cls._options(d))
         if epsilon is not None and layout is not None:
-            accounting = d.get("accounting", "both")
-            return make_mechanism(cls.name, epsilon, delta, layout, accounting, **cls._options(d))
+            delta = delta if "delta" in cls.uses else None
+            return cls.from_settings(epsilon, layout, delta, d.get("accounting"), **cls._options(d))
         return cls._from_level(d)
 
     @classmethod
@@ -231,7 +261,7 @@ class _Shared:
             return replace(self, **{self._sensitivity: getattr(self, self._sensitivity) * f})
 
 
-class _Integer:
+class IntegerNoise:
     """Integer noise (the discrete mechanisms): secure or seeded draws of ``name`` at ``scale``."""
 
     discrete: ClassVar[bool] = True
@@ -241,23 +271,25 @@ class _Integer:
     ) -> np.ndarray:
         """Integer noise (int64) of the given shape: from OpenDP and the operating system's
         secure generator when ``rng`` is None, else from the seeded Generator (a simulation)."""
+        laplace = self.density == "laplace"  # the shape: discrete Laplace or Gaussian
         if rng is None:
             n = int(np.prod(size))
-            return sampling.secure_integer_noise(self.name, self.scale, n).reshape(size)
+            kind = "discrete_laplace" if laplace else "discrete_gaussian"
+            return sampling.secure_integer_noise(kind, self.scale, n).reshape(size)
         g = _rng(rng)
-        if self.name == "discrete_laplace":
+        if laplace:
             return sampling.seeded_discrete_laplace(self.scale, size, g)
         return sampling.seeded_discrete_gaussian(self.scale, size, g)
 
     def pmf(self, x: np.ndarray | int) -> np.ndarray:
         """P(noise = x), elementwise, for integers x (counts)."""
-        if self.name == "discrete_laplace":
+        if self.density == "laplace":
             return sampling.discrete_laplace_pmf(x, self.scale)
         return sampling.discrete_gaussian_pmf(x, self.scale)
 
 
 @dataclass(frozen=True)
-class _LaplaceFamily(_Shared):
+class LaplaceFamily(_Shared):
     """ε-DP with L1 sensitivity Δ1 > 0 (counts): noise of scale b = Δ1/ε, density ∝ exp(−|x|/b)."""
 
     epsilon: float
@@ -265,11 +297,12 @@ class _LaplaceFamily(_Shared):
     budget_known: bool = True  # False when only the noise level was declared
     delta: ClassVar[float] = 0.0
     density: ClassVar[str] = "laplace"
+    uses: ClassVar[tuple[str, ...]] = ("epsilon", "accounting")
     _sensitivity: ClassVar[str] = "l1_sensitivity"
     _level: ClassVar[str] = "scale"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _positive_finite("epsilon", self.epsilon))
+        object.__setattr__(self, "epsilon", _epsilon(self.epsilon))
         l1 = _positive_finite("l1_sensitivity", self.l1_sensitivity)
         object.__setattr__(self, "l1_sensitivity", l1)
 
@@ -282,6 +315,15 @@ class _LaplaceFamily(_Shared):
     def _from_budget(cls, epsilon, delta, l1_sensitivity) -> NoiseMechanism:
         return cls(epsilon, l1_sensitivity)
 
+    def summary(self, names: list[str] | None = None) -> list[str]:
+        """Its scale and standard deviation, in records (markdown)."""
+        integer = " (integer noise)" if self.discrete else ""
+        b = "t" if self.discrete else "b"
+        return [
+            f"**{self.label}**{integer} scale {b} = {self.scale:.3g}, "
+            f"noise std = **{self.std:.3g}** records"
+        ]
+
     @classmethod
     def _from_level(cls, d: dict) -> NoiseMechanism:
         if d.get("scale") is None:
@@ -290,7 +332,7 @@ class _LaplaceFamily(_Shared):
 
 
 @dataclass(frozen=True)
-class _GaussFamily(_Shared):
+class GaussFamily(_Shared):
     """(ε, δ)-DP with L2 sensitivity Δ2 > 0 (counts): noise of density ∝ exp(−x²/(2σ²)),
     σ (``sigma``, counts) from :meth:`_calibrate`; 0 < δ < 1."""
 
@@ -298,6 +340,7 @@ class _GaussFamily(_Shared):
     delta: float
     l2_sensitivity: float
     density: ClassVar[str] = "gauss"
+    uses: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "accounting")
     _sensitivity: ClassVar[str] = "l2_sensitivity"
     _level: ClassVar[str] = "sigma"
 
@@ -308,7 +351,7 @@ class _GaussFamily(_Shared):
 
     def _checked(self) -> dict:
         return {
-            "epsilon": _positive_finite("epsilon", self.epsilon),
+            "epsilon": _epsilon(self.epsilon),
             "delta": _delta(self.delta),
             "l2_sensitivity": _positive_finite("l2_sensitivity", self.l2_sensitivity),
         }
@@ -326,12 +369,16 @@ class _GaussFamily(_Shared):
 
     @classmethod
     def _from_budget(cls, epsilon, delta, l2_sensitivity, **options) -> NoiseMechanism:
+        if delta is None:
+            raise AggMRFError(
+                f"the {cls.name} mechanism needs δ (delta) with 0 < δ < 1, e.g. 1e-7."
+            )
         return cls(epsilon, delta, l2_sensitivity, **options)
 
 
 # ---------------------------------------------------------------------- continuous (simulations)
 @dataclass(frozen=True)
-class LaplaceMechanism(_LaplaceFamily):
+class LaplaceMechanism(LaplaceFamily):
     """ε-DP Laplace mechanism: i.i.d. Laplace(0, b) noise with b = Δ1/ε.
 
     epsilon : privacy parameter ε > 0;  l1_sensitivity : Δ1 > 0 (in counts);
@@ -340,6 +387,8 @@ class LaplaceMechanism(_LaplaceFamily):
 
     budget_known: bool = True
     name: ClassVar[str] = "laplace"
+    label: ClassVar[str] = "Laplace"
+    color: ClassVar[str] = "#1f77b4"
 
     @property
     def std(self) -> float:
@@ -369,7 +418,7 @@ class LaplaceMechanism(_LaplaceFamily):
 
 
 @dataclass(frozen=True)
-class GaussianMechanism(_GaussFamily):
+class GaussianMechanism(GaussFamily):
     """(ε, δ)-DP Gaussian mechanism: i.i.d. N(0, σ²) noise, σ from ``calibration``.
 
     epsilon : ε > 0;  delta : 0 < δ < 1;  l2_sensitivity : Δ2 > 0 (counts);
@@ -382,6 +431,9 @@ class GaussianMechanism(_GaussFamily):
     budget_known: bool = True
     sigma: float = field(init=False)
     name: ClassVar[str] = "gaussian"
+    label: ClassVar[str] = "Gaussian"
+    color: ClassVar[str] = "#ff7f0e"
+    uses: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "accounting", "calibration")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -416,6 +468,22 @@ class GaussianMechanism(_GaussFamily):
     def _details(self) -> dict:
         return {"calibration": self.calibration}
 
+    def summary(self, names: list[str] | None = None) -> list[str]:
+        """σ under each calibration at the same (ε, δ, Δ2), in records (markdown)."""
+        sig = {}
+        for c in ("analytic", "classic", "adkdd21"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ClassicGaussianWarning)
+                try:
+                    sig[c] = gaussian_sigma(self.epsilon, self.delta, self.l2_sensitivity, c)
+                except AggMRFError:
+                    sig[c] = float("nan")
+        note = "" if self.epsilon <= 1.0 else " (not valid for ε > 1)"
+        return [
+            f"**Gaussian σ**: analytic **{sig['analytic']:.3g}** · classic "
+            f"{sig['classic']:.3g}{note} · AdKDD'21 {sig['adkdd21']:.3g} records"
+        ]
+
     @classmethod
     def _options(cls, d: dict) -> dict:
         return {"calibration": d.get("calibration", "analytic")}
@@ -431,7 +499,7 @@ class GaussianMechanism(_GaussFamily):
 
 # ---------------------------------------------------------------------- discrete (releases)
 @dataclass(frozen=True)
-class DiscreteLaplaceMechanism(_Integer, _LaplaceFamily):
+class DiscreteLaplaceMechanism(IntegerNoise, LaplaceFamily):
     """ε-DP discrete Laplace (two-sided geometric) mechanism: P(x) ∝ exp(−|x|/t), t = Δ1/ε.
 
     epsilon : ε > 0;  l1_sensitivity : Δ1 > 0 (counts).  Integer noise.  A description
@@ -440,6 +508,9 @@ class DiscreteLaplaceMechanism(_Integer, _LaplaceFamily):
     """
 
     name: ClassVar[str] = "discrete_laplace"
+    twin: ClassVar[str] = "laplace"  # the continuous mechanism it replaces in a release
+    label: ClassVar[str] = "discrete Laplace"
+    color: ClassVar[str] = "#17becf"
 
     @property
     def std(self) -> float:
@@ -454,7 +525,7 @@ class DiscreteLaplaceMechanism(_Integer, _LaplaceFamily):
 
 
 @dataclass(frozen=True)
-class DiscreteGaussianMechanism(_Integer, _GaussFamily):
+class DiscreteGaussianMechanism(IntegerNoise, GaussFamily):
     """(ε, δ)-DP discrete Gaussian mechanism N_Z(0, σ²): P(x) ∝ exp(−x²/(2σ²)) on the integers.
 
     epsilon : ε > 0;  delta : 0 < δ < 1;  l2_sensitivity : Δ2 > 0 (counts).  ``sigma``
@@ -466,6 +537,9 @@ class DiscreteGaussianMechanism(_Integer, _GaussFamily):
 
     sigma: float = field(init=False)
     name: ClassVar[str] = "discrete_gaussian"
+    twin: ClassVar[str] = "gaussian"  # the continuous mechanism it replaces in a release
+    label: ClassVar[str] = "discrete Gaussian"
+    color: ClassVar[str] = "#8c564b"
 
     def _calibrate(self) -> float:
         return discrete_gaussian_sigma(self.epsilon, self.delta, self.l2_sensitivity)
@@ -483,6 +557,15 @@ class DiscreteGaussianMechanism(_Integer, _GaussFamily):
     def _details(self) -> dict:
         return {"calibration": "zcdp", "rho": self.rho, "sigma_continuous": self.sigma_continuous}
 
+    def summary(self, names: list[str] | None = None) -> list[str]:
+        """σ, its zCDP ρ and the continuous mechanism's σ, in records (markdown)."""
+        return [
+            f"**discrete Gaussian σ** (integer noise; its budget in zero-concentrated DP, "
+            f"ρ = {self.rho:.3g}, the same guarantee as ε, δ in another unit): "
+            f"**{self.sigma:.3g}** records · the continuous one's analytic σ: "
+            f"{self.sigma_continuous:.3g}"
+        ]
+
     def epsilon_at(self, delta: float) -> float:
         """The ε this release satisfies at another δ."""
         return discrete_gaussian_epsilon(self.sigma, delta, self.l2_sensitivity)
@@ -492,17 +575,6 @@ class DiscreteGaussianMechanism(_Integer, _GaussFamily):
         (an approximation, used for the halves of a thinned release)."""
         g = GaussianMechanism(self.epsilon, self.delta, self.l2_sensitivity)
         return g.scaled(factor * self.sigma / g.sigma)
-
-
-_CLASSES = {
-    c.name: c
-    for c in (
-        LaplaceMechanism,
-        GaussianMechanism,
-        DiscreteLaplaceMechanism,
-        DiscreteGaussianMechanism,
-    )
-}
 
 
 # ---------------------------------------------------------------------- accounting
@@ -534,52 +606,8 @@ def sensitivity(
     return float(k), math.sqrt(k)
 
 
-def make_mechanism(
-    name: str,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    layout: TableLayout | int | None = None,
-    accounting: Literal["both", "queries", "replace"] = "both",
-    calibration: Literal["analytic", "classic", "adkdd21"] = "analytic",
-) -> Mechanism | None:
-    """The mechanism ``name`` at budget ``epsilon`` for ``layout``'s tables: "none" → None,
-    one of ``MECHANISMS`` (central: δ ignored by the Laplace mechanisms, ``calibration``
-    used by the continuous Gaussian only, the sensitivity from ``sensitivity(layout,
-    accounting)``), or :data:`LOCAL` (randomized response on each record at ε per person,
-    split equally over the fields, the label protected: ``layout`` must be a TableLayout,
-    δ, accounting and calibration do not apply; ``privacy.local.make_local_mechanism``
-    gives the other splits).
-    """
-    kind = _choice("mechanism", name, (*MECHANISMS, LOCAL))
-    if kind == "none":
-        return None
-    if layout is None:
-        raise AggMRFError(f"mechanism {kind!r} needs the layout (or T) to compute its sensitivity.")
-    if epsilon is None:
-        raise AggMRFError(f"mechanism {kind!r} needs epsilon > 0.")
-    epsilon = setting("epsilon").check(epsilon)
-    if kind == LOCAL:
-        return make_local_mechanism(epsilon, layout)
-    calibration = setting("calibration").check(calibration)
-    l1, l2 = sensitivity(layout, setting("accounting").check(accounting))
-    if kind in ("laplace", "discrete_laplace"):
-        return _CLASSES[kind](epsilon, l1)
-    if delta is None:
-        raise AggMRFError(f"the {kind} mechanism needs delta with 0 < delta < 1 (e.g. 1e-7).")
-    delta = setting("delta").check(delta)
-    if kind == "discrete_gaussian":
-        return DiscreteGaussianMechanism(epsilon, delta, l2)
-    return GaussianMechanism(epsilon, delta, l2, calibration)
-
-
 def check_mechanism(mechanism: object) -> NoiseMechanism:
     """``mechanism`` if it is one of this module's central mechanisms, else an error."""
-    if not isinstance(mechanism, tuple(_CLASSES.values())):
+    if not isinstance(mechanism, _Shared):
         raise AggMRFError(f"expected a privacy mechanism (see make_mechanism); got {mechanism!r}.")
     return mechanism
-
-
-def mechanism_from_dict(d: dict, layout: TableLayout | int | None = None) -> NoiseMechanism | None:
-    """The mechanism a ``noise`` object describes (``{"mechanism": "none"}`` → None)."""
-    kind = _choice("mechanism", str(d.get("mechanism", "none")), MECHANISMS)
-    return None if kind == "none" else _CLASSES[kind].from_dict(d, layout)

@@ -63,10 +63,10 @@ def mechanism_from_meta(
     if not isinstance(meta, dict):
         raise AggMRFError("release.json 'noise' must be an object (or null).")
     kind = str(meta.get("mechanism", "none")).lower()
-    if kind not in privacy.MECHANISMS:
+    if kind not in privacy.central_names():
         raise AggMRFError(
             f"release.json 'noise': unknown mechanism {meta.get('mechanism')!r}; "
-            f"use one of {', '.join(privacy.MECHANISMS)}."
+            f"use one of {', '.join(privacy.central_names())}."
         )
     try:
         return privacy.mechanism_from_dict({**meta, "mechanism": kind}, layout)
