@@ -70,29 +70,29 @@ def student_views(out: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    proc, _ = start_server(port)
+    proc, _ = start_server(port, timeout=900)  # (a shared, loaded machine)
     url = f"http://127.0.0.1:{port}/explorer"
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             ctx = browser.new_context(viewport={"width": 1280, "height": 720})
             page = ctx.new_page()
-            page.set_default_navigation_timeout(180_000)  # a shared, loaded machine
-            page.set_default_timeout(60_000)
+            page.set_default_navigation_timeout(900_000)  # a shared, loaded machine
+            page.set_default_timeout(300_000)
             # the Local noise plot: Adult (32 561 records) under randomized response
             page.goto(url + "?dataset=adult&mechanism=local&epsilon=2")
-            wait_status(page, lambda t: "iteration 0" in t and t.endswith("Adult"), 300)
+            wait_status(page, lambda t: "iteration 0" in t and t.endswith("Adult"), 900)
             page.locator(".bk-tab").filter(has_text="Privacy").first.click()
             page.wait_for_timeout(4000)
             page.screenshot(path=str(out / "local_noise_plot_1280x720.png"))
             # the Privacy tab while paused: a Gaussian run on XOR, trained, then paused
             page.goto(url + "?dataset=xor&n_samples=4000&n_gibbs=2000&mechanism=gaussian")
-            wait_status(page, lambda t: "iteration 0" in t and t.endswith("XOR"))
+            wait_status(page, lambda t: "iteration 0" in t and t.endswith("XOR"), 600)
             page.locator(".bk-tab").filter(has_text="Privacy").first.click()
             page.get_by_role("button", name="▶ Play").first.click()
-            wait_status(page, lambda t: iteration(t) > 200)
+            wait_status(page, lambda t: iteration(t) > 200, 600)
             page.get_by_role("button", name="❚❚ Pause").first.click()
-            wait_status(page, lambda t: t.startswith("paused"))
+            wait_status(page, lambda t: t.startswith("paused"), 300)
             page.wait_for_timeout(3000)
             page.screenshot(path=str(out / "privacy_tab_paused_1280x720.png"))
             # one second after a mechanism click (the pointer stays where it clicked)

@@ -129,15 +129,35 @@ class Server:
         return server_log(self.proc)
 
 
-@pytest.fixture(scope="module")
-def server():
+def _new_server() -> Server:
     from aggmrf_explore.kernels import warm_up
 
     warm_up()  # fill numba's on-disk cache: the server then loads, not compiles, the kernels
     port = free_port()
     proc, seconds = start_server(port)
-    yield Server(f"http://127.0.0.1:{port}/explorer", seconds, proc)
-    stop_server(proc)
+    return Server(f"http://127.0.0.1:{port}/explorer", seconds, proc)
+
+
+@pytest.fixture(scope="module")
+def server(request):
+    """One explorer server for every browser test module of the run (started by the first
+    module that asks, stopped at the end of the run; started again if it died): a server's
+    start and first page cost 10–30 s, once instead of once per module.  A test that needs
+    a server nobody used yet takes ``fresh_server``."""
+    shared = getattr(request.config, "aggmrf_server", None)
+    if shared is None or shared.proc.poll() is not None:
+        shared = _new_server()
+        request.config.aggmrf_server = shared
+        request.config.add_cleanup(lambda: stop_server(shared.proc))
+    return shared
+
+
+@pytest.fixture
+def fresh_server():
+    """A server of its own, started for the test (the start-up time is the first page's)."""
+    s = _new_server()
+    yield s
+    stop_server(s.proc)
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +271,8 @@ def _no_errors(p: Page) -> None:
         assert not hits, f"{bad!r} reached the page: {hits[:3]}"
 
 
-def test_server_starts_fast_and_page_is_usable(server, browser, shots):
+def test_server_starts_fast_and_page_is_usable(fresh_server, browser, shots):
+    server = fresh_server
     p = Page(browser, server.url)
     try:
         total = server.http_seconds + p.load_seconds
