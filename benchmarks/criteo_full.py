@@ -2,6 +2,13 @@
 
     python benchmarks/criteo_full.py --json docs/criteo_full.json          # ≈ 1 h on 2 cores
     python benchmarks/criteo_full.py --records 300000 --n-gibbs 20000 --iterations 20   # a check
+    python benchmarks/criteo_full.py --workdir /tmp/cf --profile 3      # where the time goes
+    python benchmarks/criteo_full.py --workdir /tmp/cf --skyline 1000000 --skyline-c 0.1,1
+
+``--profile N`` times N iterations phase by phase beside the bincount reference measured in
+the same process (:func:`profile`); ``--skyline N`` fits the logistic on the MRF's features
+(:func:`skyline`).  Both reuse the tables of ``--workdir`` and stop there.  Freed memory is
+kept in glibc's heap (:func:`keep_freed_memory`; ``--os-allocator`` for the defaults).
 
 Not a projection (``benchmarks/criteo_scale.py`` times a few iterations): every iteration is
 run and timed.
@@ -101,7 +108,8 @@ def references(rows_tm, K: int, repeats: int = 3) -> dict:
     visit them).  ``bincount``: np.bincount of those cells into K bins (the counting floor,
     one thread); ``bincount_sorted``: the same cells sorted; ``gather``: θ[rows] for those
     cells (one random 8-byte read each, one thread); ``stream``: one copy of a float64 (K,)
-    array (the update's unit of sequential work: 2·8·K bytes moved)."""
+    array (the update's unit of sequential work: 2·8·K bytes moved).  ``*_cpu``: the same
+    in CPU seconds."""
     import numpy as np
 
     theta = np.random.default_rng(0).normal(size=K)
@@ -115,12 +123,14 @@ def references(rows_tm, K: int, repeats: int = 3) -> dict:
     }
     out = {}
     for name, job in jobs.items():
-        ts = []
+        ts, cs = [], []
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             job()
             ts.append(time.perf_counter() - t0)
+            cs.append(time.process_time() - c0)
         out[name] = round(_median(ts), 4)
+        out[name + "_cpu"] = round(_median(cs), 4)
     return out
 
 
@@ -128,7 +138,8 @@ def profile(trainer, n_iter: int) -> dict:
     """Seconds per phase of ``n_iter`` iterations (after one untimed warm-up), beside the
     references (:func:`references`) measured before and after them.
 
-    Phases: ``sweep`` (the chain's sweep: the MH/Gibbs site updates, rows, σ's),
+    Wall seconds and CPU seconds (all threads of the process: robust to other jobs taking
+    the cores, not to their use of the caches and memory) per phase.  Phases: ``sweep`` (the chain's sweep: the MH/Gibbs site updates, rows, σ's),
     ``statistics`` (counting every sample's cells into the K rows, unpacking),
     ``update`` (``pcd_update``: the gradient and preconditioned step, one pass over K),
     ``divergence`` (the bound check), ``rest`` (the trainer's bookkeeping: scaling,
@@ -139,12 +150,14 @@ def profile(trainer, n_iter: int) -> dict:
 
     chain = trainer.chain
     times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
 
     def timed(name, fn):
         def wrapper(*args, **kw):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = fn(*args, **kw)
             times.setdefault(name, []).append(time.perf_counter() - t0)
+            cpu.setdefault(name, []).append(time.process_time() - c0)
             return out
 
         return wrapper
@@ -161,28 +174,34 @@ def profile(trainer, n_iter: int) -> dict:
     ref_before = references(rows_tm, trainer.layout.K)
     for (obj, name), fn in patches.items():
         setattr(obj, name, fn)
-    total = []
+    total, total_cpu = [], []
     try:
         for _ in range(n_iter):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             trainer.step(1)
             total.append(time.perf_counter() - t0)
+            total_cpu.append(time.process_time() - c0)
     finally:
         for (obj, name), fn in originals.items():
             setattr(obj, name, fn)
     ref_after = references(rows_tm, trainer.layout.K)
     phases = {k: round(_median(v), 4) for k, v in times.items()}
     phases["rest"] = round(_median(total) - sum(phases.values()), 4)
+    phases_cpu = {k: round(_median(v), 4) for k, v in cpu.items()}
+    phases_cpu["rest"] = round(_median(total_cpu) - sum(phases_cpu.values()), 4)
     ref = {k: round((ref_before[k] + ref_after[k]) / 2, 4) for k in ref_before}
     return {
         "iterations": n_iter,
         "iteration_median": round(_median(total), 4),
         "iteration_all": [round(t, 3) for t in total],
         "phases_median": phases,
+        "iteration_cpu_median": round(_median(total_cpu), 4),
+        "phases_cpu_median": phases_cpu,
         "references": ref,
         "references_before": ref_before,
         "references_after": ref_after,
         "ratio_to_bincount": round(_median(total) / ref["bincount"], 2),
+        "cpu_ratio_to_bincount_cpu": round(_median(total_cpu) / ref["bincount_cpu"], 2),
         "cells": int(rows_tm.size),
         "acceptance": getattr(chain, "acceptance", None),
     }
@@ -191,10 +210,13 @@ def profile(trainer, n_iter: int) -> dict:
 def print_profile(p: dict, load0: float, load1: float) -> None:
     ref = p["references"]["bincount"]
     print(f"load {load0} → {load1}; bincount reference {ref:.3f} s ({p['cells']} cells)")
-    print(f"{'phase':<12} {'s/iter':>8} {'× bincount':>11}")
+    print(f"{'phase':<12} {'s/iter':>8} {'× bincount':>11} {'CPU s/iter':>11}")
     for k, v in p["phases_median"].items():
-        print(f"{k:<12} {v:8.3f} {v / ref:11.2f}")
-    print(f"{'iteration':<12} {p['iteration_median']:8.3f} {p['ratio_to_bincount']:11.2f}")
+        print(f"{k:<12} {v:8.3f} {v / ref:11.2f} {p['phases_cpu_median'][k]:11.3f}")
+    print(
+        f"{'iteration':<12} {p['iteration_median']:8.3f} {p['ratio_to_bincount']:11.2f}"
+        f" {p['iteration_cpu_median']:11.3f}"
+    )
     print("references:", p["references"])
 
 
