@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -366,6 +366,21 @@ class Schema:
         """0/1 labels (int8, (n,)) of a record column with the schema's positive class."""
         y, _ = encode_label(series, positive=self.positive_label, classes=self.classes)
         return y
+
+    def subset(self, names: Sequence[str]) -> Schema:
+        """This schema restricted to the features ``names`` (kept in the schema's order; the
+        label kept); an error naming a feature it does not declare."""
+        missing = sorted(set(names) - set(self.feature_names))
+        if missing:
+            raise AggMRFError(
+                f"the declared schema has no feature {missing[0]!r}; declare it (--schema) or "
+                "drop the column (--drop-features)."
+            )
+        keep = [i for i, f in enumerate(self.feature_names) if f in set(names)]
+        per_feature = ("feature_names", "modality_labels", "kinds", "edges", "known", "codes")
+        picked = {k: [getattr(self, k)[i] for i in keep] for k in (*per_feature, "values")}
+        picked["unseen"] = [self.unseen[i] for i in keep]
+        return replace(self, **picked)
 
     def layout(self, tables: Sequence[Sequence[int]], intercept: bool = True) -> TableLayout:
         """A :class:`TableLayout` over these features and modalities."""

@@ -36,9 +36,7 @@ def main(releases: int, out: str | None, features: int | None = None) -> dict:
     ds = datasets.adult()
     schema = bundled_schema("adult")
     if features:
-        from aggmrf_explore.cli.aggregate import schema_subset
-
-        schema = schema_subset(schema, schema.feature_names[:features])
+        schema = schema.subset(schema.feature_names[:features])
     X = schema.transform(ds.train)
     y = (ds.train[ds.label] == ">50K").to_numpy().astype(np.int8)
     layout = TableLayout.all_pairs(

@@ -20,7 +20,6 @@ __all__ = [
     "check_output",
     "check_publish_flags",
     "check_earlier_release",
-    "schema_subset",
     "earlier_mechanisms",
     "privacy_spent",
 ]
@@ -142,35 +141,6 @@ def _records_schema(ds, bins: int) -> tuple:
     return schema, enc.X_train, enc.y_train
 
 
-def schema_subset(schema, names: list[str]):
-    """``schema`` restricted to the features ``names`` (in the schema's order)."""
-    from ..encoding import Schema
-
-    keep = [i for i, f in enumerate(schema.feature_names) if f in set(names)]
-    missing = sorted(set(names) - set(schema.feature_names))
-    if missing:
-        raise AggMRFError(
-            f"the declared schema has no feature {missing[0]!r}; declare it (--schema) or drop "
-            "the column (--drop-features)."
-        )
-
-    def pick(xs: list) -> list:
-        return [xs[i] for i in keep]
-
-    out = Schema(
-        pick(schema.feature_names),
-        pick(schema.modality_labels),
-        pick(schema.kinds),
-        pick(schema.edges),
-        pick(schema.known),
-        pick(schema.codes),
-        pick(schema.values),
-        pick(schema.unseen),
-    )
-    out.label, out.positive_label, out.classes = schema.label, schema.positive_label, schema.classes
-    return out
-
-
 def release_schema(args: argparse.Namespace, ds, mech_name: str) -> tuple:
     """(schema, X, y, source): the schema the release publishes and the records' codes.
 
@@ -199,7 +169,7 @@ def release_schema(args: argparse.Namespace, ds, mech_name: str) -> tuple:
         schema, X, y = _records_schema(ds, args.bins)
         return schema, X, y, {"source": "records", "about": SCHEMA_SOURCES["records"]}
     elif not args.csv and (schema := bundled_schema(ds.name)) is not None:
-        schema = schema_subset(schema, feats)
+        schema = schema.subset(feats)
         source = {
             "source": "declared",
             "about": SCHEMA_SOURCES["declared"] + "; " + ds.name + "'s codebook",
