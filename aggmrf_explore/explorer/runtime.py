@@ -363,7 +363,7 @@ def warm_up_extras() -> None:
     from .. import datasets, experiment, mrf, privacy
 
     prob = experiment.prepare(datasets.load_dataset("toy"))
-    mech = privacy.make_mechanism("laplace", 1.0, 1e-7, prob.layout, "both", "analytic")
+    mech = privacy.make_mechanism("laplace", 1.0, layout=prob.layout)
     noisy = privacy.release(prob.aggregated, mech, 0)
     trainer = mrf.PCDTrainer(noisy, mrf.TrainerSettings(n_gibbs=20, noise_aware=True))
     trainer.step(1)
