@@ -56,8 +56,7 @@ __all__ = [
     "init_samples_offset",
 ]
 
-BLOCK = 64  # samples per parallel work item (and per row of the MH move counts)
-SUB = 16  # samples processed together inside a block (their rows stay in cache)
+BLOCK = 64  # samples per row of the MH move counts (work items hold whole blocks)
 PROPOSAL_UNIFORM = 0.05  # weight of the uniform in the proposal mixture
 
 
