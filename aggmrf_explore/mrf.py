@@ -258,22 +258,29 @@ def default_settings(layout: TableLayout, n: int, **overrides) -> TrainerSetting
       then one sample per 10 records up to the paper's 400 000 on Criteo (4·10⁶ records);
     - the preconditioner from the targets (``TrainerSettings.preconditioner = "targets"``)
       and, with the default ``gradient="rescaled"``, no θ move in a cell without a sample;
-    - heavy-ball momentum β = 0.8 on θ (``DEFAULT_MOMENTUM``).  The plain preconditioned
-      step relaxes slowly along the directions that the tables barely constrain and the
-      penalty alone holds (β = 0.9 is faster but ruins Bank; β = 0.5 is too slow).
+    - the gauge step (``TrainerSettings.gauge``): after each step, the exact minimum along
+      the directions that leave the model unchanged (a value moved between a table and its
+      sub-table, :func:`.pcd.gauge_step`).  The preconditioned step relaxes them at only
+      α·2λ/d per iteration (the curvature there is the penalty's 2λ, not h ≈ d), so without
+      it 3 000 iterations stopped 10⁻³–3·10⁻² short of the optimum at 10⁵ records even
+      without Monte-Carlo noise;
+    - no momentum (``DEFAULT_MOMENTUM`` = 0).  Heavy ball β = 0.8 on θ had been the remedy
+      for those slow directions; it makes the fast ones ring (period ≈ 6 iterations at
+      α_θ = 1/T), and the persistent chain's lag makes the ringing grow: a fresh 10⁵-record
+      problem diverged (docs/out_of_sample.md).
 
     What these defaults deliver (``benchmarks/out_of_sample.py``, exactly these defaults on
-    three families of fresh small problems; docs/out_of_sample.md): 3 000 iterations, the
-    second half averaged, land within 2·10⁻³ max |ΔP(Y=1|x)| of the exact regularised
-    optimum on most fresh problems of 300 and 1 000 records (all 60 at 300; 18–20 of 20
-    per family at 1 000, worst 4.3·10⁻³: a slow relaxation of μ along the directions
-    that λ_μ alone holds, not noise).  It does not hold at 10⁵ records (12 of 61 within
-    2·10⁻³, medians 3.3–4.4·10⁻³): 3 000 iterations stop short there (on the one problem
-    checked, as far without Monte-Carlo noise and with either preconditioner; most likely
-    the same directions, whose relaxation slows as 1/n, not shown).  With the former preconditioner (from the
-    chain's own d̂ and ĉ) and n' = n, the same small problems
-    missed by a bias of about one sample's weight per cell (E[g/h] = 0 is not E[g] = 0),
-    which more iterations did not remove.
+    three families of fresh problems; docs/out_of_sample.md): 3 000 iterations, the second
+    half averaged, land within 2·10⁻³ max |ΔP(Y=1|x)| of the exact regularised optimum
+    (over the states with at least one expected record) on at least 19 of 20 fresh problems
+    per family at 300 and at 1 000 records.  At 10⁵ records that maximum is over states of
+    one to ten records, which n' = 10 000 samples visit less than once a sweep: there the
+    Monte-Carlo noise of the average is the limit (it falls as 1/√n': 5.2·10⁻³ → 3.2·10⁻³
+    with 4n' on the problem checked; without noise the same problem converges to 10⁻⁴),
+    and the claim holds over the states the chain resolves, n'·π(x) ≥ 10 (docs table).
+    With the former preconditioner (from the chain's own d̂ and ĉ) and n' = n, the same
+    small problems missed by a bias of about one sample's weight per cell (E[g/h] = 0 is
+    not E[g] = 0), which more iterations did not remove.
 
     The iteration count is :func:`default_iterations` (max(3000, ⌈6/α_θ⌉)); ``fit`` over
     it averages the second half of the run (:class:`PCDTrainer`, "Iterate averaging").
@@ -322,11 +329,9 @@ def default_iterations(settings: TrainerSettings) -> int:
     The preconditioned step moves each well-constrained θ about a fraction α_θ of the way
     to its target per iteration, so a run's length is measured in relaxation times 1/α_θ
     (= T iterations under the default α_θ = 1/T); 6 of them past T = 500.  Below, 3 000
-    iterations (``MIN_ITERATIONS``), half of them averaged: the directions the penalty
-    alone holds relax far more slowly than 1/α_θ; with the default momentum, 2 000
-    iterations reach 2·10⁻³ of the exact optimum on 19–20 of 20 fresh small problems
-    (worst 1.8–2.1·10⁻³), 3 000 with a margin (docs/out_of_sample.md).  Adult (T = 105)
-    and Bank (T = 210): 3 000.
+    iterations (``MIN_ITERATIONS``), half of them averaged: the average needs the tail to
+    hold the Monte-Carlo noise down (docs/out_of_sample.md).  Adult (T = 105) and Bank
+    (T = 210): 3 000.
     """
     return int(max(MIN_ITERATIONS, np.ceil(ITERATION_RELAXATIONS / settings.step_theta - 1e-9)))
 

@@ -15,7 +15,7 @@
    from the Python API with each default turned off:
 
    - noise-aware: MRF-N when the release declares its noise (off: ``--no-noise-aware``);
-   - the convergence rule: heavy-ball momentum 0.8 on θ, max(3 000, ⌈6/α_θ⌉) iterations,
+   - the convergence rule: max(3 000, ⌈6/α_θ⌉) iterations (with the gauge step),
      the average over the second half (off: the former rule, plain step, max(600, ⌈6/α_θ⌉)
      iterations, the average from iteration ⌈2/α_θ⌉);
 
@@ -67,7 +67,7 @@ from aggmrf_explore.mrf import PCDTrainer, TrainerSettings, default_iterations, 
 LABELS = ("click", "sale")
 # (noise-aware, new convergence rule) → row title
 VARIANTS = {
-    (True, True): "defaults: MRF-N, momentum 0.8, 3 000 iterations",
+    (True, True): "defaults: MRF-N, the gauge step, 3 000 iterations",
     (False, True): "without noise-aware (`--no-noise-aware`)",
     (True, False): "without the convergence rule (plain step, 600 iterations)",
     (False, False): "without both (the former defaults)",

@@ -36,15 +36,14 @@ def gap_over_likely_states(model, layout, exact, n: int) -> float:
 # Three problems each of the pairwise and mixture families of benchmarks/out_of_sample.py
 # (1 000 records), drawn from fresh entropy on every run and trained with exactly the
 # shipped defaults (the skewed family's |ΔP| are small whatever the trainer does: it is in
-# the benchmark).  The defaults miss 2·10⁻³ on about 1 problem in 20 (the slow relaxation
-# of docs/out_of_sample.md, up to 4.2·10⁻³); the former defaults (n' = n, the
-# preconditioner from the chain's own d̂, ĉ) missed 3·10⁻³ on every pairwise problem
-# measured (20 of 20, median 8.3·10⁻³).  At least 4 of 6 within 3·10⁻³ separates the two:
-# the former defaults fail it with the three pairwise problems alone, the new ones about
-# once in 400 runs (three misses at 1 in 20 each).
-WITHIN = 3e-3
-AT_LEAST = 4
-MAX_BOUND = 1e-2
+# the benchmark).  The shipped defaults land within 2·10⁻³ on at least 19 of 20 problems
+# per family (medians 4–6·10⁻⁴, docs/out_of_sample.md); the former defaults (n' = n, the
+# preconditioner from the chain's own d̂, ĉ) had a median of 7.2·10⁻³ on such problems and
+# missed 3·10⁻³ on nearly all.  The median of six below 1.5·10⁻³ and none past 5·10⁻³
+# separates the two: the former defaults fail it in every run tried (docs), the shipped
+# ones would need three of six problems past 1.5·10⁻³.
+MEDIAN_BOUND = 1.5e-3
+MAX_BOUND = 5e-3
 
 
 def test_shipped_defaults_land_near_the_exact_optimum_on_fresh_problems():
@@ -60,7 +59,7 @@ def test_shipped_defaults_land_near_the_exact_optimum_on_fresh_problems():
         found.append((gap, family, seed))
     gaps = np.array([g for g, _, _ in found])
     what = ", ".join(f"{f} {s}: {g:.1e}" for g, f, s in found)
-    assert (gaps <= WITHIN).sum() >= AT_LEAST, f"fewer than {AT_LEAST} within {WITHIN}: {what}"
+    assert np.median(gaps) <= MEDIAN_BOUND, f"median {np.median(gaps):.1e} ({what})"
     assert gaps.max() <= MAX_BOUND, f"max {gaps.max():.1e} ({what})"
 
 
