@@ -218,14 +218,14 @@ def test_explorer_criteo_problem_is_a_suppressed_release():
     count ≤ 10 are absent (d = c = 0, marked); under Gaussian noise the cells of noisy count
     ≤ 10 are; singles complete; the records are the generator's (same seed → same data)."""
     from aggmrf_explore.datasets.criteo import SMALL_CARDINALITIES, small_dataset
-    from aggmrf_explore.explorer.problems import SUPPRESSED, get_problem, get_release
+    from aggmrf_explore.explorer.problems import get_problem, get_release, suppression_of
 
     b = get_problem("criteo", 3000, 1, None, True, True)
     exact = aggregate(b.encoded.X_train, b.encoded.y_train, b.layout)
     lay, box = b.layout, b.aggregated.suppression
     assert list(lay.n_modalities) == list(SMALL_CARDINALITIES)
     pair = np.isin(lay.row_table(), [i for i, t in enumerate(lay.tables) if len(t) == 2])
-    np.testing.assert_array_equal(box.rows, pair & (exact.d <= SUPPRESSED["criteo"]))
+    np.testing.assert_array_equal(box.rows, pair & (exact.d <= suppression_of("criteo")))
     assert box.n_rows > 100
     assert np.all(b.aggregated.d[box.rows] == 0) and np.all(b.aggregated.c[box.rows] == 0)
     np.testing.assert_array_equal(b.aggregated.d[~box.rows], exact.d[~box.rows])
@@ -233,7 +233,7 @@ def test_explorer_criteo_problem_is_a_suppressed_release():
     noisy, _ = get_release(b, "gaussian", 1.0, 1e-7, "both", "analytic", 0)
     left_out = noisy.suppression.rows
     assert noisy.is_noisy and np.all(noisy.d[left_out] == 0) and not np.any(left_out & ~pair)
-    assert np.all(noisy.d[pair & ~left_out] > SUPPRESSED["criteo"])
+    assert np.all(noisy.d[pair & ~left_out] > suppression_of("criteo"))
     np.testing.assert_array_equal(noisy.true_d, exact.d)  # the noise went on the exact cells
     assert np.any(left_out != box.rows)  # decided on the noise, not on the true counts
     a, c = small_dataset(500, seed=4), small_dataset(500, seed=4)
