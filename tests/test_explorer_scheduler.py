@@ -149,6 +149,46 @@ def test_the_run_loop_plays_pauses_and_steps_a_store_without_panel(monkeypatch):
     assert not reports
 
 
+def test_a_play_pressed_while_the_loop_ends_is_not_lost(monkeypatch):
+    """Pause, then Play again while the loop waits for its last slice: training goes on."""
+    monkeypatch.setattr(scheduler, "TICK_MS", 10)
+    s = _toy_store()
+
+    async def scenario():
+        tasks = []
+        loop = RunLoop(
+            s,
+            TrainingPool(workers=1),
+            execute=lambda fn: tasks.append(asyncio.ensure_future(fn())),
+            ready=lambda: True,
+            after_slice=lambda first: None,
+            stopped=lambda: None,
+            report=lambda text: None,
+        )
+        s.play()
+        loop.start()
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if s.iteration >= 3:
+                break
+        s.pause()
+        loop.cancel_queued()
+        s.play()
+        loop.start()  # (nothing if the loop under way is still ending: it goes on by itself)
+        before = s.iteration
+        for _ in range(300):
+            await asyncio.sleep(0.01)
+            if s.iteration >= before + 5:
+                break
+        assert s.iteration >= before + 5 and loop.looping
+        s.pause()
+        loop.cancel_queued()
+        while any(not t.done() for t in tasks):
+            await asyncio.gather(*tasks)
+
+    asyncio.run(scenario())
+
+
 def test_a_step_pressed_before_the_sampler_is_ready_runs_once_it_is(monkeypatch):
     monkeypatch.setattr(scheduler, "WAIT_POLL", 0.01)
     s = _toy_store()

@@ -443,7 +443,10 @@ class RunLoop:
             await self._finish_ahead()
             self.looping = False
             if not self.closed:
-                self.stopped()
+                if self.session.running:  # a Play pressed while the last slice ended
+                    self.start()
+                else:
+                    self.stopped()
 
     def _submit(self, priority: int) -> Future:
         s = self.session
