@@ -325,6 +325,16 @@ _ALL = (
         default="rule: max(3000, ⌈6/α_θ⌉)",
     ),
     Setting(
+        "sampler",
+        "choice",
+        "sampler",
+        "Gibbs kernel: full conditionals, Metropolis-within-Gibbs for large "
+        "M_f, or auto (mh when some M_f > 1000)",
+        choices_of=("auto", "gibbs", "mh"),
+        flag="--sampler",
+        default="auto",
+    ),
+    Setting(
         "mechanism",
         "choice",
         "mechanism",

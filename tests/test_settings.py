@@ -160,7 +160,8 @@ def test_every_declared_choice_is_selectable_on_its_widget(cards):
         "calibration": privacy_card.w_cal,
         "gradient": training_card.w_grad,
     }
-    assert {n for n, s in SETTINGS.items() if s.kind == "choice"} == set(widgets)
+    shown = {SETTING_OF[k] for k in SETTING_OF}  # the settings the explorer shows
+    assert {n for n, s in SETTINGS.items() if s.kind == "choice" and n in shown} == set(widgets)
     for name, widget in widgets.items():
         assert list(widget.options.values()) == list(SETTINGS[name].choices) or sorted(
             widget.options.values()
@@ -195,6 +196,14 @@ def test_every_default_is_the_same_on_every_surface(parser):
             if rule:
                 assert flag_default is None, name
     assert DEFAULT_DELTA == SETTINGS["delta"].default
+
+
+def test_the_samplers_are_the_kernels():
+    """The sampler's choices are declared in ``settings.py``; the kernels (below the
+    settings in the data flow, so they cannot read them) resolve exactly those."""
+    from aggmrf_explore.kernels.chain import SAMPLERS
+
+    assert SETTINGS["sampler"].choices == SAMPLERS
 
 
 # ---------------------------------------------------------------------- rules between settings

@@ -235,12 +235,13 @@ def _add_release_options(p: argparse.ArgumentParser) -> None:
 
 def _add_scale_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("bigger data: samplers and a Dask cluster")
+    decl = setting("sampler")
     g.add_argument(
-        "--sampler",
-        choices=("auto", "gibbs", "mh"),
-        default="auto",
-        help="Gibbs kernel: full conditionals, Metropolis-within-Gibbs for large "
-        "M_f, or auto (mh when some M_f > 1000)",
+        decl.flag,
+        type=numbers.of("sampler"),
+        metavar="{" + ",".join(decl.choices) + "}",
+        default=decl.default,
+        help=decl.help,
     )
     g.add_argument(
         "--scheduler",
