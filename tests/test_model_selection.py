@@ -43,9 +43,12 @@ def test_metric_orders_models(problem, trained):
     codes = sample_codes(trained, extra_sweeps=2)
     assert codes.shape == (3 * 2000, 4)
     good = aggregated_nllh(trained.model, codes, second)
-    base = MRFModel(
-        problem.layout, trained.mu, np.where(np.arange(problem.layout.K) == 0, trained.theta, 0)
-    )
+    # the base rate alone (θ₀ of a trained model is not it: the gauge step splits the
+    # intercept's logit with the tables' θ, mrf.TrainerSettings.gauge)
+    rate = problem.aggregated.c[0] / problem.aggregated.d[0]
+    flat_theta = np.zeros(problem.layout.K)
+    flat_theta[0] = np.log(rate / (1.0 - rate))
+    base = MRFModel(problem.layout, trained.mu, flat_theta)
     flat = aggregated_nllh(base, codes, second)
     assert good.score > 0.02 and abs(flat.score) < 0.02 and good.score > flat.score
     assert len(good.per_table) == problem.layout.n_released_tables
