@@ -12,7 +12,6 @@ from aggmrf_explore.explorer import scheduler
 from aggmrf_explore.explorer.scheduler import (
     ACTIVE_SECONDS,
     CREDIT_SECONDS,
-    LEAD_SECONDS,
     RunLoop,
     Share,
     TrainingPool,
@@ -64,15 +63,16 @@ def test_a_session_far_behind_keeps_only_a_bounded_credit():
     assert late.used >= 100.0 - CREDIT_SECONDS
 
 
-def test_a_session_far_ahead_waits_for_the_one_behind():
+def test_a_session_far_ahead_waits_for_the_one_behind(monkeypatch):
     """Two sessions, two threads, one thread starved (the slice of the session behind runs
     there, getting no CPU): the session ahead by more than ``LEAD_SECONDS`` does not take
     the free thread again and again (each session keeping "its" thread: one trains at full
     speed, the other crawls); it waits until the one behind is back in the queue (and then
-    goes first) or stops training."""
+    goes first) or stops training.  (The lead cap is off by default: ``LEAD_SECONDS``.)"""
+    monkeypatch.setattr(scheduler, "LEAD_SECONDS", 0.3)
     pool = TrainingPool(workers=2)
     ahead, behind = Share(), Share()
-    ahead.used = LEAD_SECONDS + 0.5
+    ahead.used = 0.8
     gate = threading.Event()
     started: list[str] = []
     slow = pool.submit(lambda: (started.append("behind"), gate.wait(10)), share=behind)
@@ -93,10 +93,11 @@ def test_a_session_far_ahead_waits_for_the_one_behind():
     assert time.monotonic() - t0 < ACTIVE_SECONDS + 0.5
 
 
-def test_a_step_is_never_held_back():
+def test_a_step_is_never_held_back(monkeypatch):
+    monkeypatch.setattr(scheduler, "LEAD_SECONDS", 0.3)
     pool = TrainingPool(workers=2)
     ahead, behind = Share(), Share()
-    ahead.used = LEAD_SECONDS + 0.5
+    ahead.used = 0.8
     gate = threading.Event()
     pool.submit(gate.wait, 10, share=behind)
     try:

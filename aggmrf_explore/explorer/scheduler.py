@@ -53,10 +53,11 @@ SLICE_SECONDS = 0.1  # the most one slice trains (then the page may refresh)
 # until it has caught up; a session starved by its slices' core keeps its due
 CREDIT_SECONDS = 0.2
 # the most CPU seconds a session may be ahead of the training session that got least: past
-# it, its slices wait (a free thread waits for the one behind, at most one slice's time).
-# Without it, two sessions on two threads, one thread starved (a busy loop on its core),
-# each kept "its" thread: one trained at full speed, the other crawled
-LEAD_SECONDS = 0.3
+# it, its slices wait (a free thread waits for the one behind).  Meant for two sessions on
+# two threads, one thread starved, each keeping its own; off (infinite): with 30 Adult
+# sessions and a busy loop on one core it cut the total rate from 37 to 6 it/s and left one
+# session at 0 (benchmarks/explorer_fairness.py, docs/explorer.md)
+LEAD_SECONDS = math.inf
 ACTIVE_SECONDS = 1.0  # a session whose last slice ended this long ago no longer holds others
 RECHECK_SECONDS = 0.05  # a pool thread held back by pick() looks again this often
 IDLE_SECONDS = 5.0  # a pool thread without work for this long tidies up (TrainingPool)
