@@ -110,6 +110,17 @@ def _toy_store() -> ExplorerSession:
     return ExplorerSession(dataset="toy", n_gibbs=500)
 
 
+def _run_loop(store, tasks: list, **callbacks) -> RunLoop:
+    """A RunLoop on one training thread whose ``execute`` queues asyncio tasks in ``tasks``."""
+    return RunLoop(
+        store,
+        TrainingPool(workers=1),
+        execute=lambda fn: tasks.append(asyncio.ensure_future(fn())),
+        ready=lambda: True,
+        **callbacks,
+    )
+
+
 def test_the_run_loop_plays_pauses_and_steps_a_store_without_panel(monkeypatch):
     monkeypatch.setattr(scheduler, "TICK_MS", 10)
     s = _toy_store()
@@ -119,11 +130,9 @@ def test_the_run_loop_plays_pauses_and_steps_a_store_without_panel(monkeypatch):
 
     async def scenario():
         tasks = []
-        loop = RunLoop(
+        loop = _run_loop(
             s,
-            TrainingPool(workers=1),
-            execute=lambda fn: tasks.append(asyncio.ensure_future(fn())),
-            ready=lambda: True,
+            tasks,
             after_slice=refreshed.append,
             stopped=lambda: stopped.append(True),
             report=reports.append,
@@ -156,11 +165,9 @@ def test_a_play_pressed_while_the_loop_ends_is_not_lost(monkeypatch):
 
     async def scenario():
         tasks = []
-        loop = RunLoop(
+        loop = _run_loop(
             s,
-            TrainingPool(workers=1),
-            execute=lambda fn: tasks.append(asyncio.ensure_future(fn())),
-            ready=lambda: True,
+            tasks,
             after_slice=lambda first: None,
             stopped=lambda: None,
             report=lambda text: None,
