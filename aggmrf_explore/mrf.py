@@ -173,7 +173,13 @@ class TrainerSettings:
     the model unchanged (:func:`.pcd.gauge_step`; default True).  The preconditioned step
     relaxes them only at α·2λ/d per iteration (the curvature there is the penalty's 2λ, not
     h ≈ d), which left 3 000 iterations short of the optimum at 10⁵ records.  Rows of a
-    suppression's boxes are left out (their objective is piecewise there).
+    suppression's boxes are left out (their objective is piecewise there).  It runs on
+    noise-free tables and noise-aware targets only (``PCDTrainer.gauge_active``): the
+    noisy values themselves contradict one another along those directions, and the exact
+    minimum there lies at |μ| ~ noise/2λ_μ, past the divergence bound (Adult with Laplace
+    ε = 1 diverged at iteration 1); it also turns itself off at the first step it would
+    push past the bound when the step without it would not (an inconsistent release that
+    declares no noise).
     average: report the iterate average (μ̄, θ̄) as the model (``PCDTrainer.model``) instead of
     the last iterate; average_start: iterations before the average starts, counted from the
     start of training or from the last ``PCDTrainer.update`` (None: the rule of
@@ -477,6 +483,12 @@ class PCDTrainer:
         # the rows of the suppression's boxes
         boxed = None if box is None else box.rows | (box.slack > 0)
         self._gauge = gauge_groups(lay, boxed)
+        # the gauge step fits exact or noise-aware targets only: raw noisy ones contradict one
+        # another along the free directions, whose exact minimum lies at |μ| ~ noise/2λ_μ
+        # (harmless to the model, but past the divergence bound: Adult, Laplace ε = 1)
+        self.gauge_active = self.settings.gauge and (
+            data.noise is None or self.settings.noise_aware
+        )
         self.mu, self.theta = self._initial_parameters()
         factory = make_chain if chain_factory is None else chain_factory
         self.chain = factory(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
@@ -704,17 +716,25 @@ class PCDTrainer:
             )
             upd = upd._replace(params=Params(upd.params.mu, self.theta + velocity.theta))
         checked = upd
-        if st.gauge:  # numba unless the chain is the numpy build (a first start)
+        problem = ""
+        if self.gauge_active:  # numba unless the chain is the numpy build (a first start)
             compiled = getattr(self.chain, "build", "parallel") != "numpy"
-            upd = upd._replace(
+            gauged = upd._replace(
                 params=gauge_step(upd.params, tg, st, self.penalty, self._gauge, self.n, compiled)
             )
-            # the bound is for the model, not for where noisy targets put the gauge
-            checked = upd._replace(
-                params=gauge_free(upd.params, self.penalty, self._gauge, compiled)
+            # the bound is for the model, not for where the targets put the gauge
+            free = gauged._replace(
+                params=gauge_free(gauged.params, self.penalty, self._gauge, compiled)
             )
+            problem = divergence(free, tg, st, self.layout)
+            if problem and not divergence(upd, tg, st, self.layout):
+                # tables that contradict one another (undeclared noise, an inconsistent
+                # release): the gauge's exact minimum lies far out; go on without it
+                self.gauge_active, problem = False, ""
+            else:
+                upd, checked = gauged, free
         new_mu, new_theta = upd.params
-        problem = divergence(checked, tg, st, self.layout)
+        problem = problem or divergence(checked, tg, st, self.layout)
         if problem:
             self._velocity = Params(np.zeros(self.layout.K), np.zeros(self.layout.K))
             self.status = "diverged"

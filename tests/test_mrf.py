@@ -531,3 +531,38 @@ def test_train_mrf_scores_and_reports_the_average(xor_problem):
     assert not np.array_equal(tr.model.theta, tr.theta)
     enc = xor_problem.encoded
     assert run.nllh_test == nllh(enc.y_test, tr.model.predict_proba(enc.X_test)[:, 1])
+
+
+def test_the_gauge_step_fits_exact_or_noise_aware_targets_only():
+    """Raw noisy counts contradict one another along the directions the model does not see;
+    their exact minimum there lies at |μ| ~ noise/2λ_μ, past the divergence bound.  The
+    defaults on a declared Laplace release (toy, ε = 0.05: the tables' noise ≫ the counts)
+    train without the gauge step and without diverging; noise-aware keeps it."""
+    from aggmrf_explore.privacy import make_mechanism, release
+
+    problem = prepare("toy")
+    lay, agg = problem.layout, problem.aggregated
+    noisy = release(agg, make_mechanism("laplace", epsilon=0.05, layout=lay), seed=5)
+    tr = PCDTrainer(noisy, default_settings(lay, noisy.n, n_gibbs=500))
+    assert not tr.gauge_active
+    tr.step(20)  # (with the gauge step: diverged at iteration 1)
+    assert np.all(np.abs(tr.mu) < 200) and np.all(np.isfinite(tr.theta))
+    aware = PCDTrainer(noisy, default_settings(lay, noisy.n, n_gibbs=500, noise_aware=True))
+    assert aware.gauge_active
+    exact = PCDTrainer(agg, default_settings(lay, agg.n, n_gibbs=500))
+    assert exact.gauge_active
+
+
+def test_the_gauge_step_turns_itself_off_on_a_release_that_contradicts_itself():
+    """Noise that no release declares (σ = 10⁵ on toy's counts): the first step whose gauge
+    minimum would pass the bound goes on without it, instead of diverging."""
+    problem = prepare("toy")
+    lay, agg = problem.layout, problem.aggregated
+    rng = np.random.default_rng(1)
+    noisy = AggregatedData(
+        lay, agg.d + rng.normal(0, 1e5, lay.K), agg.c + rng.normal(0, 1e5, lay.K), agg.n
+    )
+    tr = PCDTrainer(noisy, default_settings(lay, agg.n, n_gibbs=500))
+    assert tr.gauge_active  # (nothing declared)
+    tr.step(5)
+    assert not tr.gauge_active and tr.iteration == 5
