@@ -194,11 +194,19 @@ class Page:
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
+        self.page.on("requestfailed", self._request_failed)
         t0 = time.perf_counter()
         self.page.goto(url)
         self.wait_status(lambda text: ready in text and "iteration 0" in text, timeout=timeout)
         self.load_seconds = time.perf_counter() - t0
+
+    def _request_failed(self, request) -> None:
+        """A request the server did not answer is an error, with the browser's reason; one
+        the page cancelled itself (net::ERR_ABORTED: its element replaced or gone while it
+        loaded) is not a server's failure."""
+        failure = request.failure or ""
+        if "ERR_ABORTED" not in failure:
+            self.errors.append(f"request failed ({failure}): {request.url}")
 
     def status(self) -> str:
         return self.page.locator(".aggmrf-status p").first.inner_text()

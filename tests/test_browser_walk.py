@@ -260,8 +260,10 @@ def test_a_fresh_install_walk(browser, tmp_path, monkeypatch):  # noqa: F811
                     f"switch to XOR: status {p.status()!r}"
                 )
             p.tab("XOR")
-            box = p.page.get_by_text("Release the triplet table (X1, X2, X3)", exact=True)
-            box.first.click(force=True)
+            box = p.page.get_by_text("Release the triplet table (X1, X2, X3)", exact=True).first
+            # (the tab draws its content after the click: wait for it, as a user's eye does)
+            box.wait_for(state="visible", timeout=TRAIN_BOUND * slack() * 1000)
+            box.click(force=True)
             model.fresh = True
             p.tab("Training")
             return "triplet table"

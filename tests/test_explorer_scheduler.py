@@ -220,3 +220,36 @@ def test_a_step_pressed_before_the_sampler_is_ready_runs_once_it_is(monkeypatch)
         assert s.iteration == 1 and s.steps_wanted == 0
 
     asyncio.run(scenario())
+
+
+def test_an_event_loop_that_ends_while_a_session_plays_ends_its_run_loop(monkeypatch):
+    """The page's event loop ends (a failed test, a server shutting down) while the session
+    still plays: cancelling the run loop's task ends it; it neither swallows the
+    cancellation and trains on forever nor restarts itself."""
+    monkeypatch.setattr(scheduler, "TICK_MS", 10)
+    s = _toy_store()
+    outcome: list[str] = []
+
+    async def scenario():
+        tasks = []
+        loop = _run_loop(
+            s, tasks, after_slice=lambda first: None, stopped=lambda: None, report=print
+        )
+        s.play()
+        loop.start()
+        deadline = time.monotonic() + 180  # (a fresh install compiles the sampler first)
+        while s.iteration < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        raise RuntimeError("the event loop ends")  # asyncio.run cancels the run loop
+
+    def run() -> None:
+        try:
+            asyncio.run(scenario())
+        except RuntimeError as exc:
+            outcome.append(str(exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(240)
+    assert not thread.is_alive(), "asyncio.run never returned: the run loop outlived its loop"
+    assert outcome == ["the event loop ends"] and s.iteration >= 2 and s.running

@@ -434,16 +434,20 @@ class RunLoop:
         before the page refreshes (:meth:`train_once`): the worker trains while the event
         loop draws."""
         first = True  # a Play's first slice goes ahead of the queue, as a Step does
+        cancelled = False  # this task was cancelled (its event loop ends): no restart
         try:
             while self.session.running and not self.closed:
                 t0 = time.monotonic()
                 if await self.train_once(priority=0 if first else 1):
                     first = False
                 await asyncio.sleep(max(TICK_MS / 1000 - (time.monotonic() - t0), 0.0))
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
         finally:
             await self._finish_ahead()
             self.looping = False
-            if not self.closed:
+            if not self.closed and not cancelled:
                 if self.session.running:  # a Play pressed while the last slice ended
                     self.start()
                 else:
@@ -499,7 +503,9 @@ class RunLoop:
             if not self.closed:
                 s.finish_slice(done)
         except (asyncio.CancelledError, CancelledError):
-            pass  # paused before it started
+            if _task_cancelled(future):
+                raise  # this task itself is cancelled: the loop ends (never swallowed)
+            # else: the slice was cancelled (paused) before it started
         except Exception as exc:  # noqa: BLE001
             s.running = False
             self.report(f"training stopped: {error_message(exc)}")
@@ -538,3 +544,13 @@ class RunLoop:
                 self.report(error_message(exc))
                 return
             s.param.trigger("stepped")  # the views redraw
+
+
+def _task_cancelled(future: Future) -> bool:
+    """Whether a CancelledError met while awaiting ``future`` cancels the awaiting task
+    (its event loop ends, ``asyncio.run`` tidies up) rather than only the slice."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)  # Python ≥ 3.11
+    if cancelling is not None:
+        return cancelling() > 0
+    return not future.cancelled()  # (a slice cancelled by a Pause is itself cancelled)
