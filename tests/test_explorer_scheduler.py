@@ -139,7 +139,7 @@ def test_the_run_loop_plays_pauses_and_steps_a_store_without_panel(monkeypatch):
         )
         s.play()
         assert loop.start() and not loop.start()  # one loop however many Plays
-        deadline = time.monotonic() + 180  # (a fresh install compiles the sampler first)
+        deadline = time.monotonic() + 600  # (an empty numba cache compiles first: 200 s loaded)
         while s.iteration < 5 and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         assert s.iteration >= 5 and refreshed[0] is True  # a Play's first slice at once
@@ -237,7 +237,7 @@ def test_an_event_loop_that_ends_while_a_session_plays_ends_its_run_loop(monkeyp
         )
         s.play()
         loop.start()
-        deadline = time.monotonic() + 180  # (a fresh install compiles the sampler first)
+        deadline = time.monotonic() + 600  # (an empty numba cache compiles first: 200 s loaded)
         while s.iteration < 2 and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         raise RuntimeError("the event loop ends")  # asyncio.run cancels the run loop
@@ -250,6 +250,6 @@ def test_an_event_loop_that_ends_while_a_session_plays_ends_its_run_loop(monkeyp
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    thread.join(240)
+    thread.join(700)
     assert not thread.is_alive(), "asyncio.run never returned: the run loop outlived its loop"
     assert outcome == ["the event loop ends"] and s.iteration >= 2 and s.running
