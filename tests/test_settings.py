@@ -223,6 +223,30 @@ def _rule_cases():
 
 RULE_CASES = list(_rule_cases())
 
+# What the rules must refuse, written out by hand (not derived from the code under test): a
+# mechanism needs ε; δ goes with the Gaussians only; a calibration with the continuous
+# Gaussian only; "none" takes no noise setting at all.
+REFUSED = {
+    ("none", "epsilon"),
+    ("none", "delta"),
+    ("none", "calibration"),
+    *((m, "delta") for m in ("laplace", "discrete_laplace", "local")),
+    *((m, "calibration") for m in ("laplace", "discrete_laplace", "local", "discrete_gaussian")),
+    *((m, "no-epsilon") for m in privacy.REGISTRY if m != "none"),
+}
+
+
+def _case_key(mech: str, given: dict) -> tuple[str, str]:
+    if given.get("epsilon", 1.0) is None:
+        return mech, "no-epsilon"
+    return mech, next((k for k in given if k != "epsilon"), "epsilon")
+
+
+def test_the_rules_refuse_exactly_the_combinations_written_out():
+    assert {_case_key(m, g) for m, g in RULE_CASES} >= REFUSED  # every pinned case drawn
+    refused = {_case_key(m, g) for m, g in RULE_CASES if _expected_words({"mechanism": m, **g})}
+    assert refused == REFUSED
+
 
 @pytest.fixture(scope="module")
 def toy_layout():
