@@ -25,6 +25,7 @@ from .mrf import (
     TrainerSettings,
     default_iterations,
     default_settings,
+    release_noise_sd,
 )
 from .tables import AggregatedData, TableLayout, aggregate
 
@@ -112,7 +113,7 @@ def train_mrf(
     data = data if data is not None else problem.aggregated
     enc = problem.encoded
     if settings is None:
-        settings = default_settings(problem.layout, data.n)
+        settings = default_settings(problem.layout, data.n, noise_sd=release_noise_sd(data))
     if iterations is None:
         iterations = default_iterations(settings)
     if not isinstance(iterations, int | np.integer) or iterations < 1:

@@ -65,7 +65,8 @@ class Targets(NamedTuple):
 class Penalty(NamedTuple):
     """The fixed parts of the update that come from the layout and the sample size.
 
-    reg_mu, reg_theta: (K,) masks, 1 where λ_μ / λ_θ apply, 0 on the intercept row;
+    reg_mu, reg_theta: (K,) masks, 1 where λ_μ / λ_θ apply, 0 on the intercept row (θ₀:
+    1 on raw noisy tables, ``PCDTrainer``);
     intercept: whether row 0 is the intercept (its μ never moves);
     s: n / n', the weight of one Gibbs sample (the preconditioners' floor);
     h_plain: n·n_tables / K, the common preconditioner when ``precondition=False``.

@@ -235,7 +235,7 @@ _ALL = (
         "L2 penalty on the single-table weights μ. Keep it low "
         "(the paper uses 1): it only prevents numerical trouble.",
         lo=0.0,
-        hi=1e6,
+        hi=1e12,
         flag="--lambda-mu",
         default=1.0,
     ),
@@ -246,7 +246,7 @@ _ALL = (
         "L2 penalty on the label weights θ: larger values pull the logistic "
         "model towards the base rate, smaller ones let it over-fit noisy tables.",
         lo=0.0,
-        hi=1e6,
+        hi=1e12,
         flag="--lambda-theta",
         default="rule: λ_θ = min(T/2, 50)",
     ),

@@ -4,6 +4,7 @@ optimum as reference (benchmarks/out_of_sample.py prints the full distribution).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from aggmrf_explore.exact import all_states, expected_statistics, fit_exact, state_probabilities
 from aggmrf_explore.experiment import prepare
@@ -48,9 +49,9 @@ MAX_BOUND = 5e-3
 
 def test_shipped_defaults_land_near_the_exact_optimum_on_fresh_problems():
     """The documented accuracy (mrf.default_settings: 2·10⁻³ max |ΔP(Y=1|x)| of the exact
-    regularised optimum on small problems) on six fresh problems; the seeds are in the
+    regularised optimum on small problems) on four fresh problems; the seeds are in the
     failure message (``draw_problem(family, seed, 1000)`` repeats one)."""
-    families = ("pairwise", "mixture") * 3
+    families = ("pairwise", "mixture") * 2
     seeds = [int(s) for s in np.random.SeedSequence().generate_state(len(families))]
     found = []
     for family, seed in zip(families, seeds, strict=True):
@@ -97,6 +98,7 @@ def test_gauge_step_removes_the_slow_relaxation_without_noise():
     assert gaps[True] < 1e-3
 
 
+@pytest.mark.slow  # a long reproduction: 10⁵ records, 3 000 iterations (90 s)
 def test_shipped_defaults_train_the_mixture_that_diverged():
     """Mixture problem 681682305 of 10⁵ records diverged under the former defaults (heavy
     ball β = 0.8 on θ: the fast directions ring with period ≈ 6 iterations, the chain's lag

@@ -316,6 +316,7 @@ def test_pcd_on_a_folded_release_lands_on_the_exact_box_optimum(folded):
     assert dp_old > 10 * TOL
 
 
+@pytest.mark.slow  # 3 000 noise-aware iterations: 280 s on the CI's machine
 def test_run_defaults_train_a_noisy_folded_release(noisy):
     """What ``run --tables`` does on the σ = 17 import (noise-aware, since the release
     declares its noise): no divergence, the model's counts of the folded rows inside their

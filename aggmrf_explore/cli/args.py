@@ -294,15 +294,23 @@ def warn_unseen(problem: Problem, ds: Dataset) -> None:
 
 
 # ---------------------------------------------------------------------- training
-def trainer_settings(args: argparse.Namespace, layout: TableLayout, n: int) -> TrainerSettings:
-    """mrf.default_settings for ``layout`` and ``n`` records, overridden by the training flags.
+def trainer_settings(
+    args: argparse.Namespace,
+    layout: TableLayout,
+    n: int,
+    noise_sd: float = 0.0,
+    noise_aware: bool = False,
+) -> TrainerSettings:
+    """mrf.default_settings for ``layout``, ``n`` records and a release whose cells carry
+    noise of sd ``noise_sd`` (counts; the rule's penalties follow it unless ``noise_aware``),
+    overridden by the training flags.
 
     ``--lambda-theta auto`` leaves the default λθ (the caller chooses it later) and is
     accepted with ``run`` only.
     """
     from ..mrf import default_settings
 
-    over = {"seed": args.seed}
+    over = {"seed": args.seed, "noise_aware": bool(noise_aware)}
     for opt, key in _SETTINGS_FLAGS:
         v = getattr(args, opt)
         if v == "auto":
@@ -313,7 +321,7 @@ def trainer_settings(args: argparse.Namespace, layout: TableLayout, n: int) -> T
             over[key] = v
     if args.no_precondition:
         over["precondition"] = False
-    settings = default_settings(layout, n, **over)
+    settings = default_settings(layout, n, noise_sd=noise_sd, **over)
     check_trainer_size(args, layout, settings.n_gibbs)
     return settings
 

@@ -90,6 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     from ..baselines import fit_baselines
     from ..experiment import train_mrf
+    from ..mrf import release_noise_sd
     from ..privacy import release
 
     t0 = time.perf_counter()
@@ -100,9 +101,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     data = cli_args.suppressed_as_released(args, data)
     cli_args.warn_useless_noise(data.noise, problem.layout, problem.aggregated.n)
     cli_args.check_noise_aware(args, mech)
-    settings = cli_args.trainer_settings(args, problem.layout, data.n)
-    if args.noise_aware:
-        settings = replace(settings, noise_aware=True)
+    settings = cli_args.trainer_settings(
+        args, problem.layout, data.n, release_noise_sd(data), bool(args.noise_aware)
+    )
     iterations = cli_args.iterations(args, settings)
     auto = None
     if args.lambda_theta == "auto":
@@ -205,7 +206,7 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
     from ..callbacks import Progress
     from ..io import read_release
     from ..metrics import nllh
-    from ..mrf import PCDTrainer
+    from ..mrf import PCDTrainer, release_noise_sd
     from ..selection.lambda_theta import fit_reference
     from ..selection.scores import aggregated_nllh, sample_codes
 
@@ -225,14 +226,13 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
             label=label,
             budget=cli_args.budget(args),
         ).data
-    settings = cli_args.trainer_settings(args, data.layout, data.n)
     if args.noise_aware is None and data.noise is not None:  # the release declares its noise
         note(
             f"the release declares its noise ({data.noise.name}, σ = {data.noise.std:.3g}): "
             "training MRF-N, which models it (--no-noise-aware: the plain MRF)."
         )
-    if args.noise_aware or (args.noise_aware is None and data.noise is not None):
-        settings = replace(settings, noise_aware=True)
+    aware = bool(args.noise_aware or (args.noise_aware is None and data.noise is not None))
+    settings = cli_args.trainer_settings(args, data.layout, data.n, release_noise_sd(data), aware)
     iterations = cli_args.iterations(args, settings)
     auto = None
     if args.lambda_theta == "auto":

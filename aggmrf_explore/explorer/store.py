@@ -393,8 +393,12 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
             self.load(notice=f"{label} changed: data reloaded, training restarted.")
         elif what == "noise":
             self._release()
+            if self.auto_defaults:
+                self._set_defaults()
             self._new_trainer(notice=f"{label} changed: new noisy release, training restarted.")
         else:
+            if "noise_aware" in names and self.auto_defaults:
+                self._set_defaults()  # (the rule's λ differs with MRF-N's targets)
             self._new_trainer(notice=f"{label} changed: training restarted.")
 
     # ------------------------------------------------------------------ data
@@ -456,9 +460,14 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         self.baselines = {**self.baselines, **results}
 
     def _set_defaults(self) -> None:
-        from ..mrf import default_settings
+        from ..mrf import default_settings, release_noise_sd
 
-        d = default_settings(self.bundle.layout, self.bundle.aggregated.n)
+        # the rule follows the release's declared noise (λ grows with it; mrf.noise_penalties)
+        sd = 0.0 if self.data is None else release_noise_sd(self.data)
+        aware = bool(self.noise_aware and sd > 0)
+        d = default_settings(
+            self.bundle.layout, self.bundle.aggregated.n, noise_sd=sd, noise_aware=aware
+        )
         with self.quiet():
             self.param.update({k: getattr(d, k) for k in RULE_KEYS})
 

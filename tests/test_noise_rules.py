@@ -1,0 +1,64 @@
+"""The default penalties know the declared noise (mrf.noise_penalties; docs/noise_rules.md):
+the same rule on every surface, today's rule without noise, and the shipped defaults finish
+noisy releases that they used to fit into the ground (or diverge on)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from aggmrf_explore.cli import main
+from aggmrf_explore.experiment import prepare
+from aggmrf_explore.mrf import LAMBDA_THETA_CAP, default_settings, noise_penalties
+
+
+@pytest.mark.parametrize("T", [1, 6, 21, 105, 210])
+def test_without_noise_the_rule_is_the_former_one(T):
+    assert noise_penalties(T, 0.0) == (1.0, min(T / 2.0, LAMBDA_THETA_CAP))
+    assert noise_penalties(T, float("nan")) == noise_penalties(T, 0.0)
+
+
+def test_with_noise_both_penalties_grow_with_it():
+    """λ_θ = max(min(T/2, 50), ½σ√T), λ_μ = max(1, ½σ): worked by hand for Adult's
+    T = 105 and Laplace ε = 1 (σ = √2·105 = 148.5)."""
+    lam_mu, lam_theta = noise_penalties(105, 148.49)
+    assert lam_mu == pytest.approx(74.245)
+    assert lam_theta == pytest.approx(0.5 * 148.49 * np.sqrt(105))
+    assert noise_penalties(105, 1.0) == (1.0, 50.0)  # small noise: the former rule holds
+    assert noise_penalties(105, 1e30) == (1e12, 1e12)  # capped at the settings' bound
+
+
+def test_noise_aware_training_keeps_the_former_penalties():
+    lay = prepare("toy").layout
+    plain = default_settings(lay, 100)
+    assert asdict(default_settings(lay, 100, noise_sd=0.0)) == asdict(plain)
+    aware = default_settings(lay, 100, noise_sd=50.0, noise_aware=True)
+    assert (aware.lambda_mu, aware.lambda_theta) == (plain.lambda_mu, plain.lambda_theta)
+    noisy = default_settings(lay, 100, noise_sd=50.0)
+    assert noisy.lambda_theta > plain.lambda_theta and noisy.lambda_mu > plain.lambda_mu
+
+
+def _run(capsys, *flags) -> dict:
+    argv = ["run", "--dataset", "toy", "--no-baselines", "--json", "--seed", "3", *flags]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "epsilon"), [("laplace", "0.1"), ("laplace", "1e-9"), ("gaussian", "0.01")]
+)
+def test_the_shipped_defaults_finish_a_hopeless_release_near_the_base_rate(
+    capsys, mechanism, epsilon
+):
+    """The toy's cells hold 1.67 records; at these ε the noise is 100 to 10¹⁰ times that.
+    The former defaults diverged on all three (exit 2) or scored −12.6; the rule ends near
+    the base rate (test NLLH 0)."""
+    report = _run(capsys, "--mechanism", mechanism, "--epsilon", epsilon)
+    settings = report["settings"]
+    assert settings["lambda_theta"] > 50 and settings["lambda_mu"] > 1
+    assert report["models"]["mrf"]["nllh_test"] >= -0.15, report["models"]
