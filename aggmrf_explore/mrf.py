@@ -493,10 +493,12 @@ class PCDTrainer:
         reg_theta = np.ones(lay.K)
         reg_mu = np.ones(lay.K)
         if lay.intercept:
-            # θ₀ (the base rate's logit) is free on exact tables; on raw noisy ones it is
-            # penalised too: a noisy count of positives projected to 0 of 0 sent it to −15
-            # (the toy at ε = 0.1: test NLLH −12.6 → −0.06; docs/noise_rules.md)
-            reg_theta[0] = 1.0 if data.noise is not None and not self.settings.noise_aware else 0.0
+            # θ₀ (the base rate's logit) is free on exact tables; on raw noisy ones it has
+            # 1/T of the penalty (its target averages the T tables' totals): a noisy count
+            # of positives projected to 0 of 0 sent it to −15 (the toy at ε = 0.1: test
+            # NLLH −12.6), and a full penalty pulled Adult's towards ½ (docs/noise_rules.md)
+            raw_noisy = data.noise is not None and not self.settings.noise_aware
+            reg_theta[0] = 1.0 / max(lay.n_released_tables, 1) if raw_noisy else 0.0
             reg_mu[0] = 0.0
         self.penalty = Penalty(
             reg_mu, reg_theta, bool(lay.intercept), self.scale, self.n * lay.n_tables / lay.K
