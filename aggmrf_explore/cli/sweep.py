@@ -141,6 +141,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..errors import DivergenceError
     from ..experiment import train_mrf
     from ..io.formula import neutralise_frame
+    from ..mrf import release_noise_sd
     from ..privacy import make_mechanism, release
     from ..privacy.local import records_needed_theory
     from ..selection.sample_size import nested_subsample, records_table, resolve_sizes
@@ -204,7 +205,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 }
                 for model, (priv, overrides) in models.items():
                     data = releases[priv]
-                    st = replace(bases[size], **overrides)
+                    # the default rule's penalties follow this release's noise
+                    st = cli_args.trainer_settings(
+                        args,
+                        problem.layout,
+                        size,
+                        release_noise_sd(data),
+                        bool(overrides.get("noise_aware")),
+                    )
+                    st = replace(st, **overrides)
                     try:
                         run = train_mrf(
                             problem, st, iterations, data=data, eval_every=iterations + 1
