@@ -208,6 +208,8 @@ def test_a_session_trains_on_the_build_ready_and_moves_to_a_faster_one():
     assert "numpy sampler" in s.status
     codes = s.trainer.chain.codes.copy()
     ready[0] = "parallel"
+    s.update_status()  # paused, still on the numpy chain: the note goes once compiled is ready
+    assert s.trainer.chain.build == "numpy" and "numpy" not in s.status
     s._faster_chain(s.trainer)  # (what the next slice does first)
     assert s.trainer.chain.build == "parallel"
     np.testing.assert_array_equal(s.trainer.chain.codes, codes)

@@ -235,7 +235,9 @@ class TrainingControl:
         state = "training" if self.running else "pausing" if self._train_lock.locked() else "paused"
         name = DATASET_NAMES.get(self.bundle.key[0], self.bundle.key[0]) if self.bundle else ""
         rate = f"{self.iterations_per_second():.1f} it/s"
-        if getattr(self.trainer.chain, "build", "") == "numpy":
+        # (once the compiled sampler is ready the next slice moves to it: no note meanwhile,
+        # a paused session would otherwise show it until its next Play)
+        if getattr(self.trainer.chain, "build", "") == "numpy" and self._chain_build() == "numpy":
             rate += " (numpy sampler until the compiled one is ready)"
         self.status = (
             f"{state} · iteration {self.trainer.iteration:,} · {rate} · test NLLH {nl_s} · {name}"
