@@ -25,9 +25,9 @@ from .mrf import (
     TrainerSettings,
     default_iterations,
     default_settings,
-    release_noise_sd,
 )
 from .tables import AggregatedData, TableLayout, aggregate
+from .trainer_settings import release_noise_sd
 
 __all__ = ["Problem", "prepare", "DEFAULT_ITERATIONS", "MRFRun", "train_mrf"]
 

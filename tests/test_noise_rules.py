@@ -1,4 +1,4 @@
-"""The default penalties know the declared noise (mrf.noise_penalties; docs/noise_rules.md):
+"""The default penalties know the declared noise (trainer_settings.noise_penalties; docs/noise_rules.md):
 the same rule on every surface, today's rule without noise, and the shipped defaults finish
 noisy releases that they used to fit into the ground (or diverge on)."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from aggmrf_explore.cli import main
 from aggmrf_explore.experiment import prepare
-from aggmrf_explore.mrf import LAMBDA_THETA_CAP, default_settings, noise_penalties
+from aggmrf_explore.trainer_settings import LAMBDA_THETA_CAP, default_settings, noise_penalties
 
 
 @pytest.mark.parametrize("T", [1, 6, 21, 105, 210])
@@ -62,3 +62,25 @@ def test_the_shipped_defaults_finish_a_hopeless_release_near_the_base_rate(
     settings = report["settings"]
     assert settings["lambda_theta"] > 50 and settings["lambda_mu"] > 1
     assert report["models"]["mrf"]["nllh_test"] >= -0.15, report["models"]
+
+
+def test_the_explorer_store_follows_the_rule_when_the_noise_changes():
+    """With the default rule on, choosing a mechanism (or a smaller ε) sets the rule's λ
+    at the release's noise; no mechanism brings the former λ back."""
+    from aggmrf_explore.explorer import ExplorerSession
+    from aggmrf_explore.trainer_settings import noise_penalties
+
+    s = ExplorerSession(dataset="toy", n_gibbs=200)
+    try:
+        T = s.bundle.layout.n_released_tables
+        assert (s.lambda_mu, s.lambda_theta) == noise_penalties(T, 0.0)
+        assert s.propose("mechanism", "laplace") is None
+        sd = s.data.noise.std
+        assert sd > 1 and (s.lambda_mu, s.lambda_theta) == noise_penalties(T, sd)
+        assert s.trainer.settings.lambda_theta == s.lambda_theta  # the trainer got it
+        assert s.propose("epsilon", s.epsilon / 10) is None
+        assert s.lambda_theta == pytest.approx(noise_penalties(T, s.data.noise.std)[1])
+        assert s.propose("mechanism", "none") is None
+        assert (s.lambda_mu, s.lambda_theta) == noise_penalties(T, 0.0)
+    finally:
+        s.close()

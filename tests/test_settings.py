@@ -20,8 +20,8 @@ from aggmrf_explore.errors import AggMRFError
 from aggmrf_explore.explorer import url
 from aggmrf_explore.explorer.params import SETTING_OF
 from aggmrf_explore.explorer.store import ExplorerSession
-from aggmrf_explore.mrf import USER_SETTINGS, TrainerSettings
 from aggmrf_explore.settings import SETTINGS, Setting, SettingError
+from aggmrf_explore.trainer_settings import USER_SETTINGS, TrainerSettings
 
 MECHANISM_SETTINGS = ("epsilon", "delta", "accounting", "calibration")
 

@@ -90,8 +90,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     from ..baselines import fit_baselines
     from ..experiment import train_mrf
-    from ..mrf import release_noise_sd
     from ..privacy import release
+    from ..trainer_settings import release_noise_sd
 
     t0 = time.perf_counter()
     problem = cli_args.prepare_problem(args)
@@ -206,9 +206,10 @@ def tables_report(args: argparse.Namespace, label: str | None) -> dict:
     from ..callbacks import Progress
     from ..io import read_release
     from ..metrics import nllh
-    from ..mrf import PCDTrainer, release_noise_sd
+    from ..mrf import PCDTrainer
     from ..selection.lambda_theta import fit_reference
     from ..selection.scores import aggregated_nllh, sample_codes
+    from ..trainer_settings import release_noise_sd
 
     t0 = time.perf_counter()
     rel = read_release(

@@ -141,11 +141,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..errors import DivergenceError
     from ..experiment import train_mrf
     from ..io.formula import neutralise_frame
-    from ..mrf import release_noise_sd
     from ..privacy import make_mechanism, release
     from ..privacy.local import records_needed_theory
     from ..selection.sample_size import nested_subsample, records_table, resolve_sizes
     from ..tables import aggregate
+    from ..trainer_settings import release_noise_sd
 
     cli_args.check_numbers(args)
     check_out(args.out)

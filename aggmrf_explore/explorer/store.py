@@ -390,16 +390,13 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
             self._loader(f"{label} changed: data are being prepared, training restarts.")
             return
         if what == "data":
-            self.load(notice=f"{label} changed: data reloaded, training restarted.")
-        elif what == "noise":
+            return self.load(notice=f"{label} changed: data reloaded, training restarted.")
+        if what == "noise":
             self._release()
-            if self.auto_defaults:
-                self._set_defaults()
-            self._new_trainer(notice=f"{label} changed: new noisy release, training restarted.")
-        else:
-            if "noise_aware" in names and self.auto_defaults:
-                self._set_defaults()  # (the rule's λ differs with MRF-N's targets)
-            self._new_trainer(notice=f"{label} changed: training restarted.")
+        if self.auto_defaults and names & {*NOISE_KEYS, "noise_aware"}:
+            self._set_defaults()  # (the rule's λ follows the noise, and MRF-N's targets)
+        release = "new noisy release, " if what == "noise" else ""
+        self._new_trainer(notice=f"{label} changed: {release}training restarted.")
 
     # ------------------------------------------------------------------ data
     def data_key(self) -> dict:
@@ -460,14 +457,12 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         self.baselines = {**self.baselines, **results}
 
     def _set_defaults(self) -> None:
-        from ..mrf import default_settings, release_noise_sd
+        """The default rule's λ and α, at the release's declared noise (λ grows with it)."""
+        from ..trainer_settings import default_settings, release_noise_sd
 
-        # the rule follows the release's declared noise (λ grows with it; mrf.noise_penalties)
         sd = 0.0 if self.data is None else release_noise_sd(self.data)
         aware = bool(self.noise_aware and sd > 0)
-        d = default_settings(
-            self.bundle.layout, self.bundle.aggregated.n, noise_sd=sd, noise_aware=aware
-        )
+        d = default_settings(self.bundle.layout, self.bundle.aggregated.n, sd, noise_aware=aware)
         with self.quiet():
             self.param.update({k: getattr(d, k) for k in RULE_KEYS})
 
