@@ -5,13 +5,16 @@ sum of T coefficients (one per released table), so a logit error of at most ~½ 
 λ_θ ≳ σ·√T (σ the noise sd per cell, in counts).  The rules compared, each computed from
 the layout, n and the declared σ only (no records):
 
-* ``today``: the shipped ``mrf.default_settings`` (λ_θ = min(T/2, 50), λ_μ = 1);
+* ``today``: the former rule, ``default_settings`` without ``noise_sd`` (λ_θ = min(T/2, 50),
+  λ_μ = 1); since this comparison, ``A`` is the shipped default (``trainer_settings.noise_penalties``),
+  and the trainer gives θ₀ 1/T of λ_θ on raw noisy tables under every rule;
 * ``A-theta``: λ_θ = max(today's, ½·σ·√T), λ_μ as today;
 * ``A``: λ_θ = max(today's, ½·σ·√T) and λ_μ = max(1, ½·σ);
 * ``B``: today's λ, noise-aware targets (MRF-N, the posterior mean of each count);
 * ``A+B``: both.
 
-Both λ are capped at 10⁶ (the top of their declared domain).  Each release is trained
+Both λ are capped at 10⁶ here (the top of their declared domain when this was measured; the
+shipped rule goes to 10¹², ``trainer_settings.PENALTY_MAX``).  Each release is trained
 with the default iteration count (``mrf.default_iterations``) unless ``--iterations``; the
 noise-free column is the same command on the exact tables of the same records (every rule
 reduces to today's there).  Prints one row per (release, rule) as it finishes, then the
@@ -33,8 +36,8 @@ import pandas as pd
 
 from aggmrf_explore.errors import AggMRFError
 from aggmrf_explore.experiment import prepare, train_mrf
-from aggmrf_explore.mrf import default_iterations, default_settings
 from aggmrf_explore.privacy import make_mechanism, release
+from aggmrf_explore.trainer_settings import default_iterations, default_settings
 
 RULES = ("today", "A-theta", "A", "B", "A+B")
 LAMBDA_MAX = 1e6  # the top of λ's declared domain (settings.py)
