@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 import psutil
 import pytest
@@ -249,6 +250,17 @@ def test_two_id_column_upload_is_refused_and_the_server_stays_small(server, brow
     assert 0 < peak[0] < RSS_LIMIT, peak[0]
 
 
+def _xor_rule_lambda(epsilon: float) -> float:
+    """The default rule's λ_θ on XOR's tables under the Gaussian mechanism at ``epsilon``."""
+    from aggmrf_explore.experiment import prepare
+    from aggmrf_explore.privacy import make_mechanism
+    from aggmrf_explore.trainer_settings import noise_penalties
+
+    lay = prepare("xor").layout
+    sd = make_mechanism("gaussian", epsilon=epsilon, layout=lay).std
+    return noise_penalties(lay.n_released_tables, sd)[1]
+
+
 def test_link_is_read_key_by_key(server, browser):
     p = _open(browser, server.url, "?dataset=xor&lambda_theta=nan&mechanism=gaussian&epsilon=2")
     try:
@@ -264,7 +276,9 @@ def test_link_is_read_key_by_key(server, browser):
         t0 = time.perf_counter()
         while "nan" in p.page.url and time.perf_counter() - t0 < 10:
             p.page.wait_for_timeout(100)
-        assert "nan" not in p.page.url and "lambda_theta=3" in p.page.url, p.page.url
+        # λ_θ is the default rule's at this release's noise (trainer_settings.noise_penalties)
+        lam = float(parse_qs(urlparse(p.page.url).query)["lambda_theta"][0])
+        assert "nan" not in p.page.url and lam == pytest.approx(_xor_rule_lambda(2.0), rel=1e-3)
         assert "mechanism=gaussian" in p.page.url and "epsilon=2" in p.page.url
     finally:
         p.close()
