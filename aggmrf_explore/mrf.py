@@ -81,6 +81,7 @@ from .trainer_settings import (
     default_gibbs,
     default_iterations,
     default_settings,
+    noise_penalties,
     release_noise_sd,
 )
 
@@ -244,12 +245,7 @@ class PCDTrainer:
         reg_theta = np.ones(lay.K)
         reg_mu = np.ones(lay.K)
         if lay.intercept:
-            # θ₀ (the base rate's logit) is free on exact tables; on raw noisy ones it has
-            # 1/T of the penalty (its target averages the T tables' totals): a noisy count
-            # of positives projected to 0 of 0 sent it to −15 (the toy at ε = 0.1: test
-            # NLLH −12.6), and a full penalty pulled Adult's towards ½ (docs/noise_rules.md)
-            raw_noisy = data.noise is not None and not self.settings.noise_aware
-            reg_theta[0] = 1.0 / max(lay.n_released_tables, 1) if raw_noisy else 0.0
+            reg_theta[0] = self.settings.intercept_penalty  # (0 but on raw noisy tables)
             reg_mu[0] = 0.0
         self.penalty = Penalty(
             reg_mu, reg_theta, bool(lay.intercept), self.scale, self.n * lay.n_tables / lay.K
@@ -272,12 +268,13 @@ class PCDTrainer:
         # the rows of the suppression's boxes
         boxed = None if box is None else box.rows | (box.slack > 0)
         self._gauge = gauge_groups(lay, boxed)
-        # the gauge step fits exact or noise-aware targets only: raw noisy ones contradict one
-        # another along the free directions, whose exact minimum lies at |μ| ~ noise/2λ_μ
-        # (harmless to the model, but past the divergence bound: Adult, Laplace ε = 1)
-        self.gauge_active = self.settings.gauge and (
-            data.noise is None or self.settings.noise_aware
-        )
+        # the gauge step fits exact, nearly exact or noise-aware targets only: raw noisy ones
+        # contradict one another along the free directions, whose exact minimum lies at
+        # |μ| ~ noise/2λ_μ (harmless to the model, but past the divergence bound: Adult,
+        # Laplace ε = 1); "noisy" as the default rule sees it (the noise raises λ)
+        T, sd = lay.n_released_tables, release_noise_sd(data)
+        raw_noisy = not self.settings.noise_aware and noise_penalties(T, sd) != noise_penalties(T)
+        self.gauge_active = self.settings.gauge and not raw_noisy
         self.mu, self.theta = self._initial_parameters()
         factory = make_chain if chain_factory is None else chain_factory
         self.chain = factory(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
@@ -338,7 +335,7 @@ class PCDTrainer:
 
         n_gibbs, seed and noise_aware change the sampler or the targets: build a new trainer.
         """
-        frozen = {"n_gibbs", "seed", "noise_aware"} & set(changes)
+        frozen = {"n_gibbs", "seed", "noise_aware", "intercept_penalty"} & set(changes)
         if frozen:
             raise AggMRFError(
                 f"{', '.join(sorted(frozen))} cannot change mid-run; build a new PCDTrainer (reset)."

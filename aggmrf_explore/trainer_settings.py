@@ -102,8 +102,9 @@ class TrainerSettings:
     relaxes them only at α·2λ/d per iteration (the curvature there is the penalty's 2λ, not
     h ≈ d), which left 3 000 iterations short of the optimum at 10⁵ records.  Rows of a
     suppression's boxes are left out (their objective is piecewise there).  It runs on
-    noise-free tables and noise-aware targets only (``PCDTrainer.gauge_active``): the
-    noisy values themselves contradict one another along those directions, and the exact
+    exact tables, tables whose declared noise leaves the default penalties unchanged, and
+    noise-aware targets (``PCDTrainer.gauge_active``): raw noisy values contradict one
+    another along those directions, and the exact
     minimum there lies at |μ| ~ noise/2λ_μ, past the divergence bound (Adult with Laplace
     ε = 1 diverged at iteration 1); it also turns itself off at the first step it would
     push past the bound when the step without it would not (an inconsistent release that
@@ -113,6 +114,11 @@ class TrainerSettings:
     start of training or from the last ``PCDTrainer.update`` (None: the rule of
     :class:`PCDTrainer`, "Iterate averaging": ⌈2/α_θ⌉, or half of the run that ``fit``
     plans if that is later).
+    intercept_penalty: the share of λ_θ on θ₀, the base rate's logit (0: free, the paper's
+    objective).  The default rule gives it 1/T on raw noisy tables whose noise raised λ_θ
+    (its target averages the T tables' totals): a noisy count of positives projected to 0 of 0 sent θ₀ to −15 (the
+    toy at ε = 0.1, test NLLH −12.6), and the full λ_θ pulled Adult's towards ½
+    (docs/noise_rules.md).
     """
 
     n_gibbs: int = 10_000
@@ -134,6 +140,7 @@ class TrainerSettings:
     average_start: int | None = None
     momentum: float = 0.0
     gauge: bool = True
+    intercept_penalty: float = 0.0
 
     def validate(self) -> TrainerSettings:
         """Raise :class:`~aggmrf_explore.settings.SettingError` (an AggMRFError) naming the
@@ -165,6 +172,9 @@ class TrainerSettings:
         m = self.momentum
         if isinstance(m, bool) or not isinstance(m, numbers.Real) or not (0.0 <= m < 1.0):
             raise AggMRFError(f"momentum must be a number in [0, 1); got {m!r}.")
+        v = self.intercept_penalty
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0.0 <= v <= 1.0):
+            raise AggMRFError(f"intercept_penalty must be a number in [0, 1]; got {v!r}.")
         return self
 
 
@@ -225,7 +235,8 @@ def default_settings(
     """
     T = max(layout.n_released_tables, 1)
     T_f = max(sum(1 for t in layout.tables if f in t) for f in range(layout.n_features))
-    lam_mu, lam_theta = noise_penalties(T, 0.0 if overrides.get("noise_aware") else float(noise_sd))
+    raw_sd = 0.0 if overrides.get("noise_aware") else float(noise_sd)  # MRF-N models it
+    lam_mu, lam_theta = noise_penalties(T, raw_sd)
     base = TrainerSettings(
         n_gibbs=default_gibbs(n),
         lambda_mu=lam_mu,
@@ -233,6 +244,8 @@ def default_settings(
         step_mu=min(5.0 / T, 1.0 / T_f),
         step_theta=1.0 / T,
         momentum=DEFAULT_MOMENTUM,
+        # (only where the noise raised λ_θ: a release with negligible noise keeps θ₀ free)
+        intercept_penalty=1.0 / T if lam_theta > noise_penalties(T)[1] else 0.0,
     )
     return replace(base, **overrides).validate()
 

@@ -84,3 +84,12 @@ def test_the_explorer_store_follows_the_rule_when_the_noise_changes():
         assert (s.lambda_mu, s.lambda_theta) == noise_penalties(T, 0.0)
     finally:
         s.close()
+
+
+def test_the_intercept_is_penalised_only_where_the_noise_raised_the_penalty():
+    lay = prepare("toy").layout
+    T = lay.n_released_tables
+    assert default_settings(lay, 100).intercept_penalty == 0.0
+    assert default_settings(lay, 100, noise_sd=0.01).intercept_penalty == 0.0  # negligible
+    assert default_settings(lay, 100, noise_sd=50.0).intercept_penalty == pytest.approx(1 / T)
+    assert default_settings(lay, 100, noise_sd=50.0, noise_aware=True).intercept_penalty == 0.0
