@@ -81,7 +81,7 @@ from .trainer_settings import (
     default_gibbs,
     default_iterations,
     default_settings,
-    noise_penalties,
+    noise_raises_penalty,
     release_noise_sd,
 )
 
@@ -273,7 +273,7 @@ class PCDTrainer:
         # |μ| ~ noise/2λ_μ (harmless to the model, but past the divergence bound: Adult,
         # Laplace ε = 1); "noisy" as the default rule sees it (the noise raises λ)
         T, sd = lay.n_released_tables, release_noise_sd(data)
-        raw_noisy = not self.settings.noise_aware and noise_penalties(T, sd) != noise_penalties(T)
+        raw_noisy = not self.settings.noise_aware and noise_raises_penalty(T, sd)
         self.gauge_active = self.settings.gauge and not raw_noisy
         self.mu, self.theta = self._initial_parameters()
         factory = make_chain if chain_factory is None else chain_factory

@@ -24,6 +24,7 @@ __all__ = [
     "default_iterations",
     "default_gibbs",
     "noise_penalties",
+    "noise_raises_penalty",
     "release_noise_sd",
     "MIN_GIBBS",
     "MAX_GIBBS",
@@ -245,7 +246,7 @@ def default_settings(
         step_theta=1.0 / T,
         momentum=DEFAULT_MOMENTUM,
         # (only where the noise raised λ_θ: a release with negligible noise keeps θ₀ free)
-        intercept_penalty=1.0 / T if lam_theta > noise_penalties(T)[1] else 0.0,
+        intercept_penalty=1.0 / T if noise_raises_penalty(T, raw_sd) else 0.0,
     )
     return replace(base, **overrides).validate()
 
@@ -268,6 +269,12 @@ def noise_penalties(n_tables: int, noise_sd: float = 0.0) -> tuple[float, float]
     lam_theta = max(min(T / 2.0, LAMBDA_THETA_CAP), 0.5 * sd * np.sqrt(T))
     lam_mu = max(1.0, 0.5 * sd)
     return min(lam_mu, PENALTY_MAX), min(lam_theta, PENALTY_MAX)
+
+
+def noise_raises_penalty(n_tables: int, noise_sd: float) -> bool:
+    """Whether noise of sd ``noise_sd`` per cell raises the default λ_θ above the noise-free
+    rule: where raw noisy tables count as noisy (θ₀'s penalty, no gauge step)."""
+    return noise_penalties(n_tables, noise_sd)[1] > noise_penalties(n_tables)[1]
 
 
 def release_noise_sd(data: AggregatedData) -> float:
