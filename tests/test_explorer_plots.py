@@ -525,6 +525,25 @@ def test_local_noise_plot_density_and_bars_agree():
     assert np.abs(curve1 - bars1).sum() / bars1.sum() > 3 * mismatch
 
 
+def test_counts_and_noise_read_as_plain_numbers():
+    """Noise of ±400 000 records reads "400,000" on the axis (Bokeh's default switches to
+    "4.000e+5" past 10⁵); a noise of a few records keeps its decimals."""
+    from bokeh.models import NumeralTickFormatter
+
+    rng = np.random.default_rng(6)
+    sigmas = np.full(3000, 2e5)
+    wide = privacy_plots.noise_histogram(rng.normal(0, sigmas), 2e5, "local", sigmas=sigmas)
+    true = rng.integers(0, 32_561, 300).astype(float)
+    scatter = privacy_plots.noisy_vs_true(true, true + rng.normal(0, 2e5, 300))
+    narrow = privacy_plots.noise_histogram(rng.normal(0, 0.3, 500), 0.3, "gaussian")
+    for fig, axes in ((wide, "x"), (scatter, "xy"), (narrow, "x")):
+        rendered = _render(fig)
+        for axis in axes:
+            fmt = getattr(rendered, f"{axis}axis")[0].formatter
+            assert isinstance(fmt, NumeralTickFormatter), (axis, fmt)
+            assert fmt.format == privacy_plots.RECORDS_FORMAT
+
+
 def test_the_live_point_says_paused_when_paused():
     """The privacy curve's live point: "this run (training)" while the session trains,
     "this run (paused)" once paused, in a figure refreshed in place (its legend follows)."""

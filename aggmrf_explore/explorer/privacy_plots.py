@@ -13,6 +13,7 @@ import math
 
 import holoviews as hv
 import numpy as np
+from bokeh.models import NumeralTickFormatter
 
 from ..privacy.registry import REGISTRY
 from .plots import (
@@ -31,7 +32,11 @@ from .plots import (
     xy,
 )
 
+#: counts and noise in records as a student reads them: 400,000 and 0.5, never 4.000e+5
+RECORDS_FORMAT = "0,0.[00]"
+
 __all__ = [
+    "RECORDS_FORMAT",
     "noise_histogram",
     "noisy_vs_true",
     "privacy_curve_data",
@@ -109,6 +114,7 @@ def noise_histogram(
             xlim=(lo, hi),
             ylim=(0, 1.45 * top if top > 0 else 1.0),  # (room for the legend above the bars)
             yformatter="%.2g",
+            xformatter=NumeralTickFormatter(format=RECORDS_FORMAT),
             **COMMON,
         )
     )
@@ -163,6 +169,7 @@ def _mixture_histogram(noise, sigmas, mechanism: str, bins: int, records: int | 
             xlim=(-lim, lim),
             ylim=(0, 1.45 * top if top > 0 else 1.0),
             yformatter="%.2g",
+            xformatter=NumeralTickFormatter(format=RECORDS_FORMAT),
             **COMMON,
         )
     )
@@ -197,7 +204,13 @@ def noisy_vs_true(true: np.ndarray | None, noisy: np.ndarray | None, max_points:
         color="black", line_dash="dashed", line_width=1.5
     )
     return (pts * diag).opts(
-        hv.opts.Overlay(title="Released vs true counts", legend_position="bottom_right", **COMMON)
+        hv.opts.Overlay(
+            title="Released vs true counts",
+            legend_position="bottom_right",
+            xformatter=NumeralTickFormatter(format=RECORDS_FORMAT),
+            yformatter=NumeralTickFormatter(format=RECORDS_FORMAT),
+            **COMMON,
+        )
     )
 
 
