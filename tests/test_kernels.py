@@ -230,6 +230,16 @@ def test_chain_validates_input():
     warm_up()
 
 
+def test_warm_up_says_what_it_waits_for():
+    """A lesson's first cell calls ``warm_up(say=print)``: one line before the compiling
+    starts (it can take a minute), one with the seconds once the sampler is there."""
+    lines: list[str] = []
+    warm_up(say=lines.append)
+    assert len(lines) == 2, lines
+    assert "about a minute" in lines[0] and "ready" in lines[1]
+    assert float(lines[1].split("(")[1].split(" s")[0]) >= 0
+
+
 _SCRIPT = textwrap.dedent(
     """
     import hashlib, numpy as np

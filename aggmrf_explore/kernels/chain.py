@@ -629,11 +629,22 @@ class HashedGibbsChain:
         return self._stats[0].copy(), self._stats[1].copy()
 
 
-def warm_up(hashed: bool = False, build: str = "parallel") -> None:
+def warm_up(hashed: bool = False, build: str = "parallel", say=None) -> None:
     """Compile (or load from numba's cache) the dense chain's kernels in ``build``
     ("parallel" or "serial") and the row kernel on a tiny problem; with ``hashed``, the
-    hashed chain's kernels too."""
+    hashed chain's kernels too.  ``say`` (e.g. ``print``): told before and after, with the
+    seconds taken, so that a lesson's first cell does not sit silent while numba compiles
+    (about a minute on a machine's first run; a second from the cache after)."""
+    import time
+
     from ..tables import TableLayout
+
+    t0 = time.perf_counter()
+    if say is not None:
+        say(
+            "Preparing the compiled sampler (the first run on this machine compiles it: "
+            "about a minute; later runs load it from the cache in seconds)…"
+        )
 
     lay = TableLayout.all_pairs([2, 3])
     chain = GibbsChain(lay, 8, [np.ones(2), np.ones(3)], seed=0, build=build)
@@ -650,3 +661,5 @@ def warm_up(hashed: bool = False, build: str = "parallel") -> None:
         _ = chain.rows
         chain.sweep(np.zeros(lay.K), np.zeros(lay.K))
         chain.statistics(np.ones(lay.K))
+    if say is not None:
+        say(f"The sampler is ready ({time.perf_counter() - t0:.1f} s).")
