@@ -42,9 +42,11 @@ its μ (which cancels in Z) is never moved.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -99,6 +101,7 @@ __all__ = [
     "MRFModel",
     "IterationStats",
     "PCDTrainer",
+    "TrainerState",
     "Params",
     "Targets",
     "Penalty",
@@ -170,6 +173,52 @@ class IterationStats:
     acceptance: float | None = None  # MH acceptance rate of the sweep (MHGibbsChain only)
 
 
+class TrainerState(NamedTuple):
+    """Everything a :class:`PCDTrainer` changes as it trains or is updated, as a value
+    (``PCDTrainer.state()`` / ``restore()``).  Not in it: what stays fixed over the
+    trainer's life (data, layout, penalty, targets, held-out records) and the history."""
+
+    settings: TrainerSettings  # in effect (``update`` replaces them)
+    mu: np.ndarray  # (K,) the last iterate
+    theta: np.ndarray  # (K,)
+    d_hat: np.ndarray  # (K,) the last iteration's statistics
+    c_hat: np.ndarray  # (K,)
+    velocity: Params  # the momentum's
+    average: Params | None  # the iterate average (None before it starts)
+    n_averaged: int  # iterates in the average
+    average_from: int  # iterates after this iteration enter the average
+    average_restarted_at: int  # the iteration of the average's last restart
+    iteration: int  # iterations run
+    status: str  # "ready", "training" or "diverged"
+    last_nllh: float | None  # the last held-out NLLH
+    last_error: str | None  # why the last rejected step was rejected
+    gauge_active: bool  # the gauge step runs
+    noise_targets: Targets | None  # noise-aware targets of the last refresh
+    held_out: tuple  # (last, last_live) of the held-out monitor ((None, None) without one)
+    chain: object  # the Gibbs chain: its samples, labels and sweep count
+
+
+def _copied(state: TrainerState) -> TrainerState:
+    """``state`` with its arrays and its chain copied; the chain's shared parts
+    (``chain.shared_parts()``: its structure, and buffers each sweep rewrites before
+    reading them) are kept, not copied."""
+
+    def arrays(pair):
+        return None if pair is None else type(pair)(*(np.array(a, copy=True) for a in pair))
+
+    keep = getattr(state.chain, "shared_parts", dict)()
+    return state._replace(
+        mu=state.mu.copy(),
+        theta=state.theta.copy(),
+        d_hat=state.d_hat.copy(),
+        c_hat=state.c_hat.copy(),
+        velocity=arrays(state.velocity),
+        average=arrays(state.average),
+        noise_targets=arrays(state.noise_targets),
+        chain=copy.deepcopy(state.chain, {id(p): p for p in keep.values()}),
+    )
+
+
 # ---------------------------------------------------------------------- the trainer
 class PCDTrainer:
     """Incremental PCD training of the max-entropy MRF on aggregated data.
@@ -188,7 +237,9 @@ class PCDTrainer:
     loop; each callback is ``cb(trainer, stats)``, see :mod:`.callbacks`); ``update(...)``
     changes step sizes or λ between them; ``model`` is the reported fit (the iterate average
     with ``settings.average``), ``live_model`` the last iterate; ``history`` the statistics of
-    every iteration so far.
+    every iteration so far; ``state()`` everything that training changes, as a value
+    (:class:`TrainerState`), and ``restore(state)`` continues from one (e.g. a copy of the
+    trainer stepped in another process, ``trainer_worker``).
 
     Iterate averaging.  PCD's last iterate carries Monte-Carlo noise.  The trainer keeps a
     polynomial-decay average (Shamir & Zhang 2013, η = 2) of (μ, θ) over the tail:
@@ -595,20 +646,48 @@ class PCDTrainer:
         parts.update({f"chain.{name}": obj for name, obj in chain_parts.items()})
         return {name: obj for name, obj in parts.items() if obj is not None}
 
-    def absorb(self, trained: PCDTrainer) -> list[IterationStats]:
-        """Take over the state of ``trained``: a copy of this trainer (with its shared
-        parts, ``shared_parts()``) that started with an empty history and was stepped in
-        another process.  Everything becomes the copy's but the history, which gets the
-        copy's statistics appended, and the held-out monitor, which keeps its identity;
-        returns those statistics."""
-        new = trained.history
-        for name, value in vars(trained).items():
-            if name not in ("recorder", "_monitors", "held_out"):
-                setattr(self, name, value)
-        if self.held_out is not None and trained.held_out is not None:
-            vars(self.held_out).update(vars(trained.held_out))
-        self.recorder.records.extend(new)
-        return new
+    def state(self) -> TrainerState:
+        """A copy of everything the trainer changes as it trains or is updated
+        (:class:`TrainerState`): training on does not touch it, and :meth:`restore` of it,
+        here or in a copy of this trainer (another process), continues bit for bit."""
+        ho = self.held_out
+        live = TrainerState(
+            settings=self.settings,
+            mu=self.mu,
+            theta=self.theta,
+            d_hat=self.d_hat,
+            c_hat=self.c_hat,
+            velocity=self._velocity,
+            average=self._average,
+            n_averaged=self.n_averaged,
+            average_from=self.average_from,
+            average_restarted_at=self._average_restarted_at,
+            iteration=self.iteration,
+            status=self.status,
+            last_nllh=self._last_nllh,
+            last_error=self.last_error,
+            gauge_active=self.gauge_active,
+            noise_targets=self._noise_targets,
+            held_out=(None, None) if ho is None else (ho.last, ho.last_live),
+            chain=self.chain,
+        )
+        return _copied(live)
+
+    def restore(self, state: TrainerState, history: Sequence[IterationStats] = ()) -> None:
+        """Continue from ``state``, taken by :meth:`state` of this trainer or of a copy of
+        it (same data, layout and held-out records); ``history``, the statistics of the
+        iterations that led there, is appended to the history (which is otherwise kept).
+        The state is copied: it can be restored again."""
+        s = _copied(state)
+        self.settings, self.chain, self.iteration = s.settings, s.chain, s.iteration
+        self.mu, self.theta, self.d_hat, self.c_hat = s.mu, s.theta, s.d_hat, s.c_hat
+        self._velocity, self._average, self.n_averaged = s.velocity, s.average, s.n_averaged
+        self.average_from, self._average_restarted_at = s.average_from, s.average_restarted_at
+        self.status, self._last_nllh, self.last_error = s.status, s.last_nllh, s.last_error
+        self.gauge_active, self._noise_targets = s.gauge_active, s.noise_targets
+        if self.held_out is not None:
+            self.held_out.last, self.held_out.last_live = s.held_out
+        self.recorder.records.extend(history)
 
     def history_frame(self) -> pd.DataFrame:
         """The training history, one row per iteration."""

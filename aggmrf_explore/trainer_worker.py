@@ -15,11 +15,13 @@ with the same numbers bit for bit:
    buffers), which go to the worker once and stay there under a token, and its history,
    which the worker does not need (it starts an empty one);
 2. the worker steps its copy with a :class:`~aggmrf_explore.callbacks.TimeBox` of the same
-   budget (``box.stop()``, polled here, reaches it as SIGUSR1) and sends the copy back,
-   the shared parts again as tokens;
-3. ``trainer.absorb(copy)`` takes over the copy's state and appends its new statistics to
-   the history; ``box.stats`` gets them too.  A divergence is absorbed, then raised as in
-   ``trainer.step``; any other failure leaves the trainer as it was and is raised.
+   budget (``box.stop()``, polled here, reaches it as SIGUSR1) and sends back a value: the
+   copy's state (``trainer.state()``, a :class:`~aggmrf_explore.mrf.TrainerState` of arrays
+   and counters; the chain's shared parts again as tokens) and the new iterations' statistics;
+3. ``trainer.restore(state, statistics)`` continues from that state and appends the
+   statistics to the history; ``box.stats`` gets them too.  A divergence's state (the last
+   good one) is restored, then the divergence raised as in ``trainer.step``; any other
+   failure leaves the trainer as it was and is raised.
 
 A trainer that is garbage-collected is forgotten by the workers (with the next message).
 If the child cannot start or dies, ``run_steps`` raises :class:`WorkerLost` and the
@@ -269,8 +271,9 @@ class TrainerWorker:
         kind, payload, cpu = pickle.loads(reply)
         if kind == "error":
             raise payload
-        copy, error = _loads(payload, parts)
-        box.stats.extend(trainer.absorb(copy))
+        state, new, error = _loads(payload, parts)
+        trainer.restore(state, new)
+        box.stats.extend(new)
         if error is not None:
             raise DivergenceError(error)
         return cpu
@@ -399,7 +402,7 @@ def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
                 trainer.step(k, callbacks=[box])
             except DivergenceError as exc:
                 error = str(exc)
-            payload, _ = _dumps((trainer, error), refs)
+            payload, _ = _dumps((trainer.state(), trainer.history, error), refs)
             cpu = time.process_time() - cpu0
             reply = pickle.dumps(("ok", payload, cpu), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it

@@ -96,7 +96,7 @@ def test_shared_parts_go_once_and_are_forgotten_with_their_trainer(toy_problem, 
         worker._send.send_bytes = send
 
 
-def test_a_divergence_is_absorbed_then_raised_as_step_raises_it(toy_problem, worker):
+def test_a_divergence_restores_the_last_good_state_then_raises_as_step_does(toy_problem, worker):
     here = _trainer(toy_problem, step_theta=50.0, step_mu=50.0)
     there = _trainer(toy_problem, step_theta=50.0, step_mu=50.0)
     with pytest.raises(DivergenceError) as local:
