@@ -44,7 +44,7 @@ def main() -> None:
         set_threads(threads)
         t0, c0, i0 = time.perf_counter(), time.process_time(), s.iteration
         while time.perf_counter() - t0 < a.seconds:
-            s.train_slice(0.1, 1000)
+            s.run.train_slice(0.1, 1000)
         dt = time.perf_counter() - t0
         print(
             f"one session, calling thread, {threads} numba thread(s): "
@@ -58,13 +58,13 @@ def main() -> None:
         running = sessions[:k]
         t0, c0 = time.perf_counter(), time.process_time()
         i0 = [x.iteration for x in running]
-        futures = {pool.submit(x.train_slice, 0.1, 1000): x for x in running}
+        futures = {pool.submit(x.run.train_slice, 0.1, 1000): x for x in running}
         while futures:
             for f in list(futures):
                 if f.done():
                     x = futures.pop(f)
                     if time.perf_counter() - t0 < a.seconds:
-                        futures[pool.submit(x.train_slice, 0.1, 1000)] = x
+                        futures[pool.submit(x.run.train_slice, 0.1, 1000)] = x
             time.sleep(0.002)
         dt = time.perf_counter() - t0
         total = sum(x.iteration - b for x, b in zip(running, i0, strict=True)) / dt

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from aggmrf_explore import privacy
-from aggmrf_explore.explorer import privacy_plots, url
+from aggmrf_explore.explorer import frames, privacy_plots, url
 from aggmrf_explore.explorer.noise_text import noise_text
 from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
 from aggmrf_explore.settings import SETTINGS, SettingError, applies
@@ -37,7 +37,7 @@ def test_the_stores_mechanisms_are_the_declared_ones():
 def test_a_discrete_mechanism_releases_integer_noise(session):
     s = session
     assert s.mechanism in DISCRETE and s.mechanism_obj.discrete
-    noise = s.noise_frame()["noise"].to_numpy()
+    noise = frames.noise_frame(s.data, s.mechanism, s.mechanism_obj)["noise"].to_numpy()
     assert noise.size and np.all(np.isfinite(noise))
     assert np.array_equal(noise, np.round(noise)), noise[:10]  # integers …
     assert np.any(noise != 0)  # … and noise
@@ -133,7 +133,10 @@ def test_the_privacy_tab_draws_integer_noise_against_its_pmf(explorer):
     assert tab.noise_hist.visible and tab.noise_hist.object is not None
     assert not tab.noise_note.visible
     fig = privacy_plots.noise_histogram(
-        s.noise_frame()["noise"].to_numpy(), s.mechanism_obj.std, s.mechanism, s.mechanism_obj.pmf
+        frames.noise_frame(s.data, s.mechanism, s.mechanism_obj)["noise"].to_numpy(),
+        s.mechanism_obj.std,
+        s.mechanism,
+        s.mechanism_obj.pmf,
     )
     labels = [el.label for el in fig]
     assert any("pmf" in lab and "discrete Gaussian" in lab for lab in labels), labels

@@ -151,7 +151,7 @@ def test_the_run_loop_plays_pauses_and_steps_a_store_without_panel(monkeypatch):
         before = s.iteration
         loop.step()
         await asyncio.gather(*tasks)
-        assert s.iteration == before + 1 and s.steps_wanted == 0
+        assert s.iteration == before + 1 and s.run.steps_wanted == 0
         loop.close()
         assert not loop.start()  # a closed page never trains again
 
@@ -215,10 +215,10 @@ def test_a_step_pressed_before_the_sampler_is_ready_runs_once_it_is(monkeypatch)
         )
         loop.step()
         await asyncio.sleep(0.1)
-        assert s.iteration == 0 and s.steps_wanted == 1  # waits, and says so
+        assert s.iteration == 0 and s.run.steps_wanted == 1  # waits, and says so
         ready[0] = True
         await asyncio.gather(*tasks)
-        assert s.iteration == 1 and s.steps_wanted == 0
+        assert s.iteration == 1 and s.run.steps_wanted == 0
 
     asyncio.run(scenario())
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from aggmrf_explore.explorer import frames
 from aggmrf_explore.explorer.noise_text import noise_text
 from aggmrf_explore.explorer.store import ExplorerSession
 
@@ -86,7 +87,7 @@ def test_invalidating_changes_reset_with_notice(xor_session):
     s.step(2)
     assert s.propose("mechanism", "gaussian") is None
     assert s.iteration == 0 and "mechanism" in s.notice and s.data.is_noisy
-    assert s.noise_frame() is not None
+    assert frames.noise_frame(s.data, s.mechanism, s.mechanism_obj) is not None
     assert s.mechanism_obj.sigma > 0 and "**Gaussian σ**: analytic" in noise_text(s)
     s.step(2)
     assert s.propose("n_samples", 1000) is None
@@ -174,24 +175,24 @@ def test_views_and_downloads(xor_session):
     s.step(5)
     h = s.history()
     assert list(h["iteration"]) == [1, 2, 3, 4, 5]
-    csv = s.history_csv()
+    csv = s.history().to_csv(index=False)
     assert csv.splitlines()[0].startswith("iteration")
     settings = json.loads(s.settings_json())
     assert settings["dataset"] == "xor" and settings["n_gibbs"] == 500
-    t = s.table_view()
+    t = frames.table_frame(s.data, s.trainer, s.table)
     assert {"count", "label_sum", "d_hat", "c_hat"} <= set(t.columns)
-    d = s.dhat_frame()
+    d = frames.dhat_frame(s.data, s.trainer)
     assert set(d["kind"]) <= {"single", "pair", "triple"}
     p = s.predictions()
     assert np.all((p["mrf"] >= 0) & (p["mrf"] <= 1))
-    refs = s.references()
+    refs = frames.references(s.baselines)
     assert all(math.isfinite(v) for v in refs.values())
 
 
 def test_xor_frame_converges_toward_maxent():
     s = ExplorerSession(dataset="xor", n_samples=20000, n_gibbs=2000)
     s.step(150)
-    f = s.xor_frame()
+    f = frames.xor_frame(s.bundle, s.trainer, s.baselines)
     assert len(f) == 4
     hi = f["truth"] > 0.5
     assert np.allclose(f.loc[hi, "exact max-ent"], 0.9, atol=0.03)
@@ -253,12 +254,18 @@ def test_choices_are_declared():
     assert s.mechanism == "none"
 
 
-def test_restore_and_use_upload_change_settings_without_reloading(xor_session):
+def test_revert_and_use_upload_change_settings_without_reloading(xor_session):
     s = xor_session
     s.step(3)
     trainer, version = s.trainer, s.version
-    s.restore({"n_samples": 1000, "data_seed": 5})
+    s.set_notice("n_samples changed: data are being prepared, training restarts.")
+    s.revert({"n_samples": 1000, "data_seed": 5}, "the data could not be prepared.")
     assert (s.n_samples, s.data_seed) == (1000, 5)
+    # the message beside each reverted control; the notice about the change no longer holds
+    assert s.errors["n_samples"] == s.errors["data_seed"] == "the data could not be prepared."
+    assert s.notice == ""
+    s.revert({}, "no such file.", blame=("dataset",))  # nothing to revert: beside the dataset
+    assert s.errors["dataset"] == "no such file."
     assert s.trainer is trainer and s.version == version and s.iteration == 3
     s.use_upload("0123456789abcdef")
     assert (s.dataset, s.upload_hash, s.label_column) == ("upload", "0123456789abcdef", "")
@@ -417,10 +424,11 @@ def test_divergence_warning_names_the_last_change():
     s.propose("precondition", False)
     s.propose("step_mu", 10.0)
     s.propose("step_theta", 10.0)
-    cause = s.divergence_cause()
+    cause = s.run.divergence_cause()
     assert "α_θ was raised from" in cause and "to 10" in cause and "iteration 5" in cause
     s.reset()  # a fresh run: no change since, the hand-set step sizes are the suspects
-    assert "hand-set step sizes" in s.divergence_cause() and "α_θ = 10" in s.divergence_cause()
+    cause = s.run.divergence_cause()
+    assert "hand-set step sizes" in cause and "α_θ = 10" in cause
 
 
 def test_privacy_runs_collect_one_point_per_finished_run():
@@ -442,11 +450,11 @@ def test_privacy_runs_collect_one_point_per_finished_run():
 def test_triplet_table_moves_xor_toward_the_truth():
     s = ExplorerSession(dataset="xor", n_samples=4000, n_gibbs=1000)
     s.step(150)
-    before = s.xor_frame()
+    before = frames.xor_frame(s.bundle, s.trainer, s.baselines)
     assert s.propose("triples", True) is None
     assert "X1 × X2 × X3" in s.bundle.layout.table_names
     s.step(300)
-    after = s.xor_frame()
+    after = frames.xor_frame(s.bundle, s.trainer, s.baselines)
     err_before = np.abs(before["live MRF"] - before["truth"]).max()
     err_after = np.abs(after["live MRF"] - after["truth"]).max()
     assert err_before > 0.1 and err_after < 0.06, (err_before, err_after)

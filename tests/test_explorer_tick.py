@@ -29,13 +29,13 @@ def explorer():
 def test_slices_train_in_the_pool_and_the_loop_refreshes(explorer, monkeypatch):
     ex, s = explorer, explorer.session
     threads: list[str] = []
-    train = s.train_slice
+    train = s.run.train_slice
 
     def recorded(*args):
         threads.append(threading.current_thread().name)
         return train(*args)
 
-    monkeypatch.setattr(s, "train_slice", recorded)
+    monkeypatch.setattr(s.run, "train_slice", recorded)
     refreshes: list[str] = []
     fast = ex._refresh_fast
     monkeypatch.setattr(ex, "_refresh_fast", lambda: (refreshes.append("fast"), fast()))
@@ -113,7 +113,7 @@ def test_slices_of_two_sessions_run_at_the_same_time():
 
     def timed(s):
         t0 = time.perf_counter()
-        s.train_slice(None, 40)
+        s.run.train_slice(None, 40)
         spans.append((t0, time.perf_counter()))
 
     for f in [pool.submit(timed, s) for s in sessions]:
@@ -151,10 +151,10 @@ def test_no_training_while_the_sampler_compiles(explorer, monkeypatch):
 def test_a_live_setting_changed_during_a_slice_applies_after_it(explorer):
     s = explorer.session
     s.step(1)
-    with s._train_lock:  # a slice is training (in a worker thread)
+    with s.run.lock:  # a slice is training (in a worker thread)
         s.propose("lambda_theta", 7.0)
         assert s.trainer.settings.lambda_theta != 7.0  # not changed under the slice
-    s.finish_slice(s.train_slice(None, 1))
+    s.finish_slice(s.run.train_slice(None, 1))
     assert s.trainer.settings.lambda_theta == 7.0
 
 
@@ -164,9 +164,9 @@ def test_a_pause_stops_a_slice_after_its_current_iteration(explorer):
     s.trainer.step(50, callbacks=[box])
     assert len(box.stats) == 3
     s.play()
-    assert len(s.train_slice(None, 5, while_running=True).stats) == 5
+    assert len(s.run.train_slice(None, 5, while_running=True).stats) == 5
     s.pause()
-    assert s.train_slice(None, 50, while_running=True).stats == []  # paused: nothing
+    assert s.run.train_slice(None, 50, while_running=True).stats == []  # paused: nothing
 
 
 def test_the_status_says_paused_only_once_the_last_slice_is_back(explorer, monkeypatch):
@@ -185,7 +185,7 @@ def test_the_status_says_paused_only_once_the_last_slice_is_back(explorer, monke
     monkeypatch.setattr(s.trainer, "step", slow_step)
     s.play()
     done: list = []
-    worker = threading.Thread(target=lambda: done.append(s.train_slice(None, 50, True)))
+    worker = threading.Thread(target=lambda: done.append(s.run.train_slice(None, 50, True)))
     worker.start()  # (as the pool runs it)
     assert started.wait(10)
     s.pause()
@@ -203,17 +203,17 @@ def test_a_session_trains_on_the_build_ready_and_moves_to_a_faster_one():
     chain cannot sample waits (``can_train``) instead of compiling in a slice."""
     ready = ["numpy"]
     s = ExplorerSession(dataset="xor", n_samples=2000, n_gibbs=500, chain_build=lambda: ready[0])
-    assert s.trainer.chain.build == "numpy" and s.can_train()
+    assert s.trainer.chain.build == "numpy" and s.run.can_train()
     s.step(3)
     assert "numpy sampler" in s.status
     codes = s.trainer.chain.codes.copy()
     ready[0] = "parallel"
     s.update_status()  # paused, still on the numpy chain: the note goes once compiled is ready
     assert s.trainer.chain.build == "numpy" and "numpy" not in s.status
-    s._faster_chain(s.trainer)  # (what the next slice does first)
+    s.run.faster_chain(s.trainer)  # (what the next slice does first)
     assert s.trainer.chain.build == "parallel"
     np.testing.assert_array_equal(s.trainer.chain.codes, codes)
     s.step(2)
     assert s.iteration == 5 and "numpy" not in s.status
     ready[0] = None
-    assert not s.can_train()
+    assert not s.run.can_train()

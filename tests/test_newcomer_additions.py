@@ -88,7 +88,7 @@ from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
 import holoviews as hv
 import holoviews.plotting.bokeh  # the renderer, without pn.extension()
 hv.Store.set_current_backend("bokeh")
-from aggmrf_explore.explorer import url, privacy_plots
+from aggmrf_explore.explorer import frames, url, privacy_plots
 from aggmrf_explore.explorer.noise_text import noise_text
 out["buttons"] = mechanism_options()
 out["store_mechanisms"] = list(ExplorerSession.param["mechanism"].objects)
@@ -102,7 +102,7 @@ s.step(3)
 out["iteration"] = s.iteration
 out["status_name"] = DATASET_NAMES[s.bundle.key[0]]
 out["noise_text"] = noise_text(s)
-nf = s.noise_frame()
+nf = frames.noise_frame(s.data, s.mechanism, s.mechanism_obj)
 noise = nf["noise"].to_numpy()
 out["integer_noise"] = bool((noise == noise.round()).all() and (noise != 0).any())
 out["scale"] = s.mechanism_obj.scale

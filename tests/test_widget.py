@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from aggmrf_explore import AggMRFError
+from aggmrf_explore.explorer import frames
 from aggmrf_explore.explorer.widget import (
     TrainingWidget,
     convergence_figure,
@@ -204,7 +205,7 @@ def test_copied_figures_show_their_own_session_data():
         kwargs = {
             "p_nllh": {
                 "history": second.session.history(),
-                "references": second.session.references(),
+                "references": frames.references(second.session.baselines),
             },
             "p_conv": {"history": second.session.history(), "floor": second.session.floor},
         }

@@ -413,7 +413,7 @@ class Explorer(pn.viewable.Viewer):
             if self._sampler_ready():
                 stats = s.tick(SLICE_SECONDS)
         except Exception as exc:  # noqa: BLE001
-            s.running = False
+            s.pause()
             self.messages.show_message(f"training stopped: {error_message(exc)}")
         self._refresh_due(len(runtime.RUNTIME.running))
         return stats
@@ -461,7 +461,8 @@ class Explorer(pn.viewable.Viewer):
         """Play / Pause.  Play is an intent: pressed while data load or the sampler
         compiles, the session trains as soon as they are ready (the status line says what
         it waits for)."""
-        self.session.toggle()
+        s = self.session
+        s.pause() if s.running else s.play()
         self.guard(self.messages.show_status)
 
     def _reset(self) -> None:

@@ -176,9 +176,9 @@ class Loader:
         rest = [k for k in changed if k != culprit] if culprit in changed else []
         if culprit in changed:
             changed = [culprit]
-        s.restore({k: self.good[k] for k in changed})
-        s.notice = ""  # "…: data are being prepared" no longer holds
-        s.errors = {**s.errors, **{k: msg for k in changed or ["dataset"]}}
+        # (the message beside the reverted controls, or the dataset's if none changed; the
+        # notice "…: data are being prepared" goes)
+        s.revert({k: self.good[k] for k in changed}, msg, blame=("dataset",))
         self.on_message(msg)
         self.loaded = True
         s.busy = False

@@ -31,7 +31,7 @@ def training_waits_for(session) -> str:
         return "the data are ready"
     if not runtime.kernels_ready():
         return "the sampler is ready"
-    if not session.can_train():
+    if not session.run.can_train():
         return "the compiled sampler is ready (this data is too large for the numpy one)"
     if session.noise_aware and not runtime.extras_ready():
         return "MRF-N's sampler is compiled (first start only)"
@@ -175,7 +175,7 @@ class Messages(pn.viewable.Viewer):
             self._busy_since = None
         elif self._busy_since is None:
             self._busy_since = time.monotonic()
-        pressed = "Play" if s.running else "Step" if s.steps_wanted else ""
+        pressed = "Play" if s.running else "Step" if s.run.steps_wanted else ""
         blocker = training_waits_for(s) if pressed else ""
         if blocker:
             # a pressed Play or Step is an intent: say what it waits for, and how long

@@ -1,4 +1,5 @@
-"""The store's params made from the settings' one declaration (:mod:`aggmrf_explore.settings`).
+"""The store's params made from the settings' one declaration (:mod:`aggmrf_explore.settings`),
+and the cleaning of a value proposed for one of them.
 
 ``param_for("epsilon", softbounds=(0.01, 100))`` is a ``param.Number`` with the setting's
 bounds, label, help and default; a surface may add a soft range (what a slider shows) but
@@ -8,11 +9,14 @@ setting it declares (the three seeds share one).
 
 from __future__ import annotations
 
+import math
+
 import param
 
+from ..errors import AggMRFError
 from ..settings import Setting, setting
 
-__all__ = ["param_for", "SETTING_OF", "declaration"]
+__all__ = ["param_for", "SETTING_OF", "declaration", "clean_value", "rejected_message"]
 
 SETTING_OF = {
     "n_gibbs": "n_gibbs",
@@ -60,3 +64,62 @@ def param_for(name: str, default=None, **extra) -> param.Parameter:
     return param.Number(
         bounds=(decl.lo, decl.hi), inclusive_bounds=(not decl.lo_open, not decl.hi_open), **kw
     )
+
+
+def clean_value(p: param.Parameter, name: str, value, features: list[str] | None = None):
+    """Clean one proposed value for the store param ``p`` (named ``name``) as widgets and
+    URLs give it (text, floats for integers…) and run the checks its declaration cannot
+    express; returns the cleaned value or raises AggMRFError.  Bounds and choices are
+    checked by param when the value is set.  ``features``: the loaded data's features
+    (a feature subset must name some of them; None: not loaded yet)."""
+    decl = declaration(name)
+    if decl is not None:  # one of the declared settings: its one check
+        return decl.check(value)
+    if isinstance(p, param.Boolean):
+        return bool(value)
+    if isinstance(p, param.String):
+        return str(value)
+    if isinstance(p, param.Integer):
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise AggMRFError(f"{p.label} must be a whole number; got {value!r}.") from None
+        if not math.isfinite(x) or x != int(x):
+            raise AggMRFError(f"{p.label} must be a whole number; got {value!r}.")
+        return int(x)
+    if isinstance(p, param.Number):
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise AggMRFError(f"{p.label} must be a number; got {value!r}.") from None
+        if not math.isfinite(x):
+            raise AggMRFError(f"{p.label} must be a finite number; got {value!r}.")
+        return x
+    if name == "features":
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        value = [str(v) for v in value]
+        if features is not None and value:
+            unknown = [f for f in value if f not in features]
+            if unknown:
+                raise AggMRFError(f"unknown features {unknown}.")
+        return value
+    return value
+
+
+def rejected_message(p: param.Parameter, name: str, value) -> str:
+    """The message for a value that the declaration of param ``p`` (named ``name``) rejects."""
+    label = p.label or name
+    if isinstance(p, param.Selector):
+        opts = ", ".join(map(str, p.objects))
+        return f"{label} must be one of {opts}; got {value!r}."
+    if isinstance(p, param.Number) and p.bounds is not None:
+        lo, hi = p.bounds
+        if isinstance(p, param.Integer):
+            return f"{label} must be between {lo:,} and {hi:,}; got {int(value):,}."
+        lo_in, hi_in = p.inclusive_bounds
+        if lo is not None and (value < lo or (value == lo and not lo_in)):
+            return f"{label} must be {'≥' if lo_in else '>'} {lo:g}; got {value:g}."
+        if hi is not None and (value > hi or (value == hi and not hi_in)):
+            return f"{label} must be {'≤' if hi_in else '<'} {hi:g}; got {value:g}."
+    return f"invalid {label}: {value!r}."

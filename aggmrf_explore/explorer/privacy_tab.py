@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import panel as pn
 
-from . import plots, privacy_plots
+from . import frames, plots, privacy_plots
 from .binding import STRETCH, Binder, log_grid
 from .help import explain, tab_note
 from .liveplots import LivePlot, static_figure
@@ -83,7 +83,7 @@ class PrivacyTab(pn.viewable.Viewer):
         s = self.session
         if s.bundle is None:
             return
-        sky = s.references().get(plots.REFERENCE_NAMES[0])
+        sky = frames.references(s.baselines).get(plots.REFERENCE_NAMES[0])
         runs, live = list(s.privacy_runs), s.privacy_point()
         key = privacy_plots.privacy_series(runs, s.dataset)  # a new curve: drawn again
         # (the live point's legend says "paused" while paused: its layer's name)
@@ -117,7 +117,7 @@ class PrivacyTab(pn.viewable.Viewer):
     def refresh_noise(self) -> None:
         """The release's noise: drawn again only for a new release."""
         s = self.session
-        nf = s.noise_frame()
+        nf = frames.noise_frame(s.data, s.mechanism, s.mechanism_obj)
         self.noise_note.visible = nf is None
         self.noise_hist.visible = self.noise_scatter.visible = nf is not None
         key = (s.version, s.mechanism) if nf is not None else None

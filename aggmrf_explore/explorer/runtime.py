@@ -165,9 +165,9 @@ RUNTIME = ServerRuntime()
 
 
 def steps_for(explorer):
-    """How the pool steps ``explorer``'s trainer (``train_slice(steps=…)``): in a worker
-    process if it is a served session (:meth:`TrainingPool.run_steps`), else None, in the
-    pool's thread (a notebook's kernel keeps to one process)."""
+    """How the pool steps ``explorer``'s trainer (``session.run.train_slice(steps=…)``): in a
+    worker process if it is a served session (:meth:`TrainingPool.run_steps`), else None, in
+    the pool's thread (a notebook's kernel keeps to one process)."""
     return RUNTIME.training.run_steps if explorer in RUNTIME.sessions else None
 
 

@@ -363,10 +363,10 @@ class TrainingPool(DaemonPool):
 class RunLoop:
     """One session's training on the event loop: Play's loop and a pressed Step.
 
-    ``session``: the store (``running``, ``busy``, ``trainer``, ``train_slice``,
-    ``finish_slice``, ``want_step``/``step_taken``); ``pool``: a :class:`TrainingPool`;
-    ``execute(coroutine_function)``: schedules it on the event loop (Panel's
-    ``pn.state.execute`` on a page, ``asyncio``'s tasks in a test); ``ready()``: what
+    ``session``: the store (``running``, ``busy``, ``trainer``, ``finish_slice``, and its run
+    control ``session.run``: ``train_slice``, ``want_step``/``step_taken``); ``pool``: a
+    :class:`TrainingPool`; ``execute(coroutine_function)``: schedules it on the event loop
+    (Panel's ``pn.state.execute`` on a page, ``asyncio``'s tasks in a test); ``ready()``: what
     training needs (data, sampler) is ready; ``after_slice(first)``: the page's refresh
     due (``first``: a Play's first slice, to be shown at once); ``stopped()``: the loop
     ended (paused); ``report(text)``: a message for the page; ``steps``: how the pool
@@ -456,7 +456,7 @@ class RunLoop:
     def _submit(self, priority: int) -> Future:
         s = self.session
         return self.pool.submit(
-            s.train_slice,
+            s.run.train_slice,
             SLICE_SECONDS,
             s.iters_per_tick,
             True,
@@ -507,7 +507,7 @@ class RunLoop:
                 raise  # this task itself is cancelled: the loop ends (never swallowed)
             # else: the slice was cancelled (paused) before it started
         except Exception as exc:  # noqa: BLE001
-            s.running = False
+            s.pause()
             self.report(f"training stopped: {error_message(exc)}")
         finally:
             self.future = None
@@ -523,7 +523,7 @@ class RunLoop:
 
     def step(self) -> None:
         """A pressed Step: recorded now, run once data and sampler are ready."""
-        self.session.want_step()
+        self.session.run.want_step()
         self.execute(self.step_when_ready)
 
     async def step_when_ready(self) -> None:
@@ -532,12 +532,12 @@ class RunLoop:
             self.after_slice(False)  # (the status line: "Step pressed: … once … ready")
             await asyncio.sleep(WAIT_POLL)
         async with self._slice_lock():  # after this session's slice under way, if any
-            s.step_taken()
+            s.run.step_taken()
             if s.trainer is None or s.busy or self.closed:
                 return
             try:
                 done = await self.pool.run(
-                    s.train_slice, None, 1, False, self.steps, priority=0, share=self.share
+                    s.run.train_slice, None, 1, False, self.steps, priority=0, share=self.share
                 )
                 s.finish_slice(done)
             except Exception as exc:  # noqa: BLE001

@@ -47,7 +47,7 @@ class ShareCard(pn.viewable.Viewer):
             **STRETCH,
         )
         self.dl_history = pn.widgets.FileDownload(
-            callback=lambda: io.StringIO(session.history_csv()),
+            callback=lambda: io.StringIO(session.history().to_csv(index=False)),
             filename="aggmrf_history.csv",
             label="Download history (CSV)",
             **STRETCH,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import panel as pn
 
 from ..tables.suppression import suppressed_cells, suppression_check
-from . import suppression_view
+from . import frames, suppression_view
 from .binding import STRETCH, Binder
 from .checkbox import LabeledCheckbox
 from .help import explain, tab_note
@@ -84,7 +84,8 @@ class XorTab(pn.viewable.Viewer):
         self.triples_row.visible = s.dataset == "xor" and not s.features
 
     def refresh(self) -> None:
-        xf = self.session.xor_frame()
+        s = self.session
+        xf = frames.xor_frame(s.bundle, s.trainer, s.baselines)
         self.note.visible = xf is None
         self.p_xor.pane.visible = xf is not None
         if xf is not None:

@@ -21,6 +21,14 @@ State machine::
 while running.  Changes of λ, step sizes, gradient, preconditioning apply at the next
 iteration; changes of data, features, tables, noise or n' rebuild the trainer and set
 ``notice`` to say so.
+
+The store changes only through its own methods, and is assembled from members, not base
+classes: its run control is ``session.run`` (:class:`~.run_control.RunControl`: slices,
+Steps waiting, the rate, the status line), and the frames the views show are pure
+functions (:mod:`.frames`; :meth:`ExplorerSession.history` and
+:meth:`ExplorerSession.predictions` keep what is worth keeping between refreshes).  A
+change that fails goes back through one method, :meth:`ExplorerSession.revert` (the
+settings' last good values, the message beside their controls).
 """
 
 from __future__ import annotations
@@ -28,12 +36,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import math
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pandas as pd
 import param
 
@@ -41,8 +47,9 @@ from ..errors import AggMRFError, error_message
 from ..kernels import make_chain
 from ..kernels.chain import numpy_samples
 from ..settings import check_combination
+from . import frames
 from .keys import DATA_KEYS, LIVE_KEYS, NOISE_KEYS, RULE_KEYS, TRAINER_KEYS, URL_KEYS
-from .params import declaration, param_for
+from .params import clean_value, param_for, rejected_message
 from .problems import (
     CHEAP_BASELINES,
     DATASETS,
@@ -54,8 +61,7 @@ from .problems import (
     get_release,
     peek_baselines,
 )
-from .session_training import TrainingControl
-from .session_views import SessionViews
+from .run_control import RunControl, TrainingSlice
 
 __all__ = [
     "ExplorerSession",
@@ -74,7 +80,7 @@ NOTICE_SECONDS = 8.0  # a routine notice disappears after this long of training 
 MIN_PRIVACY_RUN = 20  # iterations a run needs to count as a point of the privacy curve
 
 
-class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
+class ExplorerSession(param.Parameterized):
     """The state of one explorer session (settings, data, trainer, run loop).
 
     Settings are params with declared bounds (``param.Number(bounds=...)``,
@@ -153,7 +159,7 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         self, lazy: bool = False, chain_build: Callable[[], str | None] | None = None, **params
     ) -> None:
         self._quiet = 0  # > 0: setting changes get no reaction (see quiet())
-        self._chain_build = chain_build or (lambda: "parallel")  # (first start: "numpy")
+        self.run = RunControl(self, chain_build)  # (first start: chain_build() is "numpy")
         self._loader: Callable[[str], None] | None = None  # view hook: asynchronous (re)load
         super().__init__(**params)
         self.bundle: ProblemBundle | None = None
@@ -162,17 +168,10 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         self.trainer = None
         self.baselines: dict = {}
         self.floor: float = float("nan")
-        self._rate: deque = deque(maxlen=64)
-        self._history_cache: tuple = (None, pd.DataFrame())
+        self._history_cache: tuple = (None, None)  # (trainer, its history frame so far)
         self._test_rows: tuple = (None, None)  # (trainer, rows of the test records)
         self._notice_at: tuple[float, int] = (0.0, 0)  # (time, iteration) the notice appeared
-        self._last_live: tuple | None = None  # (name, old, new, iteration): last λ/α change
         self._run_info: dict | None = None  # dataset and privacy settings of the live run
-        # held while a slice trains (maybe in a worker thread): a live setting that changes
-        # meanwhile waits for its end (``_live_pending``) instead of changing the trainer
-        self._train_lock = threading.Lock()
-        self._live_pending = False
-        self.steps_wanted = 0  # Steps pressed, waiting for data or sampler (want_step)
         self._good_noise = {k: self.param[k].default for k in NOISE_KEYS}  # last release made
         self.param.watch(self._settings_changed, list(URL_KEYS) + ["upload_hash"])
         if not lazy:
@@ -194,10 +193,15 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         ``loader(notice)`` instead of loading in the calling thread (None: load here)."""
         self._loader = loader
 
-    def restore(self, values: dict) -> None:
-        """Put settings back to values known to be good (after a failed load), quietly."""
+    def revert(self, good: dict, message: str = "", blame: tuple[str, ...] = ()) -> None:
+        """The one rollback: put settings back to ``good`` (their last values known to
+        work), without any reaction, and show ``message`` (if any) beside each reverted
+        control in ``errors`` (beside those of ``blame`` when none is reverted)."""
         with self.quiet():
-            self.param.update(values)
+            self.param.update(good)
+        if message:  # (and a routine notice about the change no longer holds)
+            self.errors = {**self.errors, **{k: message for k in (*good,) or blame}}
+            self.notice = ""
 
     def use_upload(self, upload_hash: str) -> None:
         """Select a freshly uploaded CSV: dataset "upload", no label column yet (nothing
@@ -227,62 +231,13 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
 
     def check(self, name: str, value):
         """Clean one proposed setting (types from widgets and URLs) and run the checks the
-        params' declarations cannot express; returns the cleaned value or raises
-        AggMRFError.  Bounds and choices are checked by param when the value is set."""
+        params' declarations cannot express (:func:`.params.clean_value`); returns the
+        cleaned value or raises AggMRFError.  Bounds and choices are checked by param
+        when the value is set."""
         if name not in (*URL_KEYS, "upload_hash"):
             raise AggMRFError(f"unknown setting {name!r}.")
-        decl = declaration(name)
-        if decl is not None:  # one of the declared settings: its one check
-            return decl.check(value)
-        p = self.param[name]
-        if isinstance(p, param.Boolean):
-            return bool(value)
-        if isinstance(p, param.String):
-            return str(value)
-        if isinstance(p, param.Integer):
-            try:
-                x = float(value)
-            except (TypeError, ValueError):
-                raise AggMRFError(f"{p.label} must be a whole number; got {value!r}.") from None
-            if not math.isfinite(x) or x != int(x):
-                raise AggMRFError(f"{p.label} must be a whole number; got {value!r}.")
-            return int(x)
-        if isinstance(p, param.Number):
-            try:
-                x = float(value)
-            except (TypeError, ValueError):
-                raise AggMRFError(f"{p.label} must be a number; got {value!r}.") from None
-            if not math.isfinite(x):
-                raise AggMRFError(f"{p.label} must be a finite number; got {value!r}.")
-            return x
-        if name == "features":
-            if isinstance(value, str):
-                value = [v for v in value.split(",") if v]
-            value = [str(v) for v in value]
-            if self.bundle is not None and value:
-                unknown = [f for f in value if f not in self.bundle.all_features]
-                if unknown:
-                    raise AggMRFError(f"unknown features {unknown}.")
-            return value
-        return value
-
-    def _rejected(self, name: str, value) -> str:
-        """The message for a value that the param's declaration rejects."""
-        p = self.param[name]
-        label = p.label or name
-        if isinstance(p, param.Selector):
-            opts = ", ".join(map(str, p.objects))
-            return f"{label} must be one of {opts}; got {value!r}."
-        if isinstance(p, param.Number) and p.bounds is not None:
-            lo, hi = p.bounds
-            if isinstance(p, param.Integer):
-                return f"{label} must be between {lo:,} and {hi:,}; got {int(value):,}."
-            lo_in, hi_in = p.inclusive_bounds
-            if lo is not None and (value < lo or (value == lo and not lo_in)):
-                return f"{label} must be {'≥' if lo_in else '>'} {lo:g}; got {value:g}."
-            if hi is not None and (value > hi or (value == hi and not hi_in)):
-                return f"{label} must be {'≤' if hi_in else '<'} {hi:g}; got {value:g}."
-        return f"invalid {label}: {value!r}."
+        features = None if self.bundle is None else self.bundle.all_features
+        return clean_value(self.param[name], name, value, features)
 
     def propose(self, name: str, value) -> str | None:
         """Apply a setting if valid; else record and return a message (state unchanged)."""
@@ -293,7 +248,7 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
             except ValueError:
                 if _same(getattr(self, name), clean):
                     raise  # set, then failed elsewhere: report that failure
-                raise AggMRFError(self._rejected(name, clean)) from None  # param refused it
+                raise AggMRFError(rejected_message(self.param[name], name, clean)) from None
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message
             msg = error_message(exc)
             self.errors = {**self.errors, name: msg}
@@ -311,18 +266,17 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
                 self.auto_defaults = False if "auto_defaults" not in names else self.auto_defaults
         for e in events:
             if e.name in names and e.name in LIVE_KEYS:
-                self._last_live = (e.name, e.old, e.new, self.iteration)
+                self.run.live_changed(e.name, e.old, e.new)
         if "dataset" in names and self.bundle is not None and not self.keep_settings:
-            self._defaults_for_new_dataset(names)
+            with self.quiet():  # hand-set λ, α, n' and seeds back to their defaults
+                self.param.update(_switch_defaults(self, names))
         try:
             for e in events:
                 if e.name in names:
                     self.check(e.name, e.new)
             self._apply(names)
         except Exception as exc:  # noqa: BLE001
-            msg = error_message(exc)
-            self.restore({e.name: e.old for e in events if e.name in names})
-            self.errors = {**self.errors, **{n: msg for n in names}}
+            self.revert({e.name: e.old for e in events if e.name in names}, error_message(exc))
             return
         if any(n in self.errors for n in names):
             self.errors = {k: v for k, v in self.errors.items() if k not in names}
@@ -352,25 +306,8 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         elif names & set(LIVE_KEYS):
             self._apply_live()
 
-    def _defaults_for_new_dataset(self, names: set[str]) -> None:
-        """A dataset switch: hand-set λ, α, n' and seeds go back to their defaults (the
-        rule, at the next load), except settings changed together with the dataset (a
-        preset or a link) and unless ``keep_settings`` pins them."""
-        values = {k: self.param[k].default for k in RESET_ON_SWITCH if k not in names}
-        if "triples" not in names:
-            values["triples"] = False
-        with self.quiet():
-            self.param.update(values)
-
     def _apply_live(self) -> None:
-        if self.trainer is not None:
-            if self._train_lock.acquire(blocking=False):
-                try:
-                    self.trainer.update(**{k: getattr(self, k) for k in LIVE_KEYS})
-                finally:
-                    self._train_lock.release()
-            else:  # a slice is training: its end applies them (finish_slice)
-                self._live_pending = True
+        self.run.apply_live()  # (now, or at the end of the slice under way: finish_slice)
         self.warning = ""
         self.notice = ""  # the user's next action: a routine notice has been read
 
@@ -397,6 +334,117 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
             self._set_defaults()  # (the rule's λ follows the noise, and MRF-N's targets)
         release = "new noisy release, " if what == "noise" else ""
         self._new_trainer(notice=f"{label} changed: {release}training restarted.")
+
+    # ------------------------------------------------------------------ run (``run_control``)
+    @property
+    def iteration(self) -> int:
+        return 0 if self.trainer is None else self.trainer.iteration
+
+    @property
+    def diverged(self) -> bool:
+        """The last step diverged and nothing that could help has changed since (the
+        trainer holds the last good state; ``warning`` says why)."""
+        return bool(self.warning) and self.trainer is not None
+
+    def play(self) -> None:
+        """Record that the session wants to train (``running``): it trains as soon as its
+        data and sampler are ready (while data load, ``running`` is already set: the
+        load keeps it, and the status line says what training waits for)."""
+        if self.diverged:  # the same step would only be rejected again
+            raise AggMRFError(
+                "training diverged: lower a step size α or raise λ, or press "
+                "“Continue from last good state” (halves α), or Reset."
+            )
+        self.running = True
+        self.run.rate.clear()
+        self.update_status()
+
+    def pause(self) -> None:
+        self.running = False
+        self.update_status()
+
+    def resume(self, shrink: float = 0.5) -> None:
+        """Continue training from the last good state after a divergence: the step sizes
+        α_μ, α_θ are multiplied by ``shrink`` unless the user changed a setting since (the
+        trainer rejected the diverging step, so μ, θ and the history are those of the last
+        good iteration), then training plays."""
+        if self.trainer is None:
+            raise AggMRFError("no data loaded yet.")
+        if self.diverged:
+            it = self.trainer.iteration
+            with self.quiet():
+                self.auto_defaults = False
+            self.param.update(step_mu=self.step_mu * shrink, step_theta=self.step_theta * shrink)
+            self.warning = ""
+            self.set_notice(
+                f"continuing from iteration {it:,}, the last good state, with the step sizes "
+                f"multiplied by {shrink:g}: α_μ = {self.step_mu:.3g}, α_θ = {self.step_theta:.3g}."
+            )
+        self.play()
+
+    def reset(self) -> None:
+        """Fresh trainer on the same data and settings (keeps running if it was)."""
+        if self.bundle is None:
+            return self.load()
+        self._new_trainer(notice="reset: training restarted from iteration 0.")
+
+    def step(self, k: int = 1) -> list:
+        """Run k iterations now (the Step button); returns their statistics."""
+        if self.trainer is None:
+            raise AggMRFError("no data loaded yet.")
+        stats = self.finish_slice(self.run.train_slice(None, int(k)))
+        self.param.trigger("stepped")
+        return stats
+
+    def tick(self, budget: float = 0.06) -> list:
+        """One time-boxed slice of training while running: iterations until ``budget`` s
+        are used (at most ``iters_per_tick``); returns their statistics."""
+        if not self.running or self.trainer is None or self.busy:
+            return []
+        return self.finish_slice(self.run.train_slice(budget, self.iters_per_tick))
+
+    def finish_slice(self, done: TrainingSlice) -> list:
+        """Apply a slice's outcome (``run.train_slice``, maybe trained in a worker thread)
+        on the thread of the views: the live settings changed meanwhile, a divergence
+        (pauses training with a warning), the rate and the status line.  Returns the
+        slice's statistics ([] if the trainer was replaced meanwhile)."""
+        self.run.apply_pending()
+        if done.trainer is not self.trainer or self.trainer is None:
+            return []  # a reset or new data replaced it: its iterations are gone
+        if done.error is not None:
+            self.running = False
+            self.notice = ""
+            self.warning = f"{done.error} Training paused. {self.run.divergence_cause()}"
+        if done.stats:
+            self.run.record(self.trainer.iteration)
+            self._expire_notice()
+        self.update_status()
+        return done.stats
+
+    def update_status(self) -> None:
+        """Recompute the one-line ``status`` (state, iteration, speed, test NLLH, dataset)."""
+        self.status = self.run.status()
+
+    # ------------------------------------------------------------------ frames (``frames``)
+    def history(self) -> pd.DataFrame:
+        """The training history (one row per iteration; :func:`.frames.history_frame`),
+        built incrementally: a refresh converts only the iterations since the last one."""
+        owner, frame = self._history_cache
+        hist = [] if self.trainer is None else self.trainer.history
+        frame = frames.history_frame(hist, frame if owner is self.trainer else None)
+        self._history_cache = (self.trainer, frame)
+        return frame
+
+    def predictions(self) -> pd.DataFrame:
+        """Test-set P(Y=1|x) of the live MRF and of the skyline logistic (if ready), with
+        labels; the test records' table rows are computed once per trainer (a refresh
+        then costs one gather of θ, not the row kernel)."""
+        enc = self.bundle.encoded
+        owner, rows = self._test_rows
+        if owner is not self.trainer:
+            rows = self.bundle.layout.rows(enc.X_test).astype(np.int32)
+            self._test_rows = (self.trainer, rows)
+        return frames.predictions(self.trainer.model, rows, self.baselines, enc.y_test)
 
     # ------------------------------------------------------------------ data
     def data_key(self) -> dict:
@@ -466,66 +514,48 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
         with self.quiet():
             self.param.update({k: getattr(d, k) for k in RULE_KEYS})
 
-    def _release(self) -> None:
-        b = self.bundle
-        self.data, self.mechanism_obj = get_release(
-            b,
-            self.mechanism,
-            self.epsilon,
-            self.delta,
-            self.accounting,
-            self.calibration,
-            self.noise_seed,
-        )
-        self._good_noise = {k: getattr(self, k) for k in NOISE_KEYS}
+    def _release(self, values: dict | None = None) -> None:
+        """The release of the current privacy settings (or of ``values`` for them)."""
+        v = {k: getattr(self, k) for k in NOISE_KEYS} | (values or {})
+        self.data, self.mechanism_obj = get_release(self.bundle, *(v[k] for k in NOISE_KEYS))
+        self._good_noise = v
 
     def _release_or_revert(self) -> None:
         """:meth:`_release`; if the privacy settings cannot make one (e.g. a local ε too
         small for a usable channel, from a link), the noise settings that changed since the
-        last good release go back to it, one at a time (ε first), and the message stays
-        beside the reverted control (``errors``); other failures raise."""
+        last good release go back to it (:meth:`revert`), one at a time (ε first), else
+        all of them; other failures raise."""
         try:
-            self._release()
-            return
+            return self._release()
         except AggMRFError as exc:
             changed = [k for k in NOISE_KEYS if not _same(getattr(self, k), self._good_noise[k])]
             if not changed:
                 raise
             msg = error_message(exc)
         for group in [[k] for k in sorted(changed, key=lambda k: k != "epsilon")] + [changed]:
-            bad = {k: getattr(self, k) for k in group}
-            self.restore({k: self._good_noise[k] for k in group})
+            good = {k: self._good_noise[k] for k in group}
             try:
-                self._release()
+                self._release(good)
             except AggMRFError:
-                self.restore(bad)
                 continue
-            self.errors = {**self.errors, **{k: msg for k in group}}
-            return
+            return self.revert(good, msg)
         raise AggMRFError(msg)
 
     def _new_trainer(self, notice: str = "") -> None:
-        from ..mrf import PCDTrainer, TrainerSettings, expected_floor
+        from ..mrf import PCDTrainer, expected_floor
 
         check_combination({"mechanism": self.mechanism, "noise_aware": self.noise_aware})
-        settings = TrainerSettings(
-            n_gibbs=self.n_gibbs,
-            lambda_mu=self.lambda_mu,
-            lambda_theta=self.lambda_theta,
-            step_mu=self.step_mu,
-            step_theta=self.step_theta,
-            gradient=self.gradient,
-            precondition=self.precondition,
-            noise_aware=self.noise_aware,
-            seed=self.train_seed,
-            eval_every=self._eval_every(),
-        ).validate()
+        settings = _trainer_settings(self)
         enc = self.bundle.encoded
         # (nothing ready yet: the build the first slice can run soonest)
-        build = self._usable_build() or ("numpy" if numpy_samples(self.data.layout) else "parallel")
+        build = self.run.usable_build() or (
+            "numpy" if numpy_samples(self.data.layout) else "parallel"
+        )
         chains = functools.partial(make_chain, build=build)
         trainer = PCDTrainer(self.data, settings, enc.X_test, enc.y_test, chain_factory=chains)
-        self._record_privacy_run()
+        finished = frames.privacy_point(self._run_info, self.trainer, least=MIN_PRIVACY_RUN)
+        if finished is not None:  # the run replaced: a point of the privacy curve
+            self.privacy_runs = [*self.privacy_runs, finished]
         self.trainer = trainer
         self._run_info = {
             "dataset": self.dataset,
@@ -534,44 +564,50 @@ class ExplorerSession(SessionViews, TrainingControl, param.Parameterized):
             "noise_aware": bool(self.noise_aware),
         }
         self.floor = expected_floor(self.data, self.n_gibbs)
-        self._rate.clear()
-        self._last_live = None
+        self.run.new_trainer()
         self.warning = ""
         self.set_notice(notice)
         self.version += 1
         self.update_status()
 
-    def _record_privacy_run(self) -> None:
-        """The run being replaced becomes a point of the privacy curve (``privacy_runs``)
-        if it trained under a mechanism for at least ``MIN_PRIVACY_RUN`` iterations."""
-        info = self._run_info
-        tr = self.trainer
-        if info is None or tr is None or info["mechanism"] == "none":
-            return
-        nl = tr.last_nllh
-        if tr.iteration < MIN_PRIVACY_RUN or nl is None or not math.isfinite(nl):
-            return
-        run = {**info, "nllh": float(nl), "iterations": int(tr.iteration)}
-        self.privacy_runs = [*self.privacy_runs, run]
-
     def privacy_point(self) -> dict | None:
         """The live run as a (not yet finished) point of the privacy curve, or None."""
-        info = self._run_info
-        tr = self.trainer
-        if info is None or tr is None or info["mechanism"] == "none" or tr.last_nllh is None:
-            return None
-        return {**info, "nllh": float(tr.last_nllh), "iterations": int(tr.iteration)}
+        return frames.privacy_point(self._run_info, self.trainer)
 
-    def _eval_every(self) -> int:
-        """Evaluate the test NLLH every iteration on small problems, every 2–10 on large ones.
 
-        (Scoring 16 000 Adult test records with 106 tables costs about a fifth of an
-        iteration: every 6th keeps it near 3 % of the training time, and the NLLH curve,
-        at ~100 it/s, still gets more points per second than the plot has refreshes.)
-        """
-        enc = self.bundle.encoded
-        work = len(enc.y_test) * self.bundle.layout.n_tables
-        return int(min(10, max(1, work // 250_000)))
+def _switch_defaults(s: ExplorerSession, names: set[str]) -> dict:
+    """A dataset switch: the hand-set λ, α, n' and seeds that go back to their defaults (the
+    rule, at the next load), except settings changed together with the dataset (a preset
+    or a link); the triplet table goes off."""
+    values = {k: s.param[k].default for k in RESET_ON_SWITCH if k not in names}
+    if "triples" not in names:
+        values["triples"] = False
+    return values
+
+
+def _trainer_settings(s: ExplorerSession):
+    """The trainer's settings from the store's (``TrainerSettings``, validated).
+
+    The test NLLH is evaluated every iteration on small problems, every 2–10 on large
+    ones (scoring 16 000 Adult test records with 106 tables costs about a fifth of an
+    iteration: every 6th keeps it near 3 % of the training time, and the NLLH curve, at
+    ~100 it/s, still gets more points per second than the plot has refreshes).
+    """
+    from ..mrf import TrainerSettings
+
+    work = len(s.bundle.encoded.y_test) * s.bundle.layout.n_tables
+    return TrainerSettings(
+        n_gibbs=s.n_gibbs,
+        lambda_mu=s.lambda_mu,
+        lambda_theta=s.lambda_theta,
+        step_mu=s.step_mu,
+        step_theta=s.step_theta,
+        gradient=s.gradient,
+        precondition=s.precondition,
+        noise_aware=s.noise_aware,
+        seed=s.train_seed,
+        eval_every=int(min(10, max(1, work // 250_000))),
+    ).validate()
 
 
 def baseline_names(bundle: ProblemBundle, which: tuple[str, ...]) -> tuple[str, ...]:

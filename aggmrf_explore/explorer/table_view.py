@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import panel as pn
 
+from . import frames
 from .escape import escape_html
 
 __all__ = ["TableBrowser", "table_display", "TABLE_COLUMNS"]
@@ -100,7 +101,7 @@ class TableBrowser(pn.viewable.Viewer):
         s = self.session
         if s.trainer is None:
             return
-        frame = table_display(s.table_view())
+        frame = table_display(frames.table_frame(s.data, s.trainer, s.table))
         columns = tuple(frame.columns)
         titles = {c: escape_html(c) for c in columns}
         text = {c: {"type": "plaintext"} for c in columns if frame[c].dtype == object}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 
-from . import plots
+from . import frames, plots
 from .binding import STRETCH
 from .help import explain, tab_note
 from .liveplots import LivePlot
@@ -103,7 +103,7 @@ class TrainingTab(pn.viewable.Viewer):
         if s.trainer is None:
             return
         h = s.history()
-        refs = s.references()
+        refs = frames.references(s.baselines)
         pins, n = self.pins, len(self.pins)
         # text first: a text that changes after a figure was replaced in the same
         # batch makes BokehJS lay out the figure's view before it exists (page error)
@@ -120,5 +120,5 @@ class TrainingTab(pn.viewable.Viewer):
         has_log = bool(np.isfinite(pred["logistic"].to_numpy(float)).any())
         mode = plots.predictions_mode(len(pred), has_log)
         self.p_pred.update({"frame": pred, "mode": mode}, key=mode)
-        dh = s.dhat_frame()
+        dh = frames.dhat_frame(s.data, s.trainer)
         self.p_dhat.update({"frame": dh, "iteration": s.iteration}, key=plots.dhat_kinds(dh))
