@@ -31,3 +31,16 @@ def random_layout_data():
     X = np.column_stack([rng.integers(0, m, 5000) for m in (2, 3, 4)])
     y = (rng.random(5000) < 0.3 + 0.2 * (X[:, 0] == 1)).astype(int)
     return lay, X, y, aggregate(X, y, lay)
+
+
+@pytest.fixture(scope="session")
+def jupyter_server(tmp_path_factory):
+    """One Jupyter server (JupyterLab 4 and Notebook 7: ``tests.test_jupyterlab.jupyter_lab``)
+    for the run, started by the first test that asks for it: the README notebook's test and
+    the lessons' test put their notebooks in its root and shut their kernels down when done
+    (a server's start costs seconds, once instead of once per module).  Yields (url, root)."""
+    from tests.test_jupyterlab import jupyter_lab
+
+    root = tmp_path_factory.mktemp("jupyter")
+    with jupyter_lab(root) as url:
+        yield url, root

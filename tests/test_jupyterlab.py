@@ -204,10 +204,29 @@ def jupyter_lab(root: Path):
         log.close()
 
 
+def api(url: str, method: str = "GET", body: dict | None = None):
+    """One call of the Jupyter server's REST API; its JSON answer (None if empty)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    with urllib.request.urlopen(req, timeout=60) as r:
+        text = r.read()
+    return json.loads(text) if text else None
+
+
+def shut_down_kernels(url: str) -> None:
+    """End every session and its kernel (one notebook's kernel before the next one runs)."""
+    for session in api(f"{url}/api/sessions"):
+        api(f"{url}/api/sessions/{session['id']}", "DELETE")
+    for kernel in api(f"{url}/api/kernels"):
+        api(f"{url}/api/kernels/{kernel['id']}", "DELETE")
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A Jupyter server (see :func:`jupyter_lab`) whose root holds the README notebook."""
-    root = tmp_path_factory.mktemp("jlroot")
+def lab(jupyter_server):
+    """The run's Jupyter server (``jupyter_server`` in tests/conftest.py: :func:`jupyter_lab`,
+    started once for this module and the lessons' one) with the README notebook in its root;
+    its kernels are shut down when the module is done."""
+    url, root = jupyter_server
     nb = {
         "cells": [
             {
@@ -226,8 +245,10 @@ def lab(tmp_path_factory):
         "nbformat_minor": 5,
     }
     (root / "readme.ipynb").write_text(json.dumps(nb), encoding="utf-8")
-    with jupyter_lab(root) as url:
+    try:
         yield url, root
+    finally:
+        shut_down_kernels(url)
 
 
 def poll(page, seconds: float, ready) -> None:

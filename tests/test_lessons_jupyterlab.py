@@ -1,8 +1,8 @@
 """Every lesson opened the way a class opens it: real JupyterLab, network cut, Run All.
 
-One JupyterLab server (:func:`tests.test_jupyterlab.jupyter_lab`) serves a scratch copy of
-the six notebooks of ``aggmrf_explore/lessons/`` (a copy, so JupyterLab's autosave never
-touches the committed files).  One chromium (Debian's, through playwright) opens each lesson
+One JupyterLab server (:func:`tests.test_jupyterlab.jupyter_lab`, shared with the README
+notebook's test) serves a scratch copy of the six notebooks of ``aggmrf_explore/lessons/``
+(a copy, so JupyterLab's autosave never touches the committed files).  One chromium (Debian's, through playwright) opens each lesson
 at 1280×720 with every non-loopback request aborted and recorded, runs Run > Run All Cells,
 waits until every code cell has an execution number, and checks:
 
@@ -24,18 +24,16 @@ pytest scratch directory).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, slack
-from .test_jupyterlab import LEGEND_JS, jupyter_lab, poll
+from .test_jupyterlab import LEGEND_JS, api, poll, shut_down_kernels
 
 pytestmark = pytest.mark.browser
 
@@ -49,9 +47,11 @@ def test_six_lessons_are_found():
 
 
 @pytest.fixture(scope="module")
-def lesson_lab(tmp_path_factory):
-    """One JupyterLab for all lessons, serving a scratch copy of them: (url, root)."""
-    root = tmp_path_factory.mktemp("lessons")
+def lesson_lab(jupyter_server):
+    """One JupyterLab for all lessons (the run's ``jupyter_server``, tests/conftest.py, which
+    the README notebook's test shares), serving a scratch copy of them: (url, root)."""
+    url, root = jupyter_server
+    shut_down_kernels(url)  # no kernel of an earlier module runs beside the lessons
     for name in LESSONS:
         # the stored execution counts cleared: a cell's prompt shows a number only once
         # this run has executed it (the code and the stored outputs are left as shipped)
@@ -60,8 +60,7 @@ def lesson_lab(tmp_path_factory):
             if cell.cell_type == "code":
                 cell.execution_count = None
         nbformat.write(nb, root / name)
-    with jupyter_lab(root) as url:
-        yield url, root
+    yield url, root
 
 
 @pytest.fixture(scope="module")
@@ -80,15 +79,6 @@ def chromium():
             browser.close()
 
 
-def api(url: str, method: str = "GET", body: dict | None = None):
-    """One call of the Jupyter server's REST API; its JSON answer (None if empty)."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method)
-    with urllib.request.urlopen(req, timeout=60) as r:
-        text = r.read()
-    return json.loads(text) if text else None
-
-
 def start_kernel(url: str, name: str) -> None:
     """The notebook's session and kernel, started before the page opens: the page connects
     to it (no second kernel started by the page, which once swallowed Run All)."""
@@ -97,14 +87,6 @@ def start_kernel(url: str, name: str) -> None:
         "POST",
         {"path": name, "type": "notebook", "kernel": {"name": "python3"}},
     )
-
-
-def shut_down_kernels(url: str) -> None:
-    """End every session and its kernel (one lesson's kernel before the next lesson runs)."""
-    for session in api(f"{url}/api/sessions"):
-        api(f"{url}/api/sessions/{session['id']}", "DELETE")
-    for kernel in api(f"{url}/api/kernels"):
-        api(f"{url}/api/kernels/{kernel['id']}", "DELETE")
 
 
 def cell_with(page, text: str):
