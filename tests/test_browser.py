@@ -153,11 +153,18 @@ def server(request):
 
 
 @pytest.fixture
-def fresh_server():
-    """A server of its own, started for the test (the start-up time is the first page's)."""
+def fresh_server(request):
+    """A server of its own, started for the test (the start-up time is the first page's).
+    Once the test is done it becomes the shared ``server`` of the run if there is none yet
+    (the modules after it then start no server of their own); otherwise it is stopped."""
     s = _new_server()
     yield s
-    stop_server(s.proc)
+    shared = getattr(request.config, "aggmrf_server", None)
+    if s.proc.poll() is None and (shared is None or shared.proc.poll() is not None):
+        request.config.aggmrf_server = s
+        request.config.add_cleanup(lambda: stop_server(s.proc))
+    else:
+        stop_server(s.proc)
 
 
 @pytest.fixture(scope="module")
