@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 
@@ -474,3 +475,37 @@ def test_lesson_link_round_trip():
     les = parse_lesson(link.split("?", 1)[1], ["lambda_mu", "step_mu", "dataset"])
     assert les.hide == ["lambda_mu", "step_mu"] and les.text == "Try <b>λ</b> & see"
     assert parse_lesson("hide=bogus,dataset", ["dataset"]).unknown == ["bogus"]
+
+
+def test_every_failed_change_goes_back_through_the_one_revert(monkeypatch):
+    """A refused setting, a release the privacy settings cannot make and a failed load all
+    put their settings back with ``ExplorerSession.revert``: the culprit only, its message
+    beside its control, the rest applied."""
+    from aggmrf_explore.explorer import url
+    from aggmrf_explore.explorer.loader import Loader
+    from aggmrf_explore.explorer.store import URL_KEYS
+
+    s = ExplorerSession(lazy=True, dataset="xor", n_samples=2000, n_gibbs=300)
+    reverted = []
+    revert = s.revert
+    monkeypatch.setattr(
+        s, "revert", lambda good, *a, **k: (reverted.append(good), revert(good, *a, **k))
+    )
+    shown = []
+    loader = Loader(s, on_loaded=lambda: None, on_message=shown.append, on_baselines=lambda: None)
+    # a link: unknown features (the load fails on them) and a local ε too small for a
+    # usable channel (the release fails on it), with a valid sample size
+    query = '?features=["nope"]&n_samples=3000&mechanism=local&epsilon=1e-7'
+    assert url.apply_query(s, query, URL_KEYS) == {}
+    asyncio.run(loader.load(""))
+    assert reverted[0] == {"features": []}
+    assert reverted[1] == {"epsilon": s.param["epsilon"].default}
+    assert s.features == [] and "nope" in s.errors["features"] and "nope" in shown[0]
+    assert s.epsilon == s.param["epsilon"].default and "ε ≥" in s.errors["epsilon"]
+    assert (s.n_samples, s.mechanism) == (3000, "local") and s.trainer is not None
+    assert not s.busy and s.notice == ""
+    # a refused live value: back to the one before, beside its control
+    before = s.step_mu
+    monkeypatch.setattr(s, "_apply", lambda names: 1 / 0)  # (the change fails downstream)
+    assert s.propose("step_mu", before / 2)
+    assert reverted[2] == {"step_mu": before} and s.step_mu == before and s.errors["step_mu"]
