@@ -22,13 +22,13 @@ while running.  Changes of λ, step sizes, gradient, preconditioning apply at th
 iteration; changes of data, features, tables, noise or n' rebuild the trainer and set
 ``notice`` to say so.
 
-The store changes only through its own methods, and is assembled from members, not base
-classes: its run control is ``session.run`` (:class:`~.run_control.RunControl`: slices,
-Steps waiting, the rate, the status line), and the frames the views show are pure
-functions (:mod:`.frames`; :meth:`ExplorerSession.history` and
-:meth:`ExplorerSession.predictions` keep what is worth keeping between refreshes).  A
-change that fails goes back through one method, :meth:`ExplorerSession.revert` (the
-settings' last good values, the message beside their controls).
+The store is assembled from members, not base classes: its run control is ``session.run``
+(:class:`~.run_control.RunControl`: slices, Steps waiting, the rate, the status line),
+and the frames the views show are pure functions (:mod:`.frames`;
+:meth:`ExplorerSession.history` and :meth:`ExplorerSession.predictions` keep what is
+worth keeping between refreshes).  A change that fails goes back through one method,
+:meth:`ExplorerSession.revert` (the settings' last good values, the message beside
+their controls).
 """
 
 from __future__ import annotations
