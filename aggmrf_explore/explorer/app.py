@@ -497,7 +497,9 @@ class Explorer(pn.viewable.Viewer):
         with pn.io.hold():
             self._refresh_fast()
             self.guard(self._refresh_heavy)
-            self.guard(self._refresh_static)
+        # the noise views take about half a second to draw (two new figures): on a served
+        # page they come at the next tick, so the click's status and controls show first
+        pn.state.execute(lambda: self.guard(self._refresh_static), schedule=True)
 
     def _refresh_all(self) -> None:
         with pn.io.hold():

@@ -108,15 +108,28 @@ class Binder:
 
     def log_slider(self, name: str, label: str, grid: list[float], css=None):
         """A discrete log slider over ``grid`` bound to ``name``; a value off the grid (a
-        link, a preset) is added to its options."""
+        link, a preset, the default rule's λ at a release's noise) is added to its options,
+        replacing the previous one added.
+
+        New options rebuild the slider (new Bokeh models, about 0.3 s on the served page:
+        the document's references are recomputed), so on a served page that comes at the
+        next tick: the click that changed the value shows its other effects first."""
         opts = {format_value(v): v for v in grid}
         w = pn.widgets.DiscreteSlider(label=label, options=opts, **STRETCH)
 
-        def to_w(v):
-            if v not in w.values:
-                both = {**w.options, format_value(v): v}
+        def show(v):
+            with self.hushed():
+                both = {**opts, format_value(v): v}
                 w.options = dict(sorted(both.items(), key=lambda kv: kv[1]))
-            return v
+                w.value = v
+
+        def to_w(v):
+            if v in w.values:
+                return v
+            pn.state.execute(
+                lambda: self.guard(lambda: show(getattr(self.session, name))), schedule=True
+            )
+            return w.value
 
         self.slider_of[css or name] = w
         return self.bind(name, w, to_w=to_w, css=css)
