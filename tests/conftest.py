@@ -44,3 +44,15 @@ def jupyter_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("jupyter")
     with jupyter_lab(root) as url:
         yield url, root
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Close the browser tests' shared chromium (``browser`` in tests/test_browser.py) once
+    the next test does not ask for it, or the run ends."""
+    if getattr(item.config, "aggmrf_chromium", None) is None:
+        return
+    if nextitem is None or "browser" not in getattr(nextitem, "fixturenames", ()):
+        from tests.test_browser import close_shared_browser
+
+        close_shared_browser(item.config)

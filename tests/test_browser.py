@@ -168,7 +168,11 @@ def fresh_server(request):
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(request):
+    """Debian's chromium, one for consecutive modules that ask for it (launching one costs
+    ≈ 1.7 s): launched by the first, relaunched if it died, and closed by tests/conftest.py
+    after the last test of such a run, before any test that does not ask for it (one that
+    drives playwright itself cannot while another playwright runs in the same thread)."""
     if not os.path.exists(CHROMIUM):
         pytest.fail(
             f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium "
@@ -178,10 +182,27 @@ def browser():
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail("playwright (python) is missing: pip install playwright")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+    shared = getattr(request.config, "aggmrf_chromium", None)
+    if shared is not None and not shared[1].is_connected():
+        close_shared_browser(request.config)
+        shared = None
+    if shared is None:
+        pw = sync_playwright().start()
+        shared = (pw, pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS))
+        request.config.aggmrf_chromium = shared
+    return shared[1]
+
+
+def close_shared_browser(config) -> None:
+    """Close the chromium of the ``browser`` fixture and its playwright, if one runs."""
+    shared = getattr(config, "aggmrf_chromium", None)
+    config.aggmrf_chromium = None
+    if shared is not None:
+        pw, b = shared
+        try:
+            b.close()
+        finally:
+            pw.stop()
 
 
 @pytest.fixture(scope="module")
