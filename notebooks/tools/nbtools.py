@@ -43,7 +43,7 @@ import aggmrf_explore.kernels
 # synchronising threads than sampling (and much more on a busy machine). The results do
 # not depend on the number of threads: the sampler is seeded per Gibbs sample.
 numba.set_num_threads(1)
-aggmrf_explore.kernels.warm_up()
+aggmrf_explore.kernels.warm_up(say=print)
 plt.rcParams.update({"figure.dpi": 90, "axes.grid": True, "grid.alpha": 0.3})
 pd.set_option("display.precision", 3)
 """
