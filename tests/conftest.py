@@ -56,3 +56,14 @@ def pytest_runtest_teardown(item, nextitem):
         from tests.test_browser import close_shared_browser
 
         close_shared_browser(item.config)
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """A training worker process (``trainer_worker.TrainerWorker``), one per test module."""
+    from aggmrf_explore.trainer_worker import TrainerWorker
+
+    w = TrainerWorker()
+    assert w.wait_ready(120), "the worker process did not start"
+    yield w
+    w.close()

@@ -12,7 +12,6 @@ import pytest
 from aggmrf_explore import privacy
 from aggmrf_explore.callbacks import TimeBox
 from aggmrf_explore.mrf import PCDTrainer, TrainerState, default_settings
-from aggmrf_explore.trainer_worker import TrainerWorker
 
 SLICES = (1, 7, 3, 12, 5)  # several sizes; the held-out NLLH every 4 iterations
 
@@ -101,14 +100,6 @@ def test_the_state_holds_everything_training_and_update_rebind(toy_problem):
     rebound = {name.lstrip("_") for name, v in vars(t).items() if before.get(name) is not v}
     assert rebound, "nothing changed"
     assert rebound <= set(TrainerState._fields), rebound - set(TrainerState._fields)
-
-
-@pytest.fixture(scope="module")
-def worker():
-    w = TrainerWorker()
-    assert w.wait_ready(120), "the worker process did not start"
-    yield w
-    w.close()
 
 
 def test_slices_here_and_in_a_worker_give_the_uninterrupted_run(toy_problem, worker):

@@ -18,14 +18,6 @@ from aggmrf_explore.mrf import PCDTrainer, default_settings
 from aggmrf_explore.trainer_worker import TrainerWorker, WorkerLost
 
 
-@pytest.fixture(scope="module")
-def worker():
-    w = TrainerWorker()
-    assert w.wait_ready(120), "the worker process did not start"
-    yield w
-    w.close()
-
-
 def _trainer(problem, seed: int = 3, noisy: bool = False, **over) -> PCDTrainer:
     data = problem.aggregated
     settings = default_settings(problem.layout, data.n, n_gibbs=2_000, seed=seed, eval_every=4)
