@@ -25,6 +25,7 @@ from .kernels.update import (
     gauge_pass,
     update_pass,
 )
+from .kernels.update import rescaling_ratio as kernel_ratio
 from .tables import TableLayout
 
 __all__ = [
@@ -116,11 +117,7 @@ def rescaling_ratio(
       biased by O(λ_μ / n).
     - ``"true"``: the ratio is not used (returned as for the paper's, for plots).
     """
-    if gradient == "rescaled":
-        num = d - pen_mu
-        ok = (d_hat > 0) & (num > 0)
-        return np.divide(num, d_hat, out=np.ones_like(d_hat), where=ok)
-    return np.divide(d, d_hat, out=np.ones_like(d_hat), where=d_hat > 0)
+    return kernel_ratio(d_hat, d, pen_mu, GRADIENT_CODES[gradient])
 
 
 def pcd_update(

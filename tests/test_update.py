@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from aggmrf_explore.kernels.update import SMALL
 from aggmrf_explore.mrf import (
     Params,
     Penalty,
@@ -207,12 +208,13 @@ def test_default_gradient_is_the_unbiased_ratio():
     np.testing.assert_allclose(_update().ratio, [20 / 22, 10 / 8, 1.0, 1 / 4])
 
 
+@pytest.mark.parametrize("K", [2_000, SMALL + 500], ids=["numpy", "compiled"])
 @pytest.mark.parametrize("gradient", ["rescaled", "rescaled-paper"])
-def test_the_kernels_ratio_is_the_numpy_rescaling_ratio(gradient):
-    """update_pass computes the ratio per coordinate; it must equal mrf.rescaling_ratio
-    bit for bit, fallbacks included (d̂ = 0, d − 2λ_μ μ ≤ 0, negative noisy targets)."""
+def test_the_kernels_ratio_is_the_numpy_rescaling_ratio(gradient, K):
+    """update_pass computes the ratio per coordinate (numpy below SMALL coordinates, the
+    compiled loop above); it must equal mrf.rescaling_ratio bit for bit, fallbacks included
+    (d̂ = 0, d − 2λ_μ μ ≤ 0, negative noisy targets)."""
     rng = np.random.default_rng(11)
-    K = 2_000
     mu, theta = rng.normal(0, 2, K), rng.normal(0, 1, K)
     d_hat = np.where(rng.random(K) < 0.1, 0.0, rng.gamma(1.0, 30.0, K))
     d = rng.normal(20.0, 25.0, K)  # noisy: some negative

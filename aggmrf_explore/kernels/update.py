@@ -24,6 +24,8 @@ __all__ = [
     "SMALL",
     "UpdateArrays",
     "UpdateScalars",
+    "rescaling_ratio",
+    "ratio_at",
     "update_pass",
     "update_pass_compiled",
     "bound_excess",
@@ -71,47 +73,69 @@ class UpdateScalars(NamedTuple):
 SMALL = 1 << 12  # coordinates below which numpy computes the same numbers
 
 
+def rescaling_ratio(d_hat, d, pen_mu, gradient: int) -> np.ndarray:
+    """The ratio r of the rescaled θ-gradient r·ĉ − c + 2λ_θ θ, float64 (K,): the one numpy
+    formula (:func:`ratio_at` is the same per coordinate, for the kernel).
+
+    d_hat, d, pen_mu = 2λ_μ μ: float64 (K,); gradient: a ``GRADIENT_CODES`` value.  For
+    "rescaled" r = (d − 2λ_μ μ)/d̂, 1 where d̂ = 0 or d − 2λ_μ μ ≤ 0; otherwise (the paper's, and
+    "true", which does not use it) r = d/d̂, 1 where d̂ = 0.
+    """
+    with np.errstate(all="ignore"):
+        if gradient == 0:
+            num = d - pen_mu
+            return np.where((d_hat > 0) & (num > 0), num / d_hat, 1.0)
+        return np.where(d_hat > 0, d / d_hat, 1.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def ratio_at(d_hat, d, pen_mu, gradient):
+    """:func:`rescaling_ratio` at one coordinate (float scalars; the same bits)."""
+    if gradient == 0:
+        num = d - pen_mu
+        return num / d_hat if (d_hat > 0 and num > 0) else 1.0
+    return d / d_hat if d_hat > 0 else 1.0
+
+
 def update_pass(arrays: UpdateArrays, scalars: UpdateScalars) -> tuple:
     """:func:`update_pass_compiled`'s results; below ``SMALL`` coordinates computed by the
     numpy expressions themselves (the same bits, and nothing to compile on a first start)."""
     if arrays.mu.shape[0] >= SMALL:
         return update_pass_compiled(arrays, scalars)
-    mu, theta, d_hat, c_hat, d, c, reg_mu, reg_theta = arrays
-    two_lam_mu, two_lam_theta, s, gradient, precondition = scalars[:5]
-    h_plain, clip, step_mu, step_theta, intercept = scalars[5:]
+    a, sc = arrays, scalars
+    mu, theta, d_hat, c_hat, d, c = a.mu, a.theta, a.d_hat, a.c_hat, a.d, a.c
+    two_lam_mu, two_lam_theta, s, clip = sc.two_lam_mu, sc.two_lam_theta, sc.s, sc.clip
+    gradient, precondition = sc.gradient, sc.precondition
     with np.errstate(all="ignore"):
-        pen = two_lam_mu * reg_mu * mu
+        pen = two_lam_mu * a.reg_mu * mu
         g_mu = d_hat - d + pen
-        if gradient == 0:
-            num = d - pen
-            ratio = np.where((d_hat > 0) & (num > 0), num / d_hat, 1.0)
-        else:
-            ratio = np.where(d_hat > 0, d / d_hat, 1.0)
+        num = d - pen
+        ratio = rescaling_ratio(d_hat, d, pen, gradient)
         c_model = c_hat.copy() if gradient == 2 else ratio * c_hat
-        lam = two_lam_theta * reg_theta
+        lam = two_lam_theta * a.reg_theta
         g_theta = c_model - c + lam * theta
         if gradient == 0:  # no sample in a cell the target holds: no estimate, θ waits
             g_theta = np.where((d_hat > 0) | ~(num > 0), g_theta, 0.0)
         if precondition:
             if precondition == 1:
-                h_mu = d_hat + two_lam_mu * reg_mu
+                h_mu = d_hat + two_lam_mu * a.reg_mu
                 h_theta = c_model + lam
             else:
                 free_mu, free_theta = d - pen, c - lam * theta  # (as the kernel: NaN → 0)
-                h_mu = np.where(free_mu > 0.0, free_mu, 0.0) + two_lam_mu * reg_mu
+                h_mu = np.where(free_mu > 0.0, free_mu, 0.0) + two_lam_mu * a.reg_mu
                 h_theta = np.where(free_theta > 0.0, free_theta, 0.0) + lam
             h_mu = np.where(h_mu < s, s, h_mu)  # (NaN stays NaN, as in the kernel)
             h_theta = np.where(h_theta < s, s, h_theta)
             dir_mu, dir_theta = g_mu / h_mu, g_theta / h_theta
         else:
             h_mu = h_theta = np.empty(0)
-            dir_mu, dir_theta = g_mu / h_plain, g_theta / h_plain
+            dir_mu, dir_theta = g_mu / sc.h_plain, g_theta / sc.h_plain
         dir_mu = np.where(dir_mu < -clip, -clip, np.where(dir_mu > clip, clip, dir_mu))
         dir_theta = np.where(dir_theta < -clip, -clip, np.where(dir_theta > clip, clip, dir_theta))
-        if intercept and mu.shape[0]:
+        if sc.intercept and mu.shape[0]:
             dir_mu[0] = 0.0
-        new_mu = mu - step_mu * dir_mu
-        new_theta = theta - step_theta * dir_theta
+        new_mu = mu - sc.step_mu * dir_mu
+        new_theta = theta - sc.step_theta * dir_theta
     return new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta
 
 
@@ -124,9 +148,12 @@ def update_pass_compiled(arrays, scalars):
     are empty.  Returns (new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta,
     dir_mu, dir_theta).  The ratio is ``mrf.rescaling_ratio``'s, per coordinate.
     """
-    mu, theta, d_hat, c_hat, d, c, reg_mu, reg_theta = arrays
-    two_lam_mu, two_lam_theta, s, gradient, precondition = scalars[:5]
-    h_plain, clip, step_mu, step_theta, intercept = scalars[5:]
+    mu, theta, d_hat, c_hat = arrays.mu, arrays.theta, arrays.d_hat, arrays.c_hat
+    d, c, reg_mu, reg_theta = arrays.d, arrays.c, arrays.reg_mu, arrays.reg_theta
+    two_lam_mu, two_lam_theta, s = scalars.two_lam_mu, scalars.two_lam_theta, scalars.s
+    gradient, precondition, h_plain = scalars.gradient, scalars.precondition, scalars.h_plain
+    clip, step_mu, step_theta = scalars.clip, scalars.step_mu, scalars.step_theta
+    intercept = scalars.intercept
     K = mu.shape[0]
     new_mu = np.empty(K)
     new_theta = np.empty(K)
@@ -142,11 +169,7 @@ def update_pass_compiled(arrays, scalars):
     for k in prange(K):
         pen = two_lam_mu * reg_mu[k] * mu[k]
         gm = d_hat[k] - d[k] + pen
-        if gradient == 0:
-            num = d[k] - pen
-            r = num / d_hat[k] if (d_hat[k] > 0 and num > 0) else 1.0
-        else:
-            r = d[k] / d_hat[k] if d_hat[k] > 0 else 1.0
+        r = ratio_at(d_hat[k], d[k], pen, gradient)
         cm = c_hat[k] if gradient == 2 else r * c_hat[k]
         lam = two_lam_theta * reg_theta[k]
         gt = cm - c[k] + lam * theta[k]
