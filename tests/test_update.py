@@ -313,11 +313,16 @@ def test_gauge_passes_converge_to_the_exact_optimum_along_the_directions():
         np.testing.assert_allclose(p.mu[1:], exact.mu[1:], atol=1e-5)
         x = np.column_stack([p.mu, p.theta])
         T = np.column_stack([data.d, data.c])
-        args = (x, T, np.array([2.0, 6.0]), np.ones((lay.K, 2)), np.array([False, True]), groups)
-        assert np.array_equal(gauge_pass(*args, compiled=False), gauge_pass(*args, compiled=True))
+        ones = np.ones(lay.K)
+        args = ((p.mu, p.theta), (data.d, data.c), (2.0, 6.0), (ones, ones), (False, True), groups)
+        numpy_pass = gauge_pass(*args, compiled=False)
+        compiled_pass = gauge_pass(*args, compiled=True)
+        assert all(np.array_equal(a, b) for a, b in zip(numpy_pass, compiled_pass, strict=True))
+        assert not np.array_equal(numpy_pass[1], p.theta)  # the pass moved θ
         # one pass is exact block by block: along the last block's directions the
         # gradient ⟨e, T − 2λ·x⟩ is 0 after it (e: +1 on the group's t rows, −1 on its s row)
-        y = gauge_pass(x + rng.normal(size=x.shape), *args[1:])
+        moved = x + rng.normal(size=x.shape)
+        y = np.column_stack(gauge_pass((moved[:, 0], moved[:, 1]), *args[1:]))
         g0, g1 = groups.block_ptr[-2], groups.block_ptr[-1]
         for g in range(g0, g1):
             t_rows = groups.t_rows[groups.t_ptr[g] : groups.t_ptr[g + 1]]

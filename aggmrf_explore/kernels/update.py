@@ -32,7 +32,7 @@ __all__ = [
     "bound_excess_compiled",
     "GaugeGroups",
     "gauge_pass",
-    "gauge_pass_compiled",
+    "gauge_column_compiled",
 ]
 
 GRADIENT_CODES = {"rescaled": 0, "rescaled-paper": 1, "true": 2}
@@ -261,27 +261,40 @@ class GaugeGroups(NamedTuple):
 
 
 def gauge_pass(
-    x, target, two_lam, reg, move_s, groups: GaugeGroups, compiled: bool | None = None
-) -> np.ndarray:
-    """One Gauss–Seidel pass over ``groups`` for each column j of x: the group's w minimises
+    columns, targets, two_lam, regs, move_s, groups: GaugeGroups, compiled: bool | None = None
+) -> list[np.ndarray]:
+    """One Gauss–Seidel pass over ``groups`` for each column j: the group's w minimises
     Σ_r λ_j reg_rj x_rj² − Σ_r x_rj target_rj along its direction e (+1 on its t rows, −1 on
     its s row): w = ⟨e, target_j − 2λ_j reg_j·x_j⟩ / (2λ_j ⟨e², reg_j⟩), 0 when the denominator
     is 0.  A column whose ``move_s`` is False keeps its s row of the intercept (row 0) and
     counts it with reg 0 (μ₀, which cancels in Z).
 
-    x, target, reg: float64 (K, J); two_lam: float64 (J,), 2λ_j ≥ 0; move_s:
-    bool (J,).  Returns a new (K, J) array.  ``compiled``: use :func:`gauge_pass_compiled`
-    (True) or numpy (False, the same sums in the same order: the same bits, nothing to
-    compile, ≈ 50 µs per table and sub-table); None: numpy below ``SMALL`` coordinates.
+    columns, targets, regs: sequences of J float64 (K,) arrays (x_j, target_j, reg_j);
+    two_lam: J floats, 2λ_j ≥ 0; move_s: J bools.  Returns J new (K,) arrays; the inputs are
+    not changed.  ``compiled``: use :func:`gauge_column_compiled` on each column (True) or
+    numpy (False, the same sums in the same order: the same bits, nothing to compile,
+    ≈ 50 µs per table and sub-table); None: numpy below ``SMALL`` coordinates.
     """
-    x = np.array(x, dtype=np.float64, copy=True)
+    out = [np.array(x, dtype=np.float64, copy=True) for x in columns]
     if groups.s_rows.shape[0] == 0:
-        return x
-    if x.shape[0] >= SMALL if compiled is None else compiled:
-        gauge_pass_compiled(x, target, two_lam, reg, move_s, *groups)
-        return x
+        return out
+    if out[0].shape[0] >= SMALL if compiled is None else compiled:
+        for x, target, lam, reg, move in zip(out, targets, two_lam, regs, move_s, strict=True):
+            gauge_column_compiled(
+                x,
+                np.ascontiguousarray(target, dtype=np.float64),
+                float(lam),
+                np.ascontiguousarray(reg, dtype=np.float64),
+                bool(move),
+                *groups,
+            )
+        return out
+    x = np.column_stack(out)
+    target = np.column_stack(targets).astype(np.float64)
+    reg = np.column_stack(regs).astype(np.float64)
+    move_s = np.asarray(move_s, dtype=bool)
     t_ptr, t_rows, s_rows, block_ptr = groups
-    lam = two_lam[None, :]
+    lam = np.asarray(two_lam, dtype=np.float64)[None, :]
     with np.errstate(all="ignore"):
         for b in range(block_ptr.shape[0] - 1):
             g0, g1 = block_ptr[b], block_ptr[b + 1]
@@ -301,28 +314,27 @@ def gauge_pass(
             w = np.where(den > 0.0, num / np.where(den > 0.0, den, 1.0), 0.0)
             x[rows] += w[:, None, :]
             x[sr] -= np.where(keep, 0.0, w)
-    return x
+    return [np.ascontiguousarray(x[:, j]) for j in range(x.shape[1])]
 
 
 @njit(cache=True, nogil=True)
-def gauge_pass_compiled(x, target, two_lam, reg, move_s, t_ptr, t_rows, s_rows, block_ptr):
-    """:func:`gauge_pass` in place on x, one group after the other (numba, serial)."""
-    for c in range(x.shape[1]):
-        lam = two_lam[c]
-        for g in range(s_rows.shape[0]):
-            num = 0.0
-            den = 0.0
-            for i in range(t_ptr[g], t_ptr[g + 1]):
-                r = t_rows[i]
-                num = num + (target[r, c] - lam * reg[r, c] * x[r, c])
-                den = den + reg[r, c]
-            k = s_rows[g]
-            keep = k == 0 and not move_s[c]
-            rs = 0.0 if keep else reg[k, c]
-            num = num - (target[k, c] - lam * rs * x[k, c])
-            den = (den + rs) * lam
-            w = num / den if den > 0.0 else 0.0
-            for i in range(t_ptr[g], t_ptr[g + 1]):
-                x[t_rows[i], c] += w
-            if not keep:
-                x[k, c] -= w
+def gauge_column_compiled(x, target, lam, reg, move_s, t_ptr, t_rows, s_rows, block_ptr):
+    """:func:`gauge_pass` on one column, in place on x (float64 (K,)), one group after the
+    other (numba, serial: a pass over 5.7·10⁶ rows takes ≈ 0.1 s, far below the sweep)."""
+    for g in range(s_rows.shape[0]):
+        num = 0.0
+        den = 0.0
+        for i in range(t_ptr[g], t_ptr[g + 1]):
+            r = t_rows[i]
+            num = num + (target[r] - lam * reg[r] * x[r])
+            den = den + reg[r]
+        k = s_rows[g]
+        keep = k == 0 and not move_s
+        rs = 0.0 if keep else reg[k]
+        num = num - (target[k] - lam * rs * x[k])
+        den = (den + rs) * lam
+        w = num / den if den > 0.0 else 0.0
+        for i in range(t_ptr[g], t_ptr[g + 1]):
+            x[t_rows[i]] += w
+        if not keep:
+            x[k] -= w
