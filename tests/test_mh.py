@@ -38,7 +38,7 @@ def test_alias_table_is_exact():
 
 def _chi2_per_dof(chain: MHGibbsChain, lay, px, p1, states_rows) -> np.ndarray:
     """chi² / dof of each released table's (row, ỹ) counts against n'·π(row, y)."""
-    r, y, n = chain.rows, chain._y, chain.n_samples  # noqa: SLF001 (test reads the labels)
+    r, y, n = chain.rows, chain.labels, chain.n_samples
     out = []
     for t in range(1, lay.n_tables):
         size, off = int(lay.table_sizes[t]), int(lay.offsets[t])
@@ -124,6 +124,49 @@ def test_mh_chain_is_deterministic_and_shards_match(problem):
     for _ in range(3):
         again.sweep(mu, theta)
     np.testing.assert_array_equal(whole.statistics(theta)[1], again.statistics(theta)[1])
+
+
+@pytest.mark.parametrize("use_mh", [None, [True, False, True, True]])
+def test_sorted_storage_gives_the_same_chain(use_mh):
+    """A chain storing its samples sorted by the large feature (the default for M_f ≥
+    SORT_MIN_MODALITIES) and the same chain kept in index order give the same codes, labels,
+    rows, logits, statistics and state after every sweep, whole or in shards, through a
+    state round trip; and the sorted one really is stored in another order."""
+    m = [7, 300, 5, 40]
+    lay = TableLayout.all_pairs(m)
+    rng = np.random.default_rng(4)
+    mu, theta = rng.normal(0, 0.6, lay.K), rng.normal(0, 0.5, lay.K)
+    marg = [rng.dirichlet(np.ones(k)) for k in m]
+    kw = {} if use_mh is None else {"use_mh": np.array(use_mh)}
+    srt = MHGibbsChain(lay, 777, marg, seed=3, **kw)
+    plain = MHGibbsChain(lay, 777, marg, seed=3, **kw)
+    plain.sort_feature = -1
+    shards = [
+        MHGibbsChain(lay, 777, marg, seed=3, first=a, count=b, **kw)
+        for a, b in ((0, 400), (400, 377))
+    ]
+    assert srt.sort_feature == 1 and all(s.sort_feature == 1 for s in shards)
+    for sweep in range(4):
+        for ch in (srt, plain, *shards):
+            ch.sweep(mu, theta)
+        if sweep == 2:  # a round trip through the state (stored in index order again)
+            srt.restore(srt.state())
+        for name in ("codes", "labels", "rows"):
+            np.testing.assert_array_equal(getattr(srt, name), getattr(plain, name))
+            np.testing.assert_array_equal(
+                getattr(srt, name), np.concatenate([getattr(s, name) for s in shards])
+            )
+        np.testing.assert_array_equal(srt.logits(theta), plain.logits(theta))
+        np.testing.assert_array_equal(srt.packed_statistics(theta), plain.packed_statistics(theta))
+        np.testing.assert_array_equal(
+            srt.packed_statistics(theta), sum(s.packed_statistics(theta) for s in shards)
+        )
+        np.testing.assert_array_equal(srt.accepted, plain.accepted)
+        for k, v in srt.state().items():
+            np.testing.assert_array_equal(v, plain.state()[k])
+    stored = srt._x[:, 1]  # noqa: SLF001 (the test reads the storage order)
+    assert np.all(np.diff(stored) >= 0) and not np.all(np.diff(plain.codes[:, 1]) >= 0)
+    np.testing.assert_array_equal(np.sort(stored), np.sort(srt.codes[:, 1]))
 
 
 def test_cost_rule_and_make_chain_auto():

@@ -164,7 +164,7 @@ def test_mh_on_hashed_tables_and_triples_matches_enumeration():
     )
     for _ in range(60):
         chain.sweep(mu, theta, statistics=False)
-    r, y = chain.rows, chain._y  # noqa: SLF001 (the test reads the labels)
+    r, y = chain.rows, chain.labels
     worst = 0.0
     for t in range(1, lay.n_tables):
         size, off = int(lay.table_sizes[t]), int(lay.offsets[t])

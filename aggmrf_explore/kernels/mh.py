@@ -21,9 +21,11 @@ f is updated by one of two kernels, chosen per feature (``use_mh[f]``):
 
 Randomness is counter based (:func:`.rng.uniform53` of (key, global sample index, site)):
 the proposal uses the sweep's key (stream 0), the acceptance stream 2, the first ỹ
-stream 1.  ``i0`` is the global index of the chain's first sample, so a shard of samples
-[i0, i0 + n) draws exactly what the same samples draw in one chain: results do not
-depend on threads nor on how samples are split into shards.
+stream 1.  The sweep is given each stored sample's global index (``gid``), so a shard of
+samples [i0, i0 + n) draws exactly what the same samples draw in one chain, and the
+samples may be stored in any order (the sweep keeps them sorted by the largest feature,
+so that the big tables are read locally): results do not depend on threads, shards or
+storage order.
 
 Statistics are integers, packed as in the dense kernel: one int64 per row holds
 count · 2^a + Σ round(σ(z_i) · 2^q) (:func:`fixed_point`; q = 24 at n' = 400 000), exact, so
@@ -206,6 +208,39 @@ def _logits_pass(rows_t, theta, col, z, threads):
                 z[i] += theta[rows_t[t, i], col]
 
 
+@njit(inline="always")
+def _sort_pass(x, y, gid, f, M, x2, y2, g2, threads):
+    """Reorder the samples (x, y, gid) by x[:, f] (stable counting sort, in parallel:
+    each thread counts and places its contiguous range; the ranges keep their order
+    within a value), through the buffers x2, y2, g2 (same shapes)."""
+    n, D = x.shape
+    items, per = _chunks(n, threads)
+    hist = np.zeros((items, M), dtype=np.int64)
+    for c in prange(items):
+        for i in range(c * per, min(n, (c + 1) * per)):
+            hist[c, x[i, f]] += 1
+    s = np.int64(0)
+    for v in range(M):
+        for c in range(items):
+            h = hist[c, v]
+            hist[c, v] = s
+            s += h
+    for c in prange(items):
+        for i in range(c * per, min(n, (c + 1) * per)):
+            v = x[i, f]
+            d = hist[c, v]
+            hist[c, v] = d + 1
+            for g in range(D):
+                x2[d, g] = x[i, g]
+            y2[d] = y[i]
+            g2[d] = gid[i]
+    for i in prange(n):
+        for g in range(D):
+            x[i, g] = x2[i, g]
+        y[i] = y2[i]
+        gid[i] = g2[i]
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def mh_sweep(
     x,
@@ -214,7 +249,7 @@ def mh_sweep(
     P,
     ms,
     mh,
-    i0,
+    gid,
     key,
     acc_key,
     first_key,
@@ -225,8 +260,13 @@ def mh_sweep(
     fixed,
     scale,
     threads,
+    sort_f,
+    x2,
+    y2,
+    g2,
 ):
-    """One sweep of the samples x int32 (n, D) (global indices i0 .. i0 + n − 1).
+    """One sweep of the samples x int32 (n, D), stored in any order: gid int64 (n,) holds
+    each stored sample's global index (its draws are keyed by it).
 
     y uint8 (n,); z float64 (n,) (filled with φ(x̃_i)·θ); P float64 (K, 2): P[r] = (μ_r, θ_r),
     so one gather gives a row's energy μ_r + ỹ θ_r and its θ_r; ms: :class:`MHStructure`;
@@ -236,7 +276,10 @@ def mh_sweep(
     it holds the rows of the current x on entry (read only when ``first``); on exit it
     holds the new state's rows, and fixed int64 (n,) its round(σ(z_i) · scale) (the
     statistics need no second pass).  threads: the work items of each pass (the numba
-    threads; the results do not depend on it).
+    threads; the results do not depend on it).  sort_f ≥ 0: right after feature sort_f's
+    pass, the stored samples (x, y, gid) are reordered by their value of sort_f (through
+    the buffers x2, y2, g2 of the same shapes), so they stay sorted by it for the passes
+    of every other feature (−1: never reordered).
 
     Feature by feature (the sweep's order), every sample's site f is updated before the
     next feature (each thread a contiguous range of samples): a site update reads only the
@@ -246,7 +289,11 @@ def mh_sweep(
     sample.  Then the rows of the new state (sample by sample), z_i = Σ_t θ[row_t] (table
     by table) and ỹ_i.  A sample's draws depend only on (key, global index, site) and its
     own state, and each sum keeps its order: the same numbers as one sample at a time,
-    whatever the passes, threads or shards.
+    whatever the passes, threads, shards or the order the samples are stored in.
+
+    Sorted by a large feature F, consecutive samples share x_F, so the tables holding F
+    (most of K on a high-cardinality layout) are read in a window of a few rows per value
+    by every other feature's pass, by z's gathers and by the counting, not at random.
     """
     n_mod, feat_ptr, ent_stride = ms.n_modalities, ms.feat_ptr, ms.ent_stride
     ent_other, ent_ostride, ent_off, ent_H, ent_salt = (
@@ -273,7 +320,7 @@ def mh_sweep(
             _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t)
         _logits_pass(rows_t, P, 1, z, threads)
         for i in prange(n):
-            y[i] = 1 if _uniform(first_key, i0 + i, D, D + 1) < _sigmoid(z[i]) else 0
+            y[i] = 1 if _uniform(first_key, gid[i], D, D + 1) < _sigmoid(z[i]) else 0
     items, per = _chunks(n, threads)
     for q in range(D):
         f = order[q]
@@ -286,7 +333,7 @@ def mh_sweep(
             for c in prange(items):
                 for i in range(c * per, min(n, (c + 1) * per)):
                     b = i // BLOCK
-                    u = _uniform(key, i0 + i, f, D + 1) * M
+                    u = _uniform(key, gid[i], f, D + 1) * M
                     k = np.int64(u)
                     if k >= M:
                         k = M - 1
@@ -304,9 +351,11 @@ def mh_sweep(
                         rn = _row(rest + prop * ent_stride[e], ent_off[e], ent_H[e], ent_salt[e])
                         ro = _row(rest + v * ent_stride[e], ent_off[e], ent_H[e], ent_salt[e])
                         delta += (P[rn, 0] + yf * P[rn, 1]) - (P[ro, 0] + yf * P[ro, 1])
-                    if delta >= 0.0 or _uniform(acc_key, i0 + i, f, D + 1) < np.exp(delta):
+                    if delta >= 0.0 or _uniform(acc_key, gid[i], f, D + 1) < np.exp(delta):
                         x[i, f] = prop
                         counts[b, f] += 1
+            if f == sort_f:
+                _sort_pass(x, y, gid, f, M, x2, y2, g2, threads)
             continue
         for c in prange(items):  # the exact full conditional, O(M_f T_f)
             scores = np.empty(max_m, dtype=np.float64)
@@ -328,12 +377,14 @@ def mh_sweep(
                         for v in range(M):
                             r = off + bucket(rest + v * s, salt, H)
                             scores[v] += P[r, 0] + yf * P[r, 1]
-                x[i, f] = draw_from_scores(scores, M, _uniform(key, i0 + i, f, D + 1))
+                x[i, f] = draw_from_scores(scores, M, _uniform(key, gid[i], f, D + 1))
+        if f == sort_f:
+            _sort_pass(x, y, gid, f, M, x2, y2, g2, threads)
     _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t)
     _logits_pass(rows_t, P, 1, z, threads)
     for i in prange(n):
         p1 = _sigmoid(z[i])
-        y[i] = 1 if _uniform(key, i0 + i, D, D + 1) < p1 else 0
+        y[i] = 1 if _uniform(key, gid[i], D, D + 1) < p1 else 0
         fixed[i] = np.int64(np.round(p1 * scale))
 
 

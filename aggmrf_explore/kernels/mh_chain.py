@@ -14,6 +14,13 @@ A chain can hold a *shard*: the samples ``first .. first + count − 1`` of a ch
 counter-based uniforms are keyed by the global sample index), and
 :meth:`MHGibbsChain.packed_statistics` returns exact integer partial sums, so shards
 reduce to the one-chain statistics bit for bit (:mod:`aggmrf_explore.distributed`).
+
+The chain stores its samples sorted by its largest feature when that has at least
+``SORT_MIN_MODALITIES`` values (:func:`.mh.mh_sweep` reorders them once per sweep, right
+after that feature's pass): the tables holding it are then read locally.  The draws are
+keyed by each sample's global index, so the results are the same bits as in index order;
+``codes``, ``rows``, ``labels``, :meth:`MHGibbsChain.logits` and
+:meth:`MHGibbsChain.state` give every sample in index order.
 """
 
 from __future__ import annotations
@@ -34,9 +41,18 @@ from .mh import (
 )
 from .rng import stream_key
 
-__all__ = ["MHGibbsChain", "mh_features", "unpack_statistics", "MH_COST_MARGIN"]
+__all__ = [
+    "MHGibbsChain",
+    "mh_features",
+    "unpack_statistics",
+    "MH_COST_MARGIN",
+    "SORT_MIN_MODALITIES",
+]
 
 MH_COST_MARGIN = 8.0
+# sort the stored samples by the largest feature when it has at least this many values: its
+# tables (M_F × M_g rows each) then outgrow the L2 cache on layouts where the sort pays
+SORT_MIN_MODALITIES = 256
 
 
 def mh_features(layout, margin: float = MH_COST_MARGIN) -> np.ndarray:
@@ -70,7 +86,8 @@ class MHGibbsChain:
     the MH proposals), ``seed``; ``use_mh`` (bool (D,), default :func:`mh_features`);
     ``first``, ``count``: hold only samples first .. first + count − 1 (a shard).
 
-    codes : int32 (count, D) read-only snapshot;  rows : int64 (count, T) read-only snapshot.
+    codes : int32 (count, D) read-only snapshot;  rows : int64 (count, T) read-only snapshot;
+    labels : uint8 (count,) ỹ, read-only snapshot (all in sample order, whatever the storage).
     acceptance : MH acceptance rate of the last sweep over the MH features (None if no
     feature uses MH);  acceptance_by_feature : float64 (D,), NaN for full-conditional ones.
     """
@@ -121,6 +138,15 @@ class MHGibbsChain:
         cdf_ptr = np.concatenate([[0], np.cumsum([c.size for c in cdfs])]).astype(np.int64)
         self._x = init_samples_offset(np.concatenate(cdfs), cdf_ptr, count, self.seed, first)
         self._y = np.zeros(count, dtype=np.uint8)
+        self._gid = np.arange(first, first + count, dtype=np.int64)  # global index per slot
+        big = int(np.argmax(m))
+        self.sort_feature = big if m[big] >= SORT_MIN_MODALITIES else -1
+        sorts = self.sort_feature >= 0
+        self._sort_bufs = (  # the sort's scratch (a dummy row when the chain does not sort)
+            np.empty((count if sorts else 1, D), dtype=np.int32),
+            np.empty(count if sorts else 1, dtype=np.uint8),
+            np.empty(count if sorts else 1, dtype=np.int64),
+        )
         self._y_drawn = False
         self._z = np.zeros(count)
         self._fixed = np.zeros(count, dtype=np.int64)
@@ -142,16 +168,28 @@ class MHGibbsChain:
         """Samples held by this chain (count)."""
         return int(self._x.shape[0])
 
+    def _in_order(self, stored: np.ndarray, dtype=None) -> np.ndarray:
+        """A new array of the stored samples' values (first axis) in sample order."""
+        out = np.empty(stored.shape, dtype=dtype or stored.dtype)
+        out[self._gid - self.first] = stored
+        return out
+
     @property
     def codes(self) -> np.ndarray:
-        out = self._x.copy()
+        out = self._in_order(self._x)
+        out.flags.writeable = False
+        return out
+
+    @property
+    def labels(self) -> np.ndarray:
+        out = self._in_order(self._y)
         out.flags.writeable = False
         return out
 
     @property
     def rows(self) -> np.ndarray:
         self._ensure_rows(np.zeros(self.K) if self._rows_theta is None else self._rows_theta)
-        out = self._rows_t.T.astype(np.int64)
+        out = self._in_order(self._rows_t.T, np.int64)
         out.flags.writeable = False
         return out
 
@@ -167,6 +205,8 @@ class MHGibbsChain:
             self._counts,
             self._acc,
             self._theta_buf,
+            self._gid,
+            *self._sort_bufs,
         )
         return int(sum(a.nbytes for a in arrays))
 
@@ -185,8 +225,8 @@ class MHGibbsChain:
         """The chain's whole evolving state (codes, labels, sweeps done): with the same
         constructor arguments, :meth:`restore` makes an identical chain."""
         return {
-            "x": self._x.copy(),
-            "y": self._y.copy(),
+            "x": self._in_order(self._x),
+            "y": self._in_order(self._y),
             "y_drawn": self._y_drawn,
             "sweeps": self.sweeps,
         }
@@ -198,6 +238,7 @@ class MHGibbsChain:
             raise ValueError(f"state codes have shape {x.shape}, this chain {self._x.shape}.")
         self._x[...] = x
         self._y[...] = np.asarray(state["y"], dtype=np.uint8)
+        self._gid[...] = np.arange(self.first, self.first + x.shape[0])
         self._y_drawn = bool(state["y_drawn"])
         self.sweeps = int(state["sweeps"])
         self._rows_theta = None
@@ -247,7 +288,7 @@ class MHGibbsChain:
             P,
             self.structure,
             self._mh,
-            self.first,
+            self._gid,
             keys[0],
             keys[1],
             keys[2],
@@ -258,6 +299,8 @@ class MHGibbsChain:
             self._fixed,
             float(2**self.q_bits),
             get_num_threads(),
+            self.sort_feature,
+            *self._sort_bufs,
         )
         self._rows_valid = True
         D = self._x.shape[1]
@@ -286,10 +329,10 @@ class MHGibbsChain:
         self._stats = None
 
     def logits(self, theta: np.ndarray) -> np.ndarray:
-        """φ(x̃_i)·θ for every sample held, float64 (count,)."""
+        """φ(x̃_i)·θ for every sample held, float64 (count,), in sample order."""
         theta = self._check(theta, "theta")
         self._ensure_rows(theta)
-        return self._z.copy()
+        return self._in_order(self._z)
 
     def packed_statistics(self, theta: np.ndarray) -> np.ndarray:
         """Exact partial sums over the samples held, int64 (K,): count · 2^a_bits +
