@@ -146,6 +146,8 @@ def test_sorted_storage_gives_the_same_chain(use_mh):
         for a, b in ((0, 400), (400, 377))
     ]
     assert srt.sort_feature == 1 and all(s.sort_feature == 1 for s in shards)
+    hashed = TableLayout.all_pairs(m, hash_sizes={(0, 1): 50})
+    assert MHGibbsChain(hashed, 10, [np.ones(k) for k in m], seed=0).sort_feature == -1
     for sweep in range(4):
         for ch in (srt, plain, *shards):
             ch.sweep(mu, theta)

@@ -16,8 +16,9 @@ counter-based uniforms are keyed by the global sample index), and
 reduce to the one-chain statistics bit for bit (:mod:`aggmrf_explore.distributed`).
 
 The chain stores its samples sorted by its largest feature when that has at least
-``SORT_MIN_MODALITIES`` values (:func:`.mh.mh_sweep` reorders them once per sweep, right
-after that feature's pass): the tables holding it are then read locally.  The draws are
+``SORT_MIN_MODALITIES`` values and every table holding it is exact (:func:`.mh.mh_sweep`
+reorders them once per sweep, right after that feature's pass): the tables holding it are
+then read locally (a hashed table's rows are scattered whatever the order).  The draws are
 keyed by each sample's global index, so the results are the same bits as in index order;
 ``codes``, ``rows``, ``labels``, :meth:`MHGibbsChain.logits` and
 :meth:`MHGibbsChain.state` give every sample in index order.
@@ -50,8 +51,8 @@ __all__ = [
 ]
 
 MH_COST_MARGIN = 8.0
-# sort the stored samples by the largest feature when it has at least this many values: its
-# tables (M_F × M_g rows each) then outgrow the L2 cache on layouts where the sort pays
+# sort the stored samples by the largest feature when it has at least this many values (and
+# its tables are exact): its tables (M_F × M_g rows each) then outgrow the L2 cache
 SORT_MIN_MODALITIES = 256
 
 
@@ -140,7 +141,10 @@ class MHGibbsChain:
         self._y = np.zeros(count, dtype=np.uint8)
         self._gid = np.arange(first, first + count, dtype=np.int64)  # global index per slot
         big = int(np.argmax(m))
-        self.sort_feature = big if m[big] >= SORT_MIN_MODALITIES else -1
+        exact = all(
+            h == 0 for t, h in zip(layout.tables, layout.hash_sizes, strict=True) if big in t
+        )
+        self.sort_feature = big if m[big] >= SORT_MIN_MODALITIES and exact else -1
         sorts = self.sort_feature >= 0
         self._sort_bufs = (  # the sort's scratch (a dummy row when the chain does not sort)
             np.empty((count if sorts else 1, D), dtype=np.int32),
