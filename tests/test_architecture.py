@@ -414,3 +414,91 @@ def test_no_explorer_class_is_assembled_from_mixins():
                 if len(own) > DEBT_MIXINS.get(f"{rel}:{node.name}", 1):
                     assembled.append(f"{rel}:{node.name}({', '.join(own)})")
     assert not assembled, assembled
+
+
+# ---------------------------------------------------------------------- the store writes its own
+STORE = "explorer/store.py"
+STORE_CLASS = "ExplorerSession"
+
+
+def _store_params(path: Path) -> set[str]:
+    """The params the store class declares (``name = param.X(…)`` or ``param_for(…)`` in
+    its body)."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef) and node.name == STORE_CLASS:
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                    callee = ast.unparse(stmt.value.func)
+                    if callee.startswith("param.") or callee == "param_for":
+                        names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _store_writes(modules: dict[str, Path], params: set[str], store: str = STORE) -> list[str]:
+    """Each place outside the store, in the explorer's modules, that writes one of the
+    store's ``params`` on some object: ``x.NAME = …`` (also augmented, annotated or
+    unpacked), ``setattr(x, "NAME", …)`` or ``x.param.update(NAME=…)``.  ``self.NAME``
+    is a view's own attribute of the same name, not the store's."""
+    problems = []
+
+    def foreign(node: ast.AST) -> bool:  # an object other than the module's own ``self``
+        return not (isinstance(node, ast.Name) and node.id == "self")
+
+    for path in modules.values():
+        rel = _rel_to_package(path)
+        if not rel.startswith("explorer/") or rel == store:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            hits = []
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    hits += [
+                        a.attr
+                        for a in ast.walk(t)
+                        if isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Store)
+                        if a.attr in params and foreign(a.value)
+                    ]
+            elif isinstance(node, ast.Call):
+                func = ast.unparse(node.func)
+                if func == "setattr" and len(node.args) >= 2 and foreign(node.args[0]):
+                    name = node.args[1]
+                    if isinstance(name, ast.Constant) and name.value in params:
+                        hits.append(name.value)
+                elif func.endswith(".param.update") and foreign(node.func.value.value):
+                    hits += [k.arg for k in node.keywords if k.arg in params]
+            problems += [f"{rel}:{node.lineno} writes the store's {name}" for name in hits]
+    return problems
+
+
+def test_only_the_store_writes_its_state():
+    """Panel's data-store pattern: the store's params (``busy``, ``errors``, the settings,
+    ``running``…) change only through the store's own methods (``propose``,
+    ``begin_load`` / ``load`` / ``fail_load`` / ``end_load``, ``report_errors`` /
+    ``clear_errors``, ``revert``, ``play``…); no other module of the explorer assigns them."""
+    params = _store_params(PACKAGE / STORE)
+    assert {"busy", "errors", "running", "dataset", "epsilon", "status"} <= params, params
+    problems = _store_writes(MODULES, params)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_store_write_check_sees_planted_writes(tmp_path):
+    planted = tmp_path / "zz_writes.py"
+    planted.write_text(
+        "class View:\n"
+        "    def f(self, s):\n"
+        "        self.status = 'a view of its own'\n"
+        "        s.busy = True\n"
+        "        self.session.errors = {}\n"
+        "        s.epsilon += 1\n"
+        "        s.running, x = False, 1\n"
+        "        setattr(s, 'dataset', 'xor')\n"
+        "        s.param.update(mechanism='none', title='not the store')\n"
+    )
+    params = {"busy", "errors", "epsilon", "running", "dataset", "mechanism", "status"}
+    text = "\n".join(_store_writes({f"{NAME}.explorer.zz_writes": planted}, params))
+    for line, name in [(4, "busy"), (5, "errors"), (6, "epsilon"), (7, "running")]:
+        assert f"explorer/zz_writes.py:{line} writes the store's {name}" in text, text
+    assert ":8 writes the store's dataset" in text and ":9 writes the store's mechanism" in text
+    assert "status" not in text and "title" not in text

@@ -336,7 +336,7 @@ class Explorer(pn.viewable.Viewer):
     # ------------------------------------------------------------------ loading
     def _on_load(self) -> None:
         """First render: load the data (async); the sampler may still be compiling."""
-        self.session.busy = True
+        self.session.begin_load()
         pn.state.execute(self._initial_load)
 
     async def _initial_load(self) -> None:
@@ -362,9 +362,8 @@ class Explorer(pn.viewable.Viewer):
         """The store's loader: new data settings load asynchronously (``loader.py``)."""
         if not self.loader.loaded:
             return  # the initial load reads the current settings
-        self.session.busy = True
+        self.session.begin_load(notice)  # "…: data are being prepared, training restarts."
         self.messages.show_message("")  # a "preparing" notice and an old error never show together
-        self.session.set_notice(notice)  # "…: data are being prepared, training restarts."
         notice = notice.replace(
             "data are being prepared, training restarts", "new data loaded, training restarted"
         )

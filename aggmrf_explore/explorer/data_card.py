@@ -131,9 +131,7 @@ class DataCard(pn.viewable.Viewer):
         data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         self.show_message("")
         s = self.session
-        s.errors = {
-            k: v for k, v in s.errors.items() if k not in ("dataset", "label_column", "features")
-        }
+        s.clear_errors(("dataset", "label_column", "features"))
         try:
             h = register_upload(data, name)
         except Exception as exc:  # noqa: BLE001 - over the size limit

@@ -120,7 +120,7 @@ class Loader:
         what the store says once they are in); on failure, roll back (module docstring)."""
         s = self.session
         loop = asyncio.get_running_loop()
-        s.busy = True
+        s.begin_load()
         wanted = self._data_settings()
         small = s.dataset in SMALL_DATASETS
 
@@ -143,15 +143,12 @@ class Loader:
             self.on_message("")
             # the settings that changed now are valid; the messages of values refused
             # earlier (a link's bad value, a reverted setting) stay beside their controls
-            names = [k for k in DATA_KEYS if k in s.errors and wanted[k] != previous.get(k)]
-            if names:
-                s.errors = {k: v for k, v in s.errors.items() if k not in names}
+            s.clear_errors(k for k in DATA_KEYS if wanted[k] != previous.get(k))
         except Exception as exc:  # noqa: BLE001
             await self._roll_back(exc)
             return
         finally:
-            if s.bundle is not None:
-                s.busy = False
+            s.end_load()
         self.on_loaded()
         runtime.log(f"{s.dataset} loaded and drawn in {time.perf_counter() - t0:.2f} s")
         if not all(k in s.baselines for k in SLOW_BASELINES):
@@ -178,9 +175,8 @@ class Loader:
             changed = [culprit]
         # (the message beside the reverted controls, or the dataset's if none changed; the
         # notice "…: data are being prepared" goes)
-        s.revert({k: self.good[k] for k in changed}, msg, blame=("dataset",))
+        s.fail_load({k: self.good[k] for k in changed}, msg)
         self.on_message(msg)
         self.loaded = True
-        s.busy = False
         if (s.bundle is None and changed) or rest:
             await self.load("")

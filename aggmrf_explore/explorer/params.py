@@ -16,7 +16,14 @@ import param
 from ..errors import AggMRFError
 from ..settings import Setting, setting
 
-__all__ = ["param_for", "SETTING_OF", "declaration", "clean_value", "rejected_message"]
+__all__ = [
+    "param_for",
+    "SETTING_OF",
+    "declaration",
+    "clean_value",
+    "rejected_message",
+    "same_value",
+]
 
 SETTING_OF = {
     "n_gibbs": "n_gibbs",
@@ -123,3 +130,12 @@ def rejected_message(p: param.Parameter, name: str, value) -> str:
         if hi is not None and (value > hi or (value == hi and not hi_in)):
             return f"{label} must be {'≤' if hi_in else '<'} {hi:g}; got {value:g}."
     return f"invalid {label}: {value!r}."
+
+
+def same_value(a, b) -> bool:
+    """``a == b`` for two setting values, False when they cannot be compared (arrays,
+    values whose ``==`` raises)."""
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001
+        return False

@@ -41,6 +41,7 @@ __all__ = [
     "clear_caches",
     "register_upload",
     "upload_columns",
+    "problem_arguments",
     "get_problem",
     "peek_problem",
     "get_baselines",
@@ -148,6 +149,25 @@ def _problem_key(
 ) -> tuple:
     key = (dataset, n, seed, tuple(features) if features else None, singles, pairs, label, upload)
     return key + ("triples",) if triples else key
+
+
+def problem_arguments(settings: dict) -> dict:
+    """The arguments of :func:`get_problem` for a store's data settings (``settings``: the
+    store's ``DATA_KEYS`` and ``upload_hash``, {name: value}): the sample size only for
+    generated data, the triplet table only for XOR with every feature, the label column
+    and the file's hash only for an upload."""
+    d = settings["dataset"]
+    return dict(
+        dataset=d,
+        n=settings["n_samples"] if d in GENERATED else None,
+        seed=settings["data_seed"],
+        features=tuple(settings["features"]) or None,
+        singles=settings["singles"],
+        pairs=settings["pairs"],
+        triples=bool(settings["triples"] and d == "xor" and not settings["features"]),
+        label=settings["label_column"] if d == "upload" else "",
+        upload=settings["upload_hash"] if d == "upload" else "",
+    )
 
 
 def peek_problem(**data_key) -> ProblemBundle | None:

@@ -167,19 +167,20 @@ class DaemonPool:
 
 class Share:
     """A session's account in the :class:`TrainingPool`: the CPU seconds its slices got
-    (``used``), its slices run (``slices``), and whether it is training now (a slice
-    queued or running, or one ended less than ``ACTIVE_SECONDS`` ago)."""
+    (``used``), its slices run (``slices``), queued (``queued``) and running now
+    (``under_way``), and whether it is training now (a slice queued or running, or one
+    ended less than ``ACTIVE_SECONDS`` ago)."""
 
-    __slots__ = ("used", "slices", "queued", "running", "last_end", "__weakref__")
+    __slots__ = ("used", "slices", "queued", "under_way", "last_end", "__weakref__")
 
     def __init__(self) -> None:
         self.used = 0.0
         self.slices = 0
-        self.queued = self.running = 0
+        self.queued = self.under_way = 0
         self.last_end = -math.inf
 
     def active(self, now: float) -> bool:
-        return bool(self.queued or self.running) or now - self.last_end < ACTIVE_SECONDS
+        return bool(self.queued or self.under_way) or now - self.last_end < ACTIVE_SECONDS
 
 
 class TrainingPool(DaemonPool):
@@ -252,13 +253,13 @@ class TrainingPool(DaemonPool):
         share = kw.get("share")
         if share is not None:
             share.queued -= 1
-            share.running += 1
+            share.under_way += 1
 
     def finished(self, item: tuple) -> None:
         share = item[4].get("share")
         if share is not None:
             with self._lock:
-                share.running -= 1
+                share.under_way -= 1
                 share.last_end = time.monotonic()
                 self._lock.notify_all()
 

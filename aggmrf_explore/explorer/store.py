@@ -29,6 +29,12 @@ and the frames the views show are pure functions (:mod:`.frames`;
 worth keeping between refreshes).  A change that fails goes back through one method,
 :meth:`ExplorerSession.revert` (the settings' last good values, the message beside
 their controls).
+
+The store is the only writer of its params: the views and the loader call its methods
+(:meth:`~ExplorerSession.propose`, ``begin_load`` / ``load`` / ``fail_load`` /
+``end_load``, ``report_errors`` / ``clear_errors``, ``play`` / ``pause``…) and never
+assign them.  The default rule's values, the settings a dataset switch puts back and the
+trainer's settings come from :mod:`.defaults`; the noisy release from :mod:`.releases`.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import contextlib
 import functools
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -48,19 +54,20 @@ from ..kernels import make_chain
 from ..kernels.chain import numpy_samples
 from ..settings import check_combination
 from . import frames
+from .defaults import rule_values, switch_defaults, trainer_settings
 from .keys import DATA_KEYS, LIVE_KEYS, NOISE_KEYS, RULE_KEYS, TRAINER_KEYS, URL_KEYS
-from .params import clean_value, param_for, rejected_message
+from .params import clean_value, param_for, rejected_message, same_value
 from .problems import (
     CHEAP_BASELINES,
     DATASETS,
-    GENERATED,
     SLOW_BASELINES,
     ProblemBundle,
     get_baselines,
     get_problem,
-    get_release,
     peek_baselines,
+    problem_arguments,
 )
+from .releases import release, release_or_fallback
 from .run_control import RunControl, TrainingSlice
 
 __all__ = [
@@ -74,8 +81,6 @@ __all__ = [
     "baseline_names",
 ]
 
-# hand-set settings that return to their defaults on a dataset switch (unless keep_settings)
-RESET_ON_SWITCH = ("n_gibbs", "train_seed", "data_seed", "noise_seed", "auto_defaults")
 NOTICE_SECONDS = 8.0  # a routine notice disappears after this long of training / next action
 MIN_PRIVACY_RUN = 20  # iterations a run needs to count as a point of the privacy curve
 
@@ -200,8 +205,20 @@ class ExplorerSession(param.Parameterized):
         with self.quiet():
             self.param.update(good)
         if message:  # (and a routine notice about the change no longer holds)
-            self.errors = {**self.errors, **{k: message for k in (*good,) or blame}}
+            self.report_errors({k: message for k in (*good,) or blame})
             self.notice = ""
+
+    def report_errors(self, messages: Mapping[str, str]) -> None:
+        """Show each message of ``messages`` ({setting: text}) beside its control in
+        ``errors``; the other controls keep theirs."""
+        if messages:
+            self.errors = {**self.errors, **messages}
+
+    def clear_errors(self, names: Iterable[str]) -> None:
+        """Take away the messages beside the controls ``names`` (their values are good now)."""
+        names = set(names)
+        if names & set(self.errors):
+            self.errors = {k: v for k, v in self.errors.items() if k not in names}
 
     def use_upload(self, upload_hash: str) -> None:
         """Select a freshly uploaded CSV: dataset "upload", no label column yet (nothing
@@ -210,7 +227,7 @@ class ExplorerSession(param.Parameterized):
             self.param.update(upload_hash=upload_hash, label_column="")
             if self.dataset != "upload":
                 self.dataset = "upload"
-        self.errors = {**self.errors, "label_column": "now pick the label column of your CSV."}
+        self.report_errors({"label_column": "now pick the label column of your CSV."})
 
     def close(self) -> None:
         """Stop and drop the per-session data (the browser tab closed)."""
@@ -246,19 +263,19 @@ class ExplorerSession(param.Parameterized):
             try:
                 self.param.update({name: clean})
             except ValueError:
-                if _same(getattr(self, name), clean):
+                if same_value(getattr(self, name), clean):
                     raise  # set, then failed elsewhere: report that failure
                 raise AggMRFError(rejected_message(self.param[name], name, clean)) from None
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message
             msg = error_message(exc)
-            self.errors = {**self.errors, name: msg}
+            self.report_errors({name: msg})
             return msg
         return self.errors.get(name)
 
     def _settings_changed(self, *events) -> None:
         if self._quiet:
             return
-        names = {e.name for e in events if e.old is not e.new and not _same(e.old, e.new)}
+        names = {e.name for e in events if e.old is not e.new and not same_value(e.old, e.new)}
         if not names:
             return
         if names & set(RULE_KEYS):
@@ -269,7 +286,7 @@ class ExplorerSession(param.Parameterized):
                 self.run.live_changed(e.name, e.old, e.new)
         if "dataset" in names and self.bundle is not None and not self.keep_settings:
             with self.quiet():  # hand-set λ, α, n' and seeds back to their defaults
-                self.param.update(_switch_defaults(self, names))
+                self.param.update(switch_defaults(self, names))
         try:
             for e in events:
                 if e.name in names:
@@ -278,8 +295,7 @@ class ExplorerSession(param.Parameterized):
         except Exception as exc:  # noqa: BLE001
             self.revert({e.name: e.old for e in events if e.name in names}, error_message(exc))
             return
-        if any(n in self.errors for n in names):
-            self.errors = {k: v for k, v in self.errors.items() if k not in names}
+        self.clear_errors(names)
 
     def _apply(self, names: set[str]) -> None:
         if self.bundle is None:
@@ -293,7 +309,7 @@ class ExplorerSession(param.Parameterized):
                     if self.upload_hash
                     else ("choose a CSV file, then pick its label column")
                 )
-                self.errors = {**self.errors, "label_column": f"now {step}."}
+                self.report_errors({"label_column": f"now {step}."})
                 return
             self._invalidate("data", names)
         elif names & set(NOISE_KEYS):
@@ -332,8 +348,8 @@ class ExplorerSession(param.Parameterized):
             self._release()
         if self.auto_defaults and names & {*NOISE_KEYS, "noise_aware"}:
             self._set_defaults()  # (the rule's λ follows the noise, and MRF-N's targets)
-        release = "new noisy release, " if what == "noise" else ""
-        self._new_trainer(notice=f"{label} changed: {release}training restarted.")
+        released = "new noisy release, " if what == "noise" else ""
+        self._new_trainer(notice=f"{label} changed: {released}training restarted.")
 
     # ------------------------------------------------------------------ run (``run_control``)
     @property
@@ -448,29 +464,41 @@ class ExplorerSession(param.Parameterized):
 
     # ------------------------------------------------------------------ data
     def data_key(self) -> dict:
-        n = self.n_samples if self.dataset in GENERATED else None
-        return dict(
-            dataset=self.dataset,
-            n=n,
-            seed=self.data_seed,
-            features=tuple(self.features) or None,
-            singles=self.singles,
-            pairs=self.pairs,
-            triples=bool(self.triples and self.dataset == "xor" and not self.features),
-            label=self.label_column if self.dataset == "upload" else "",
-            upload=self.upload_hash if self.dataset == "upload" else "",
-        )
+        """The arguments of ``get_problem`` for the current data settings
+        (:func:`.problems.problem_arguments`)."""
+        return problem_arguments({k: getattr(self, k) for k in (*DATA_KEYS, "upload_hash")})
 
     def fetch(self) -> ProblemBundle:
         """The (cached) problem for the current data settings; may take seconds (thread-safe)."""
         return get_problem(**self.data_key())
+
+    # a load prepared off the event loop (``loader.Loader``): begin_load(), then load(bundle)
+    # or fail_load(good, message); end_load() once it is over, either way
+    def begin_load(self, notice: str = "") -> None:
+        """New data are being prepared: ``busy`` holds the slices back (a Play waits) and
+        the status line says so; ``notice``, if given, says what changed."""
+        self.busy = True
+        if notice:
+            self.set_notice(notice)
+
+    def fail_load(self, good: dict, message: str) -> None:
+        """The data could not be prepared: :meth:`revert` the data settings to ``good``
+        (``message`` beside the dataset when it is empty); slices are held back no more."""
+        self.revert(good, message, blame=("dataset",))
+        self.busy = False
+
+    def end_load(self) -> None:
+        """The load under way is over (installed, failed or outdated): training goes on with
+        the data in place (none in place: slices stay held back until a load succeeds)."""
+        if self.bundle is not None:
+            self.busy = False
 
     def load(self, bundle: ProblemBundle | None = None, notice: str = "") -> None:
         """Install a problem (computed now if not given) and start a fresh trainer.
 
         ``busy`` stays set until the new trainer is in place, so the status line never
         shows the previous trainer's iteration and NLLH under the new dataset's name; a
-        failure puts the previous problem and trainer back.
+        failure puts the previous problem and trainer back and raises.
         """
         # (``running`` is left as it is: a Play pressed before or during the load is an
         # intent the new trainer keeps; ``busy`` holds the slices back meanwhile)
@@ -480,7 +508,7 @@ class ExplorerSession(param.Parameterized):
             bundle = bundle if bundle is not None else self.fetch()
             self.bundle = bundle
             try:
-                self._release_or_revert()
+                self._release(fall_back=True)
                 if self.table not in bundle.layout.table_names:
                     with self.quiet():
                         self.table = bundle.layout.table_names[min(1, bundle.layout.n_tables - 1)]
@@ -506,46 +534,27 @@ class ExplorerSession(param.Parameterized):
 
     def _set_defaults(self) -> None:
         """The default rule's λ and α, at the release's declared noise (λ grows with it)."""
-        from ..trainer_settings import default_settings, release_noise_sd
-
-        sd = 0.0 if self.data is None else release_noise_sd(self.data)
-        aware = bool(self.noise_aware and sd > 0)
-        d = default_settings(self.bundle.layout, self.bundle.aggregated.n, sd, noise_aware=aware)
         with self.quiet():
-            self.param.update({k: getattr(d, k) for k in RULE_KEYS})
+            self.param.update(rule_values(self.bundle, self.data, self.noise_aware))
 
-    def _release(self, values: dict | None = None) -> None:
-        """The release of the current privacy settings (or of ``values`` for them)."""
-        v = {k: getattr(self, k) for k in NOISE_KEYS} | (values or {})
-        self.data, self.mechanism_obj = get_release(self.bundle, *(v[k] for k in NOISE_KEYS))
-        self._good_noise = v
-
-    def _release_or_revert(self) -> None:
-        """:meth:`_release`; if the privacy settings cannot make one (e.g. a local ε too
-        small for a usable channel, from a link), the noise settings that changed since the
-        last good release go back to it (:meth:`revert`), one at a time (ε first), else
-        all of them; other failures raise."""
-        try:
-            return self._release()
-        except AggMRFError as exc:
-            changed = [k for k in NOISE_KEYS if not _same(getattr(self, k), self._good_noise[k])]
-            if not changed:
-                raise
-            msg = error_message(exc)
-        for group in [[k] for k in sorted(changed, key=lambda k: k != "epsilon")] + [changed]:
-            good = {k: self._good_noise[k] for k in group}
-            try:
-                self._release(good)
-            except AggMRFError:
-                continue
-            return self.revert(good, msg)
-        raise AggMRFError(msg)
+    def _release(self, fall_back: bool = False) -> None:
+        """Install the release of the current privacy settings.  ``fall_back``: if they
+        cannot make one, those that changed since the last release made go back
+        (:func:`.releases.release_or_fallback`, then :meth:`revert`); else that raises."""
+        wanted = {k: getattr(self, k) for k in NOISE_KEYS}
+        if fall_back:
+            made = release_or_fallback(self.bundle, wanted, self._good_noise)
+        else:
+            made = release(self.bundle, wanted)
+        self.data, self.mechanism_obj, self._good_noise = made.data, made.mechanism, made.settings
+        if made.reverted:
+            self.revert(made.reverted, made.message)
 
     def _new_trainer(self, notice: str = "") -> None:
         from ..mrf import PCDTrainer, expected_floor
 
         check_combination({"mechanism": self.mechanism, "noise_aware": self.noise_aware})
-        settings = _trainer_settings(self)
+        settings = trainer_settings(self)
         enc = self.bundle.encoded
         # (nothing ready yet: the build the first slice can run soonest)
         build = self.run.usable_build() or (
@@ -575,51 +584,9 @@ class ExplorerSession(param.Parameterized):
         return frames.privacy_point(self._run_info, self.trainer)
 
 
-def _switch_defaults(s: ExplorerSession, names: set[str]) -> dict:
-    """A dataset switch: the hand-set λ, α, n' and seeds that go back to their defaults (the
-    rule, at the next load), except settings changed together with the dataset (a preset
-    or a link); the triplet table goes off."""
-    values = {k: s.param[k].default for k in RESET_ON_SWITCH if k not in names}
-    if "triples" not in names:
-        values["triples"] = False
-    return values
-
-
-def _trainer_settings(s: ExplorerSession):
-    """The trainer's settings from the store's (``TrainerSettings``, validated).
-
-    The test NLLH is evaluated every iteration on small problems, every 2–10 on large
-    ones (scoring 16 000 Adult test records with 106 tables costs about a fifth of an
-    iteration: every 6th keeps it near 3 % of the training time, and the NLLH curve, at
-    ~100 it/s, still gets more points per second than the plot has refreshes).
-    """
-    from ..mrf import TrainerSettings
-
-    work = len(s.bundle.encoded.y_test) * s.bundle.layout.n_tables
-    return TrainerSettings(
-        n_gibbs=s.n_gibbs,
-        lambda_mu=s.lambda_mu,
-        lambda_theta=s.lambda_theta,
-        step_mu=s.step_mu,
-        step_theta=s.step_theta,
-        gradient=s.gradient,
-        precondition=s.precondition,
-        noise_aware=s.noise_aware,
-        seed=s.train_seed,
-        eval_every=int(min(10, max(1, work // 250_000))),
-    ).validate()
-
-
 def baseline_names(bundle: ProblemBundle, which: tuple[str, ...]) -> tuple[str, ...]:
     """The baselines of ``which`` that apply to a problem: the best pair needs two features
     (a one-feature subset, half-built by clicking, trains without it)."""
     if bundle.layout.n_features < 2:
         return tuple(w for w in which if w != "best_pair")
     return tuple(which)
-
-
-def _same(a, b) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001
-        return False

@@ -182,8 +182,9 @@ def apply_query(session, search: str, keys: Iterable[str]) -> dict[str, str]:
     """Apply the settings of a query string to ``session`` key by key.
 
     Each decoded value goes through ``session.propose`` (bounds and choices checked there),
-    in the order of ``keys``; a value that fails keeps the previous setting and records its
-    message in ``session.errors[name]``.  Returns {name: message} of the refused values.
+    in the order of ``keys``; a value that fails keeps the previous setting and its message
+    shows beside its control (``session.report_errors``).  Returns {name: message} of the
+    refused values.
     """
     params = {k: session.param[k] for k in keys}
     values, errors = parse_query(query_pairs(search), params)
@@ -191,8 +192,7 @@ def apply_query(session, search: str, keys: Iterable[str]) -> dict[str, str]:
         msg = session.propose(name, value)
         if msg:
             errors[name] = msg
-    if errors:
-        session.errors = {**session.errors, **errors}
+    session.report_errors(errors)
     return errors
 
 
