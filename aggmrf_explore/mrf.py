@@ -286,6 +286,9 @@ class PCDTrainer:
         self.settings = (
             settings or default_settings(lay, data.n, noise_sd=release_noise_sd(data))
         ).validate()
+        # as built (``update`` replaces ``settings``): with the data and the held-out
+        # records, what a copy of the trainer is rebuilt from (``trainer_worker``)
+        self.initial_settings = self.settings
         if self.settings.noise_aware and data.noise is None:
             raise AggMRFError(
                 "noise_aware=True needs a noisy release (privacy.release); this data has no noise."

@@ -8,16 +8,20 @@ process has a GIL of its own.
 How.  :class:`TrainerWorker` starts ``python -m aggmrf_explore.trainer_worker`` (a child
 that ends with its parent) and talks to it over two pipes, one framed message at a time.
 ``worker.run_steps(trainer, k, box)`` does what ``trainer.step(k, callbacks=[box])`` does,
-with the same numbers bit for bit:
+with the same numbers bit for bit.  Only values cross, never the trainer object:
 
-1. the trainer is pickled whole, except its *shared parts* (``trainer.shared_parts()``:
-   the data, layout, targets, held-out records, the chain's structure and scratch
-   buffers), which go to the worker once and stay there under a token, and its history,
-   which the worker does not need (it starts an empty one);
-2. the worker steps its copy with a :class:`~aggmrf_explore.callbacks.TimeBox` of the same
-   budget (``box.stop()``, polled here, reaches it as SIGUSR1) and sends back a value: the
-   copy's state (``trainer.state()``, a :class:`~aggmrf_explore.mrf.TrainerState` of arrays
-   and counters; the chain's shared parts again as tokens) and the new iterations' statistics;
+1. the first time a worker sees a trainer, its :class:`TrainerRecipe` (the data, the
+   settings it was built with, the held-out records) goes with the slice, and the worker
+   builds its own copy of the trainer from it (kept until the trainer is gone); then, with
+   every slice, the trainer's state (``trainer.state()``, a
+   :class:`~aggmrf_explore.mrf.TrainerState` of settings, arrays and counters, and the
+   chain).  The *shared parts* in them (``trainer.shared_parts()``: the data, layout,
+   held-out records, the chain's structure and scratch buffers) go to the worker once
+   and stay there under a token;
+2. the worker restores its copy to that state, steps it with a
+   :class:`~aggmrf_explore.callbacks.TimeBox` of the same budget (``box.stop()``, polled
+   here, reaches it as SIGUSR1) and sends back the copy's state (shared parts again as
+   tokens) and the new iterations' statistics;
 3. ``trainer.restore(state, statistics)`` continues from that state and appends the
    statistics to the history; ``box.stats`` gets them too.  A divergence's state (the last
    good one) is restored, then the divergence raised as in ``trainer.step``; any other
@@ -41,12 +45,16 @@ import threading
 import time
 import weakref
 from multiprocessing.connection import Connection
+from typing import NamedTuple
 
 from .callbacks import TimeBox
 from .errors import AggMRFError, DivergenceError
 
 __all__ = [
     "TrainerWorker",
+    "TrainerRecipe",
+    "recipe_of",
+    "rebuild",
     "SharedParts",
     "WorkerLost",
     "worker_main",
@@ -55,12 +63,49 @@ __all__ = [
     "trim_memory",
 ]
 
-FRESH_LIST = "fresh-list"  # the token of the trainer's history: the worker starts a new one
 READY = b"ready"
 
 
 class WorkerLost(AggMRFError):
     """The worker process is not there (not started yet, failed, or died)."""
+
+
+class TrainerRecipe(NamedTuple):
+    """What a worker builds its copy of a trainer from (once per trainer; its state comes
+    with every slice): ``data`` (the ``AggregatedData`` it trains on), ``settings`` (the
+    ``TrainerSettings`` it was built with: ``trainer.initial_settings``), ``X_eval`` and
+    ``y_eval`` (its held-out records and labels; None without) and ``live`` (its held-out
+    monitor also scores the last iterate)."""
+
+    data: object
+    settings: object
+    X_eval: object
+    y_eval: object
+    live: bool
+
+
+def recipe_of(trainer) -> TrainerRecipe:
+    """The recipe of a :class:`~aggmrf_explore.mrf.PCDTrainer`."""
+    ho = trainer.held_out
+    X, y = (None, None) if ho is None else (ho.X, ho.y)
+    return TrainerRecipe(trainer.data, trainer.initial_settings, X, y, bool(ho and ho.live))
+
+
+def _chain_from_state(*args) -> None:
+    """A rebuilt trainer's chain factory: its chain comes with each state (``restore``)."""
+    return None
+
+
+def rebuild(recipe: TrainerRecipe):
+    """A trainer built from ``recipe`` (the same fixed parts as the original, bit for bit),
+    without a chain: :meth:`~aggmrf_explore.mrf.PCDTrainer.restore` gives it one."""
+    from .mrf import PCDTrainer
+
+    r = recipe
+    trainer = PCDTrainer(r.data, r.settings, r.X_eval, r.y_eval, chain_factory=_chain_from_state)
+    if trainer.held_out is not None:
+        trainer.held_out.live = r.live
+    return trainer
 
 
 class SharedParts:
@@ -142,15 +187,13 @@ class _RefPickler(pickle.Pickler):
 
 
 class _RefUnpickler(pickle.Unpickler):
-    """Unpickles tokens as the objects of ``objects`` (``FRESH_LIST``: a new list)."""
+    """Unpickles tokens as the objects of ``objects``."""
 
     def __init__(self, file, objects: dict[str, object]) -> None:
         super().__init__(file)
         self.objects = objects
 
     def persistent_load(self, token):
-        if token == FRESH_LIST:
-            return []
         try:
             return self.objects[token]
         except KeyError:
@@ -246,14 +289,16 @@ class TrainerWorker:
         shared = trainer.shared_parts().items()
         parts = {self.parts.token(obj, key, name): obj for name, obj in shared}
         refs = {id(obj): token for token, obj in parts.items()}
-        refs[id(trainer.history)] = FRESH_LIST
-        state, used = _dumps(trainer, refs)
         forget = self._dead()
-        new = {token: parts[token] for token in used - self.holding - {FRESH_LIST}}
+        built = key in self.holding  # the child holds a copy built from the recipe
+        sent, used = _dumps((None if built else recipe_of(trainer), trainer.state()), refs)
+        new = {token: parts[token] for token in used - self.holding}
         budget = None if box.budget is None else box.budget - (time.perf_counter() - box.t0)
+        # (what a new part holds of parts the child has, e.g. the layout of a new release,
+        # goes as their tokens: the child's copies share them)
+        new_parts, _ = _dumps(new, {i: t for i, t in refs.items() if t in self.holding})
         message = pickle.dumps(
-            ("step", forget, pickle.dumps(new, protocol=pickle.HIGHEST_PROTOCOL), state, k, budget),
-            protocol=pickle.HIGHEST_PROTOCOL,
+            ("step", forget, new_parts, key, sent, k, budget), protocol=pickle.HIGHEST_PROTOCOL
         )
         try:
             self._send.send_bytes(message)
@@ -271,6 +316,7 @@ class TrainerWorker:
         kind, payload, cpu = pickle.loads(reply)
         if kind == "error":
             raise payload
+        self.holding.add(key)  # (built: the child keeps its copy until the trainer is gone)
         state, new, error = _loads(payload, parts)
         trainer.restore(state, new)
         box.stats.extend(new)
@@ -377,6 +423,7 @@ def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
     send.send_bytes(READY)
     objects: dict[str, object] = {}  # token -> shared part
     refs: dict[int, str] = {}  # id(shared part) -> token (to send them back as tokens)
+    trainers: dict[str, object] = {}  # trainer key -> the copy built from its recipe
     while True:
         try:
             message = recv.recv_bytes()
@@ -385,24 +432,31 @@ def worker_main(read_fd: int, write_fd: int, nice: int = 0) -> None:
         kind, forget, *rest = pickle.loads(message)
         for token in [t for t in objects if _owner(t) in forget]:
             refs.pop(id(objects.pop(token)), None)
+        for key in forget:
+            trainers.pop(key, None)
         if kind == "forget":
             trim_memory()  # (their arrays back to the system)
             continue
-        new, state, k, budget = rest
+        new, key, sent, k, budget = rest
         stop[0] = False
         try:
-            for token, obj in pickle.loads(new).items():
+            for token, obj in _loads(new, objects).items():
                 objects[token] = obj
                 refs[id(obj)] = token
-            trainer = _loads(state, objects)
+            recipe, state = _loads(sent, objects)
+            cpu0 = time.process_time()
+            if recipe is not None:
+                trainers[key] = rebuild(recipe)
+            trainer = trainers[key]
+            trainer.restore(state)
+            trainer.history.clear()  # (the parent keeps the history; this slice's goes back)
             box = TimeBox(budget, stop=lambda: stop[0])
             error = None
-            cpu0 = time.process_time()
             try:
                 trainer.step(k, callbacks=[box])
             except DivergenceError as exc:
                 error = str(exc)
-            payload, _ = _dumps((trainer.state(), trainer.history, error), refs)
+            payload, _ = _dumps((trainer.state(), list(trainer.history), error), refs)
             cpu = time.process_time() - cpu0
             reply = pickle.dumps(("ok", payload, cpu), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it

@@ -1,11 +1,14 @@
 """Steps in a worker process (``trainer_worker``): the same numbers as in this process,
-bit for bit, with the shared parts sent once, a divergence and a stop as ``step`` has
-them, and a lost worker leaving the trainer as it was."""
+bit for bit, with only values sent (a recipe once, then states; never the trainer), the
+shared parts sent once, a divergence and a stop as ``step`` has them, and a lost worker
+leaving the trainer as it was."""
 
 from __future__ import annotations
 
 import gc
+import io
 import os
+import pickle
 import signal
 from dataclasses import replace
 
@@ -14,8 +17,8 @@ import pytest
 
 from aggmrf_explore import DivergenceError, privacy
 from aggmrf_explore.callbacks import TimeBox
-from aggmrf_explore.mrf import PCDTrainer, default_settings
-from aggmrf_explore.trainer_worker import TrainerWorker, WorkerLost
+from aggmrf_explore.mrf import PCDTrainer, TrainerState, default_settings
+from aggmrf_explore.trainer_worker import TrainerRecipe, TrainerWorker, WorkerLost
 
 
 def _trainer(problem, seed: int = 3, noisy: bool = False, **over) -> PCDTrainer:
@@ -75,9 +78,9 @@ def test_shared_parts_go_once_and_are_forgotten_with_their_trainer(toy_problem, 
         worker.run_steps(t, 2, TimeBox(None))
         held = set(worker.holding)
         assert held, "nothing was kept in the worker"
-        # the second message carries the state only: the held-out rows, the data and the
-        # chain's structure stayed in the worker
-        assert sizes[1] < sizes[0] - t.held_out.rows.nbytes
+        # the second message carries the state only: the held-out records, the data and
+        # the chain's structure stayed in the worker, with the copy built from the recipe
+        assert sizes[1] < sizes[0] - t.held_out.X.nbytes
         del t
         gc.collect()
         worker.forget_dead()
@@ -128,3 +131,64 @@ def test_a_lost_worker_leaves_the_trainer_as_it_was(toy_problem):
     t.step(2)  # and it trains on here
     assert t.iteration == 5
     w.close()
+
+
+class _Reader(pickle.Unpickler):
+    """Unpickles a message as the worker would, noting every class it names (a token of a
+    shared part stays a token)."""
+
+    def __init__(self, data: bytes, classes: set) -> None:
+        super().__init__(io.BytesIO(data))
+        self.classes = classes
+
+    def find_class(self, module, name):
+        self.classes.add(f"{module}.{name}")
+        return super().find_class(module, name)
+
+    def persistent_load(self, token):
+        return token
+
+
+def test_what_goes_to_the_worker_is_values_never_the_trainer(toy_problem, worker):
+    sent = []
+    send = worker._send.send_bytes
+    worker._send.send_bytes = lambda data: (sent.append(data), send(data))[1]
+    try:
+        t = _trainer(toy_problem, seed=9)
+        worker.run_steps(t, 2, TimeBox(None))
+        worker.run_steps(t, 3, TimeBox(None))
+    finally:
+        worker._send.send_bytes = send
+    classes: set[str] = set()
+    recipes, states = [], []
+    for message in sent:
+        kind, forget, new, key, payload, k, budget = pickle.loads(message)
+        assert kind == "step" and isinstance(key, str)
+        _Reader(new, classes).load()  # the shared parts: data, layout, records, chain parts
+        recipe, state = _Reader(payload, classes).load()
+        recipes.append(recipe)
+        states.append(state)
+    assert isinstance(recipes[0], TrainerRecipe) and recipes[1] is None  # the recipe once
+    assert recipes[0].settings == t.initial_settings
+    assert all(isinstance(s, TrainerState) for s in states)
+    assert [s.iteration for s in states] == [0, 2]
+    trainer_like = {c for c in classes if c.rsplit(".", 1)[-1] in ("PCDTrainer", "History")}
+    assert not trainer_like and "aggmrf_explore.mrf.PCDTrainer" not in classes, classes
+    assert "aggmrf_explore.callbacks.HeldOutNLLH" not in classes
+
+
+@pytest.mark.parametrize("raw", [True, False], ids=["raw noisy targets", "MRF-N"])
+def test_a_trainer_changed_before_its_first_slice_is_rebuilt_as_it_was_built(
+    toy_problem, worker, raw
+):
+    # the recipe holds the settings the trainer was built with (here its targets: the raw
+    # noisy values), not those of a later update: the copy's fixed parts are the original's
+    over = {"targets": "raw", "noise_aware": False} if raw else {}
+    here = _trainer(toy_problem, seed=4, noisy=True, **over)
+    there = _trainer(toy_problem, seed=4, noisy=True, **over)
+    for t in (here, there):
+        t.update(**({"targets": "projected"} if raw else {"lambda_theta": 7.0}))
+    here.step(9)
+    worker.run_steps(there, 4, TimeBox(None))
+    worker.run_steps(there, 5, TimeBox(None))
+    _same_state(here, there)
