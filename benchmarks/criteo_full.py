@@ -4,10 +4,13 @@
     python benchmarks/criteo_full.py --records 300000 --n-gibbs 20000 --iterations 20   # a check
     python benchmarks/criteo_full.py --workdir /tmp/cf --profile 3      # where the time goes
     python benchmarks/criteo_full.py --workdir /tmp/cf --skyline 1000000 --skyline-c 0.1,1
+    python benchmarks/criteo_full.py --workdir /tmp/cf --sort-ab 6     # sorted vs index order
 
 ``--profile N`` times N iterations phase by phase beside the bincount reference measured in
 the same process (:func:`profile`); ``--skyline N`` fits the logistic on the MRF's features
-(:func:`skyline`).  Both reuse the tables of ``--workdir`` and stop there.  Freed memory is
+(:func:`skyline`); ``--sort-ab N`` times the MH chain's sweep with its samples stored
+sorted and in index order, alternating in one process (:func:`sort_ab`).  They reuse the
+tables of ``--workdir`` and stop there.  Freed memory is
 kept in glibc's heap (:func:`keep_freed_memory`; ``--os-allocator`` for the defaults).
 
 Not a projection (``benchmarks/criteo_scale.py`` times a few iterations): every iteration is
@@ -207,6 +210,50 @@ def profile(trainer, n_iter: int) -> dict:
     }
 
 
+def sort_ab(trainer, n_sweeps: int) -> dict:
+    """CPU and wall seconds per sweep of the trainer's MHGibbsChain (samples stored sorted by
+    the largest feature) and of a copy in the same state kept in index order
+    (``sort_feature = -1``), sweeps alternating A, B, B, A, … under the same (μ, θ) after two
+    iterations, on 1 then 2 threads: both chains stay bit-identical (checked after each
+    pair), so only the storage order differs.  Medians."""
+    import numba
+    import numpy as np
+
+    from aggmrf_explore.kernels import MHGibbsChain
+
+    trainer.step(2)
+    a = trainer.chain
+    lay = trainer.layout
+    b = MHGibbsChain(lay, a.n_samples, [np.ones(int(m)) for m in lay.n_modalities], a.seed)
+    b._mh = a._mh  # noqa: SLF001 (the same proposals as the trainer's chain)
+    b.restore(a.state())
+    b.sort_feature = -1
+    mu, theta = trainer.mu, trainer.theta
+    out = {"sort_feature": a.sort_feature}
+    for threads in (1, 2):
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        runs: dict[str, list[tuple[float, float]]] = {"sorted": [], "index_order": []}
+        for ch in (a, b):
+            ch.sweep(mu, theta)
+        for r in range(n_sweeps):
+            pair = (("sorted", a), ("index_order", b))
+            for name, ch in pair if r % 2 == 0 else pair[::-1]:
+                t0, c0 = time.perf_counter(), time.process_time()
+                ch.sweep(mu, theta)
+                runs[name].append((time.perf_counter() - t0, time.process_time() - c0))
+            if not np.array_equal(a.codes, b.codes):
+                raise SystemExit("error: the sorted and index-order chains differ")
+        out[f"threads_{threads}"] = {
+            k: {
+                "wall": round(_median([w for w, _ in v]), 3),
+                "cpu": round(_median([c for _, c in v]), 3),
+            }
+            for k, v in runs.items()
+        }
+        print(threads, "threads:", out[f"threads_{threads}"], f"load {os.getloadavg()[0]:.2f}")
+    return out
+
+
 def print_profile(p: dict, load0: float, load1: float) -> None:
     ref = p["references"]["bincount"]
     print(f"load {load0} → {load1}; bincount reference {ref:.3f} s ({p['cells']} cells)")
@@ -309,6 +356,13 @@ def main(argv: list[str] | None = None) -> int:
         "is the MRF's λθ per record: 0.1 for N = 10⁶ of n = 10⁷ records at λθ = 50)",
     )
     ap.add_argument(
+        "--sort-ab",
+        type=int,
+        default=0,
+        help="time N sweeps of the MH chain stored sorted and N in index order, alternating, "
+        "then stop",
+    )
+    ap.add_argument(
         "--os-allocator",
         action="store_true",
         help="leave glibc's defaults (each large array mapped and unmapped; keep_freed_memory)",
@@ -387,6 +441,11 @@ def main(argv: list[str] | None = None) -> int:
         k: getattr(settings, k)
         for k in ("lambda_mu", "lambda_theta", "step_mu", "step_theta", "momentum")
     }
+    if a.sort_ab:
+        res["sort_ab"] = sort_ab(trainer, a.sort_ab)
+        res["load_after"] = round(os.getloadavg()[0], 2)
+        save()
+        return 0
     if a.profile:
         res["profile"] = profile(trainer, a.profile)
         res["load_after"] = round(os.getloadavg()[0], 2)
