@@ -21,7 +21,7 @@ The mechanisms' names are not written here: they come from the mechanism registr
 
 A surface may narrow what its controls *show* (a slider's soft range), never the domain.
 To add a setting: declare it here, add the field to ``TrainerSettings`` (or the mechanism),
-then the flag in ``cli/parser.py`` and the param in ``explorer/store.py``;
+then the flag in ``cli/parser.py`` and the param in ``explorer/store/store.py``;
 ``tests/test_settings.py`` checks that every surface accepts and refuses the same values.
 """
 

@@ -112,7 +112,7 @@ class SharedParts:
     """The names (tokens) of the trainers and shared parts sent to worker processes, and
     which of them were garbage-collected since (their workers drop their copies).
 
-    One per :class:`~aggmrf_explore.explorer.scheduler.TrainingPool` (shared by its
+    One per :class:`~aggmrf_explore.explorer.server.scheduler.TrainingPool` (shared by its
     workers: an array several trainers share goes to each worker once), or one per
     :class:`TrainerWorker` made alone.
     """

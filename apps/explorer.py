@@ -3,6 +3,6 @@
 An installed package serves the same page with ``aggmrf-explore serve``.
 """
 
-from aggmrf_explore.explorer.serve import explorer_document
+from aggmrf_explore.explorer.server.serve import explorer_document
 
 explorer_document()

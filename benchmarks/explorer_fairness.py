@@ -21,10 +21,10 @@ import subprocess
 import sys
 import time
 
-from aggmrf_explore.explorer import scheduler
-from aggmrf_explore.explorer.problems import get_problem
-from aggmrf_explore.explorer.scheduler import RunLoop, TrainingPool
-from aggmrf_explore.explorer.store import ExplorerSession
+from aggmrf_explore.explorer.server import scheduler
+from aggmrf_explore.explorer.server.scheduler import RunLoop, TrainingPool
+from aggmrf_explore.explorer.store.problems import get_problem
+from aggmrf_explore.explorer.store.store import ExplorerSession
 from aggmrf_explore.kernels import warm_up
 
 

@@ -52,8 +52,8 @@ def main() -> None:
 
     dispatcher.Dispatcher.compile = compile_timed
     load0 = os.getloadavg()[0]
-    from aggmrf_explore.explorer.problems import get_baselines
-    from aggmrf_explore.explorer.store import CHEAP_BASELINES, ExplorerSession, baseline_names
+    from aggmrf_explore.explorer.store.problems import get_baselines
+    from aggmrf_explore.explorer.store.store import CHEAP_BASELINES, ExplorerSession, baseline_names
 
     phase[0] = "data"
     s = ExplorerSession(lazy=True, chain_build=lambda: args.build)

@@ -282,9 +282,9 @@ def _load_panel_models() -> None:
         return
     import panel.models
 
-    import aggmrf_explore.explorer.checkbox  # noqa: F401 - the page's own components
-    import aggmrf_explore.explorer.shortcuts  # noqa: F401
-    import aggmrf_explore.explorer.upload_widget  # noqa: F401
+    import aggmrf_explore.explorer.views.checkbox  # noqa: F401 - the page's own components
+    import aggmrf_explore.explorer.views.shortcuts  # noqa: F401
+    import aggmrf_explore.explorer.views.upload_widget  # noqa: F401
 
     for m in pkgutil.iter_modules(panel.models.__path__):
         try:
@@ -558,8 +558,8 @@ def run(
     in lowered scheduling groups (:func:`server_first`)."""
     from playwright.sync_api import sync_playwright
 
-    from aggmrf_explore.explorer.problems import get_baselines, get_problem
-    from aggmrf_explore.explorer.store import ExplorerSession
+    from aggmrf_explore.explorer.store.problems import get_baselines, get_problem
+    from aggmrf_explore.explorer.store.store import ExplorerSession
     from aggmrf_explore.kernels import warm_up
 
     browsers = max(1, min(browsers, sessions))

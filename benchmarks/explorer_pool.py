@@ -19,8 +19,8 @@ import argparse
 import os
 import time
 
-from aggmrf_explore.explorer.runtime import TrainingPool
-from aggmrf_explore.explorer.store import ExplorerSession
+from aggmrf_explore.explorer.server.runtime import TrainingPool
+from aggmrf_explore.explorer.store.store import ExplorerSession
 from aggmrf_explore.kernels import set_threads, warm_up
 
 

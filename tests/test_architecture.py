@@ -154,30 +154,42 @@ MAX_VIEW_LINES = 150
 
 
 def test_the_explorer_is_small_views_around_one_store():
-    """Panel's data-store pattern: every view of the explorer (a ``Viewer``) is at most
-    ~150 lines, and the app that composes them stays under the class limit; the store and
-    its loader import no Panel."""
+    """Panel's data-store pattern, in the explorer's layout: every view (a ``Viewer``) lives
+    in ``explorer/views/`` and is at most ~150 lines, and the app that composes them stays
+    under the class limit; ``explorer/store/`` (the store and what it derives) imports no
+    Panel, Bokeh or HoloViews and nothing from the views, the server or the notebook
+    widgets; the loader imports no Panel either."""
     explorer = PACKAGE / "explorer"
-    views, big = [], []
-    for path in sorted(explorer.glob("*.py")):
+    views, big, elsewhere = [], [], []
+    for path in sorted(explorer.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and "Viewer" in ast.unparse(node).split(":")[0]:
                 length = node.end_lineno - node.lineno + 1
                 views.append(node.name)
+                if path.parent.name != "views":
+                    elsewhere.append(f"{_rel(path)}:{node.name}")
                 if node.name != "Explorer" and length > MAX_VIEW_LINES:
                     big.append(f"{path.name}:{node.name}: {length} lines")
     assert len(views) >= 10, views  # (the app, the cards, the tabs, the messages)
     assert not big, big
-    for name in ("store.py", "loader.py"):
-        imported = {m for m, _ in _imports(f"{NAME}.explorer.{name[:-3]}", explorer / name)}
-        assert not {m for m in imported if m.split(".")[0] in ("panel", "bokeh")}, name
+    assert not elsewhere, elsewhere
+    module_of = {path: module for module, path in MODULES.items()}
+    store = sorted((explorer / "store").glob("*.py"))
+    assert len(store) >= 10, store
+    for path in [*store, explorer / "server" / "loader.py"]:
+        imported = {m for m, _ in _imports(module_of[path], path)}
+        drawing = {m for m in imported if m.split(".")[0] in ("panel", "bokeh", "holoviews")}
+        assert not drawing, (_rel(path), drawing)
+        if path.parent.name == "store":
+            others = [f"{NAME}.explorer.{g}" for g in ("views", "server", "notebook")]
+            assert not {m for m in imported if m.startswith(tuple(others))}, _rel(path)
 
 
 def test_surfaces_take_declared_settings_from_their_one_declaration():
     """The command line and the explorer's store define no bound or choice list of their
     own for a setting of ``settings.SETTINGS``: every such flag's type is
     ``numbers.of(name)`` (no ``choices=``) and every such store param is ``param_for(...)``."""
-    from aggmrf_explore.explorer.params import SETTING_OF
+    from aggmrf_explore.explorer.store.params import SETTING_OF
     from aggmrf_explore.settings import SETTINGS
 
     flags = {s.flag: s.name for s in SETTINGS.values() if s.flag}
@@ -201,7 +213,7 @@ def test_surfaces_take_declared_settings_from_their_one_declaration():
             ):
                 if kw.get("action") is None:
                     own.append(f"cli/parser.py:{node.lineno} {first.value}")
-    store = ast.parse((PACKAGE / "explorer" / "store.py").read_text(encoding="utf-8"))
+    store = ast.parse((PACKAGE / STORE).read_text(encoding="utf-8"))
     for node in ast.walk(store):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
@@ -209,7 +221,7 @@ def test_surfaces_take_declared_settings_from_their_one_declaration():
                 if not (
                     isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == "param_for"
                 ):
-                    own.append(f"explorer/store.py:{node.lineno} {target.id}")
+                    own.append(f"explorer/store/store.py:{node.lineno} {target.id}")
     assert not own, own
 
 
@@ -228,10 +240,10 @@ def test_surfaces_take_declared_settings_from_their_one_declaration():
 # Declared, each with why: the server's one runtime object, and memo caches (written once
 # per key, values never changed, like ``functools.cache``).
 DECLARED_STATE = {
-    "explorer/runtime.py": {"RUNTIME"},  # the process's shared state, one object
-    "explorer/caches.py": {"UPLOADS"},  # uploaded files by content hash (memo)
-    "explorer/problems.py": {"_PROBLEMS", "_RELEASES", "_BASELINES"},  # memo caches
-    "explorer/liveplots.py": {"_FIGURES"},  # serialized figure structures (memo)
+    "explorer/server/runtime.py": {"RUNTIME"},  # the process's shared state, one object
+    "explorer/store/caches.py": {"UPLOADS"},  # uploaded files by content hash (memo)
+    "explorer/store/problems.py": {"_PROBLEMS", "_RELEASES", "_BASELINES"},  # memo caches
+    "explorer/views/liveplots.py": {"_FIGURES"},  # serialized figure structures (memo)
 }
 STATE_SCOPE = ("explorer/", "trainer_worker.py")
 IMMUTABLE_CALLS = {
@@ -417,7 +429,7 @@ def test_no_explorer_class_is_assembled_from_mixins():
 
 
 # ---------------------------------------------------------------------- the store writes its own
-STORE = "explorer/store.py"
+STORE = "explorer/store/store.py"
 STORE_CLASS = "ExplorerSession"
 
 

@@ -16,8 +16,13 @@ import time
 import numpy as np
 import pytest
 
-from aggmrf_explore.explorer.problems import get_problem
-from aggmrf_explore.explorer.suppression_view import INSIDE, OUTSIDE, RENDERER_PREFIX, THRESHOLD
+from aggmrf_explore.explorer.store.problems import get_problem
+from aggmrf_explore.explorer.views.suppression_view import (
+    INSIDE,
+    OUTSIDE,
+    RENDERER_PREFIX,
+    THRESHOLD,
+)
 
 from .test_browser import _no_errors, browser, server, shots, slack  # noqa: F401 - fixtures
 from .test_browser_app import AppPage

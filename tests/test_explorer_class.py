@@ -9,7 +9,7 @@ import panel as pn
 import pytest
 
 from aggmrf_explore.errors import AggMRFError
-from aggmrf_explore.explorer import runtime, serve
+from aggmrf_explore.explorer.server import runtime, serve
 
 
 class _Open:

@@ -9,7 +9,7 @@ import logging
 from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError
 
-from aggmrf_explore.explorer.closed_tabs import closed_socket_handler, quiet_closed_sockets
+from aggmrf_explore.explorer.server.closed_tabs import closed_socket_handler, quiet_closed_sockets
 
 
 def test_closed_socket_errors_are_one_line_and_others_pass_on(caplog):

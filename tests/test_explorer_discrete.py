@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from aggmrf_explore import privacy
-from aggmrf_explore.explorer import frames, privacy_plots, url
-from aggmrf_explore.explorer.noise_text import noise_text
-from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
+from aggmrf_explore.explorer.store import frames, url
+from aggmrf_explore.explorer.store.store import URL_KEYS, ExplorerSession
+from aggmrf_explore.explorer.views import privacy_plots
+from aggmrf_explore.explorer.views.noise_text import noise_text
 from aggmrf_explore.settings import SETTINGS, SettingError, applies
 
 DISCRETE = ("discrete_laplace", "discrete_gaussian")
@@ -98,7 +99,7 @@ def test_discrete_gaussian_uses_delta_and_not_the_calibration():
 
 @pytest.fixture(scope="module")
 def explorer():
-    from aggmrf_explore.explorer.widget import notebook_explorer
+    from aggmrf_explore.explorer.notebook.widget import notebook_explorer
 
     ex = notebook_explorer(dataset="toy", n_gibbs=200)
     yield ex

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import panel as pn
 
-from aggmrf_explore.explorer.app import Explorer
-from aggmrf_explore.explorer.checkbox import LabeledCheckbox
-from aggmrf_explore.explorer.help import CONTROL_HELP, EXPLAIN, TAB_NOTES, help_for
-from aggmrf_explore.explorer.params import declaration
+from aggmrf_explore.explorer.store.params import declaration
+from aggmrf_explore.explorer.views.app import Explorer
+from aggmrf_explore.explorer.views.checkbox import LabeledCheckbox
+from aggmrf_explore.explorer.views.help import CONTROL_HELP, EXPLAIN, TAB_NOTES, help_for
 from aggmrf_explore.settings import SETTINGS
 
 
@@ -50,7 +50,7 @@ def test_each_tab_has_a_note_that_stays_true():
         assert set(titles) == set(TAB_NOTES)
         # the XOR fall is the lesson, not a failure; the floor note and the band agree
         assert "XOR" in TAB_NOTES["Training"] and "lesson" in TAB_NOTES["Training"]
-        from aggmrf_explore.explorer.help import EXPLAIN
+        from aggmrf_explore.explorer.views.help import EXPLAIN
 
         assert "cannot go below" not in EXPLAIN["convergence"]
         assert "dip below" in EXPLAIN["convergence"]
@@ -59,8 +59,8 @@ def test_each_tab_has_a_note_that_stays_true():
 
 
 def test_the_noise_text_names_each_mechanisms_scale():
-    from aggmrf_explore.explorer.noise_text import noise_text
-    from aggmrf_explore.explorer.store import ExplorerSession
+    from aggmrf_explore.explorer.store.store import ExplorerSession
+    from aggmrf_explore.explorer.views.noise_text import noise_text
 
     s = ExplorerSession(dataset="toy", mechanism="laplace", n_gibbs=200)
     assert "**Laplace** scale b" in noise_text(s)
@@ -92,8 +92,8 @@ def test_button_groups_and_seeds_have_help_of_their_own():
 
 
 def test_each_symbol_is_explained_where_it_appears():
-    from aggmrf_explore.explorer.noise_text import noise_text
-    from aggmrf_explore.explorer.store import ExplorerSession
+    from aggmrf_explore.explorer.store.store import ExplorerSession
+    from aggmrf_explore.explorer.views.noise_text import noise_text
 
     s = ExplorerSession(dataset="toy", mechanism="laplace", n_gibbs=200)
     text = noise_text(s)

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aggmrf_explore.explorer import plots, privacy_plots
-from aggmrf_explore.explorer.help import EXPLAIN
-from aggmrf_explore.explorer.series import downsample
-from aggmrf_explore.explorer.table_view import table_display
+from aggmrf_explore.explorer.views import plots, privacy_plots
+from aggmrf_explore.explorer.views.help import EXPLAIN
+from aggmrf_explore.explorer.views.series import downsample
+from aggmrf_explore.explorer.views.table_view import table_display
 
 hv.extension("bokeh")
 
@@ -264,7 +264,7 @@ def test_pinned_runs_are_ghosts_with_a_legend():
 
 def test_live_plot_updates_pins_in_place():
     """A new pin of the same count is data: the live figure takes its curve in place."""
-    from aggmrf_explore.explorer.liveplots import LivePlot
+    from aggmrf_explore.explorer.views.liveplots import LivePlot
 
     lp = LivePlot(plots.nllh_plot, plots.nllh_data)
     a = plots.pin_run(_every_third(900), "first")
@@ -547,7 +547,7 @@ def test_counts_and_noise_read_as_plain_numbers():
 def test_the_live_point_says_paused_when_paused():
     """The privacy curve's live point: "this run (training)" while the session trains,
     "this run (paused)" once paused, in a figure refreshed in place (its legend follows)."""
-    from aggmrf_explore.explorer.liveplots import LivePlot
+    from aggmrf_explore.explorer.views.liveplots import LivePlot
 
     runs = [{"dataset": "xor", "mechanism": "gaussian", "epsilon": 1.0, "nllh": 0.1}]
     kw = {"runs": runs, "live": {"dataset": "xor", "epsilon": 2.0, "nllh": 0.12}}

@@ -8,15 +8,15 @@ import asyncio
 import threading
 import time
 
-from aggmrf_explore.explorer import scheduler
-from aggmrf_explore.explorer.scheduler import (
+from aggmrf_explore.explorer.server import scheduler
+from aggmrf_explore.explorer.server.scheduler import (
     ACTIVE_SECONDS,
     CREDIT_SECONDS,
     RunLoop,
     Share,
     TrainingPool,
 )
-from aggmrf_explore.explorer.store import ExplorerSession
+from aggmrf_explore.explorer.store.store import ExplorerSession
 
 
 def _spin(seconds: float) -> None:

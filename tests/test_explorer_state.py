@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from aggmrf_explore.explorer import frames
-from aggmrf_explore.explorer.noise_text import noise_text
-from aggmrf_explore.explorer.store import ExplorerSession
+from aggmrf_explore.explorer.store import frames
+from aggmrf_explore.explorer.store.store import ExplorerSession
+from aggmrf_explore.explorer.views.noise_text import noise_text
 
 
 @pytest.fixture
@@ -303,7 +303,7 @@ def test_views_use_only_the_public_api_of_other_objects():
     import aggmrf_explore.explorer as pkg
 
     bad = []
-    for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
+    for path in sorted(Path(pkg.__file__).parent.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if (
                 isinstance(node, ast.Attribute)
@@ -321,7 +321,7 @@ def test_locked_cache_computes_once_under_concurrency():
     import threading
     import time
 
-    from aggmrf_explore.explorer.caches import LockedCache
+    from aggmrf_explore.explorer.store.caches import LockedCache
 
     cache = LockedCache(2)
     calls = []
@@ -347,7 +347,7 @@ def test_locked_cache_computes_once_under_concurrency():
 
 def test_upload_registry_columns_and_eviction():
     from aggmrf_explore.errors import AggMRFError
-    from aggmrf_explore.explorer.caches import UploadRegistry
+    from aggmrf_explore.explorer.store.caches import UploadRegistry
 
     reg = UploadRegistry(maxsize=1)
     h = reg.register(b'a;"b";c\n1;2;3\n')
@@ -407,7 +407,7 @@ def test_status_never_shows_the_previous_run_under_the_new_dataset():
 
 
 def test_routine_notice_expires_after_training(monkeypatch):
-    from aggmrf_explore.explorer import store
+    from aggmrf_explore.explorer.store import store
 
     s = ExplorerSession(dataset="xor", n_samples=1000, n_gibbs=300)
     s.propose("n_samples", 1200)
@@ -464,7 +464,7 @@ def test_triplet_table_moves_xor_toward_the_truth():
 
 
 def test_lesson_link_round_trip():
-    from aggmrf_explore.explorer.lesson import lesson_link, parse_lesson
+    from aggmrf_explore.explorer.store.lesson import lesson_link, parse_lesson
 
     settings = {"dataset": "adult", "gradient": "true", "lambda_theta": 10.0, "n_gibbs": 10_000}
     defaults = {"dataset": "xor", "gradient": "rescaled", "lambda_theta": 3.0, "n_gibbs": 10_000}
@@ -481,9 +481,9 @@ def test_every_failed_change_goes_back_through_the_one_revert(monkeypatch):
     """A refused setting, a release the privacy settings cannot make and a failed load all
     put their settings back with ``ExplorerSession.revert``: the culprit only, its message
     beside its control, the rest applied."""
-    from aggmrf_explore.explorer import url
-    from aggmrf_explore.explorer.loader import Loader
-    from aggmrf_explore.explorer.store import URL_KEYS
+    from aggmrf_explore.explorer.server.loader import Loader
+    from aggmrf_explore.explorer.store import url
+    from aggmrf_explore.explorer.store.store import URL_KEYS
 
     s = ExplorerSession(lazy=True, dataset="xor", n_samples=2000, n_gibbs=300)
     reverted = []

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from aggmrf_explore.callbacks import TimeBox
-from aggmrf_explore.explorer import app, runtime
-from aggmrf_explore.explorer.app import Explorer
-from aggmrf_explore.explorer.store import ExplorerSession
+from aggmrf_explore.explorer.server import runtime
+from aggmrf_explore.explorer.store.store import ExplorerSession
+from aggmrf_explore.explorer.views import app
+from aggmrf_explore.explorer.views.app import Explorer
 
 
 @pytest.fixture

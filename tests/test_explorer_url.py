@@ -12,9 +12,9 @@ from urllib.parse import urlencode
 import pytest
 
 from aggmrf_explore.errors import AggMRFError
-from aggmrf_explore.explorer import caches, problems, url
-from aggmrf_explore.explorer.escape import escape_html, escape_markdown, shorten
-from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
+from aggmrf_explore.explorer.store import caches, problems, url
+from aggmrf_explore.explorer.store.escape import escape_html, escape_markdown, shorten
+from aggmrf_explore.explorer.store.store import URL_KEYS, ExplorerSession
 
 sys.path.insert(0, str(Path(__file__).parent))
 from hostile.corpus import two_id_columns  # noqa: E402
@@ -185,7 +185,7 @@ def test_two_id_columns_upload_is_refused_before_allocation():
 
 
 def test_upload_picker_drops_a_file_over_the_limit_on_the_server():
-    from aggmrf_explore.explorer.upload_widget import UploadPicker
+    from aggmrf_explore.explorer.views.upload_widget import UploadPicker
 
     class Event:
         def __init__(self, name, chunk, total, data):
@@ -250,7 +250,7 @@ def test_upload_chunks_fit_the_servers_websocket_message_limit():
     upload limit is what the picker announces."""
     from bokeh.server.tornado import DEFAULT_WEBSOCKET_MAX_MESSAGE_SIZE_BYTES
 
-    from aggmrf_explore.explorer.upload_widget import UploadPicker, size_limit_text
+    from aggmrf_explore.explorer.views.upload_widget import UploadPicker, size_limit_text
 
     assert caches.WEBSOCKET_MAX_MESSAGE_BYTES == DEFAULT_WEBSOCKET_MAX_MESSAGE_SIZE_BYTES
     assert 4 * caches.UPLOAD_CHUNK_BYTES <= caches.WEBSOCKET_MAX_MESSAGE_BYTES

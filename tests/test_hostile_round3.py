@@ -175,7 +175,7 @@ def test_local_release_at_the_floor_is_finite():
 
 
 def test_explorer_tiny_local_epsilon_is_refused_beside_its_control():
-    from aggmrf_explore.explorer.store import ExplorerSession
+    from aggmrf_explore.explorer.store.store import ExplorerSession
 
     s = ExplorerSession(lazy=True, dataset="xor", n_samples=2000)
     s.load()
@@ -190,7 +190,7 @@ def test_explorer_tiny_local_epsilon_is_refused_beside_its_control():
 def test_explorer_link_with_tiny_local_epsilon_still_loads():
     """A link's ε is set before the first load: the load reverts ε alone, keeps the
     mechanism, and the message stays beside ε."""
-    from aggmrf_explore.explorer.store import ExplorerSession
+    from aggmrf_explore.explorer.store.store import ExplorerSession
 
     s = ExplorerSession(lazy=True, dataset="xor", n_samples=2000)
     assert s.propose("mechanism", "local") is None and s.propose("epsilon", 1e-7) is None
@@ -204,8 +204,8 @@ def test_explorer_link_with_tiny_local_epsilon_still_loads():
 
 # ------------------------------------------------------------------------- link length
 def test_link_over_the_cap_keeps_its_settings_and_says_why():
-    from aggmrf_explore.explorer import url
-    from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
+    from aggmrf_explore.explorer.store import url
+    from aggmrf_explore.explorer.store.store import URL_KEYS, ExplorerSession
 
     s = ExplorerSession(lazy=True)
     cap = getattr(url, "MAX_LINK_CHARS", 16_000)
@@ -217,8 +217,8 @@ def test_link_over_the_cap_keeps_its_settings_and_says_why():
 
 
 def test_written_link_stays_under_the_cap():
-    from aggmrf_explore.explorer import url
-    from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
+    from aggmrf_explore.explorer.store import url
+    from aggmrf_explore.explorer.store.store import URL_KEYS, ExplorerSession
 
     s = ExplorerSession(lazy=True)
     cap = getattr(url, "MAX_LINK_CHARS", 16_000)

@@ -694,7 +694,7 @@ def test_explorer_disk_cache_never_writes_through_a_link(tmp_path):
     """The explorer's disk cache (baselines, figures) writes through files.write_text: a link
     planted at the cache file's name is refused (the write fails, the cache is skipped) and
     the link's target, outside the cache, is untouched; a plain write lands."""
-    from aggmrf_explore.explorer.caches import read_json, write_json
+    from aggmrf_explore.explorer.store.caches import read_json, write_json
 
     outside = tmp_path / "outside.txt"
     outside.write_text("precious")

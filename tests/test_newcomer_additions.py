@@ -82,14 +82,15 @@ try:
     out["delta_refused"] = ""
 except SettingError as e:
     out["delta_refused"] = str(e)
-from aggmrf_explore.explorer.controls import mechanism_options
-from aggmrf_explore.explorer.problems import DATASET_MENU, DATASET_NAMES
-from aggmrf_explore.explorer.store import URL_KEYS, ExplorerSession
+from aggmrf_explore.explorer.views.controls import mechanism_options
+from aggmrf_explore.explorer.store.problems import DATASET_MENU, DATASET_NAMES
+from aggmrf_explore.explorer.store.store import URL_KEYS, ExplorerSession
 import holoviews as hv
 import holoviews.plotting.bokeh  # the renderer, without pn.extension()
 hv.Store.set_current_backend("bokeh")
-from aggmrf_explore.explorer import frames, url, privacy_plots
-from aggmrf_explore.explorer.noise_text import noise_text
+from aggmrf_explore.explorer.store import frames, url
+from aggmrf_explore.explorer.views import privacy_plots
+from aggmrf_explore.explorer.views.noise_text import noise_text
 out["buttons"] = mechanism_options()
 out["store_mechanisms"] = list(ExplorerSession.param["mechanism"].objects)
 out["store_datasets"] = list(ExplorerSession.param["dataset"].objects)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from aggmrf_explore.explorer.one_process import ONE_LOOP, ONE_PROCESS
+from aggmrf_explore.explorer.server.one_process import ONE_LOOP, ONE_PROCESS
 from tests.test_browser import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from aggmrf_explore.errors import AggMRFError
-from aggmrf_explore.explorer import environment, serve
+from aggmrf_explore.explorer.server import environment, serve
 from tests.test_browser import free_port, server_log, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,8 +63,8 @@ def test_render_makes_the_bokeh_backend_current_with_its_hooks():
     code = """
 import holoviews as hv
 import holoviews.plotting.bokeh  # as the server's background thread: no hv.extension
-from aggmrf_explore.explorer import privacy_plots
-from aggmrf_explore.explorer.liveplots import render
+from aggmrf_explore.explorer.views import privacy_plots
+from aggmrf_explore.explorer.views.liveplots import render
 fig = render(lambda: privacy_plots.privacy_curve_plot(
     [{"epsilon": 1.0, "nllh": 0.4, "iterations": 50, "mechanism": "laplace",
       "noise_aware": False, "dataset": "adult"}], None, 0.38, "adult"))
@@ -85,7 +85,7 @@ def test_a_session_opened_while_the_sampler_compiles_does_not_wait_for_it():
     code = """
 import threading, time
 from aggmrf_explore import kernels
-from aggmrf_explore.explorer import runtime
+from aggmrf_explore.explorer.server import runtime
 runtime.first_start = lambda: False
 kernels.warm_up = lambda: time.sleep(3.0)  # the compile, under the warm-up lock
 runtime.train_first_screen = lambda iterations=2: None

@@ -8,7 +8,7 @@ import weakref
 
 import pytest
 
-from aggmrf_explore.explorer import runtime
+from aggmrf_explore.explorer.server import runtime
 
 
 class Cycle:

@@ -17,9 +17,9 @@ import pytest
 from aggmrf_explore import privacy
 from aggmrf_explore.cli.parser import UsageError, build_parser
 from aggmrf_explore.errors import AggMRFError
-from aggmrf_explore.explorer import url
-from aggmrf_explore.explorer.params import SETTING_OF
-from aggmrf_explore.explorer.store import ExplorerSession
+from aggmrf_explore.explorer.store import url
+from aggmrf_explore.explorer.store.params import SETTING_OF
+from aggmrf_explore.explorer.store.store import ExplorerSession
 from aggmrf_explore.settings import SETTINGS, Setting, SettingError
 from aggmrf_explore.trainer_settings import USER_SETTINGS, TrainerSettings
 
@@ -145,8 +145,8 @@ def test_surfaces_agree_with_the_declaration(s, text, store, parser):
 @pytest.fixture(scope="module")
 def cards(store):
     """The explorer's Privacy and Training cards, bound to a (lazy) store."""
-    from aggmrf_explore.explorer.binding import Binder
-    from aggmrf_explore.explorer.controls import PrivacyCard, TrainingCard
+    from aggmrf_explore.explorer.views.binding import Binder
+    from aggmrf_explore.explorer.views.controls import PrivacyCard, TrainingCard
 
     binder = Binder(store, guard=lambda action: action())
     return PrivacyCard(store, binder), TrainingCard(store, binder)

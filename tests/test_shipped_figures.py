@@ -12,8 +12,8 @@ import pytest
 from bokeh.core.serialization import Deserializer, Serialized
 from bokeh.models import GlyphRenderer
 
-from aggmrf_explore.explorer import liveplots
-from aggmrf_explore.explorer.widget import notebook_explorer
+from aggmrf_explore.explorer.notebook.widget import notebook_explorer
+from aggmrf_explore.explorer.views import liveplots
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from aggmrf_explore import AggMRFError, TableLayout, aggregate
 from aggmrf_explore import mrf as mrf_module
 from aggmrf_explore.exact import all_states, expected_statistics
-from aggmrf_explore.explorer.suppression_view import (
+from aggmrf_explore.explorer.views.suppression_view import (
     INSIDE,
     OUTSIDE,
     THRESHOLD,
@@ -218,7 +218,7 @@ def test_explorer_criteo_problem_is_a_suppressed_release():
     count ≤ 10 are absent (d = c = 0, marked); under Gaussian noise the cells of noisy count
     ≤ 10 are; singles complete; the records are the generator's (same seed → same data)."""
     from aggmrf_explore.datasets.criteo import SMALL_CARDINALITIES, small_dataset
-    from aggmrf_explore.explorer.problems import get_problem, get_release, suppression_of
+    from aggmrf_explore.explorer.store.problems import get_problem, get_release, suppression_of
 
     b = get_problem("criteo", 3000, 1, None, True, True)
     exact = aggregate(b.encoded.X_train, b.encoded.y_train, b.layout)

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from aggmrf_explore import AggMRFError
-from aggmrf_explore.explorer import frames
-from aggmrf_explore.explorer.widget import (
+from aggmrf_explore.explorer.notebook.widget import (
     TrainingWidget,
     convergence_figure,
     explorer_widget,
     notebook_explorer,
 )
+from aggmrf_explore.explorer.store import frames
 from aggmrf_explore.mrf import PCDTrainer, default_settings
 
 PNG = b"\x89PNG"
@@ -80,7 +80,7 @@ def test_notebook_explorer_is_loaded_and_viewable():
 def test_slow_ticks_still_refresh_the_heavy_views(monkeypatch):
     """Ticks slower than the fast refresh period (a loaded machine, a notebook's comm) must
     not starve the heavy views (predictions, d̂ vs d): they took turns, not fast every tick."""
-    from aggmrf_explore.explorer import app
+    from aggmrf_explore.explorer.views import app
 
     ex = notebook_explorer(dataset="toy", n_gibbs=200)
     ex.session.play()
@@ -160,7 +160,7 @@ def test_url_restore_shows_every_setting_in_its_control():
     import panel as pn
     from panel.io.location import Location
 
-    from aggmrf_explore.explorer.store import URL_KEYS
+    from aggmrf_explore.explorer.store.store import URL_KEYS
 
     ex = notebook_explorer(dataset="toy", n_gibbs=200)
     failed = []
@@ -188,7 +188,7 @@ def test_copied_figures_show_their_own_session_data():
     import holoviews as hv
     from bokeh.models import GlyphRenderer
 
-    from aggmrf_explore.explorer import liveplots
+    from aggmrf_explore.explorer.views import liveplots
 
     first = notebook_explorer(dataset="toy", n_gibbs=200)
     first.session.step(3)

@@ -38,7 +38,7 @@ def javascript(outputs) -> list[str]:
 def test_libraries_are_inline_after_a_cdn_extension_in_the_same_cell(first):
     outputs = run_cell(
         "import panel as pn\n"
-        "from aggmrf_explore.explorer.widget import load_offline\n"
+        "from aggmrf_explore.explorer.notebook.widget import load_offline\n"
         f"{first}\n"
         "load_offline()\n"
     )
@@ -54,7 +54,9 @@ def test_libraries_are_inline_after_a_cdn_extension_in_the_same_cell(first):
 
 
 def test_no_warning_and_one_inline_bundle_without_a_cdn_call():
-    outputs = run_cell("from aggmrf_explore.explorer.widget import load_offline\nload_offline()\n")
+    outputs = run_cell(
+        "from aggmrf_explore.explorer.notebook.widget import load_offline\nload_offline()\n"
+    )
     sizes = [len(js) for js in javascript(outputs)]
     assert sum(size > INLINE_BOKEHJS for size in sizes) == 1, sizes
     assert not [o for o in outputs if o.get("name") == "stderr" and "inline=True" in o["text"]]

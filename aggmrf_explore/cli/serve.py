@@ -1,7 +1,7 @@
 """``aggmrf-explore serve``: the live explorer from the installed package (Panel's server).
 
 The same page as ``panel serve apps/explorer.py`` in a clone
-(:func:`aggmrf_explore.explorer.serve.explorer_document`), with the options a class needs:
+(:func:`aggmrf_explore.explorer.server.serve.explorer_document`), with the options a class needs:
 the port and address, the origins a browser may open it from, a path prefix for a reverse
 proxy, and opening a browser.  ``--num-procs`` other than 1 is refused with one ``error:``
 line before anything starts (:func:`check_num_procs`): the explorer is one server process
@@ -59,11 +59,11 @@ def check_prefix(prefix: str) -> str:
 def check_num_procs(num_procs: int) -> None:
     """``--num-procs`` other than 1 raises :class:`AggMRFError` (one ``error:`` line, exit 2):
     the explorer runs as one server process that trains on every core itself (the words of
-    :mod:`aggmrf_explore.explorer.one_process`, also on the page of ``panel serve
+    :mod:`aggmrf_explore.explorer.server.one_process`, also on the page of ``panel serve
     apps/explorer.py --num-procs N``)."""
     if num_procs == 1:
         return  # (without importing the explorer's package)
-    from ..explorer.one_process import check_num_procs as check
+    from ..explorer.server.one_process import check_num_procs as check
 
     check(num_procs)
 
@@ -71,17 +71,17 @@ def check_num_procs(num_procs: int) -> None:
 def check_num_threads() -> None:
     """``PANEL_NUM_THREADS`` in the environment raises :class:`AggMRFError` (one ``error:``
     line, exit 2): Panel would run the sessions' callbacks in threads, beside the event loop
-    that trains them (:mod:`aggmrf_explore.explorer.one_process`)."""
+    that trains them (:mod:`aggmrf_explore.explorer.server.one_process`)."""
     if "PANEL_NUM_THREADS" not in os.environ:
         return  # (without importing the explorer's package)
-    from ..explorer.one_process import check_num_threads as check
+    from ..explorer.server.one_process import check_num_threads as check
 
     check(os.environ)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """``serve``: print the page's URL, then serve until Ctrl-C; returns the exit status."""
-    from ..explorer import serve as served
+    from ..explorer.server import serve as served
 
     check_num_procs(args.num_procs)
     check_num_threads()

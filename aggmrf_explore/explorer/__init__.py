@@ -1,37 +1,55 @@
-"""The live explorer, in Panel's "data store" pattern.
+"""The live explorer, in Panel's "data store" pattern; its subpackages are its roles:
 
-- ``store.py``: the session store (settings as params with declared bounds, trainer, run loop);
-- ``problems.py`` and ``caches.py``: data shared by every session (problems, releases,
-  baselines; the LRU cache, the upload registry, the disk cache);
-- ``runtime.py``: the process runtime (kernel warm-up, the training pool and its worker
-  processes, memory);
-- ``plots.py``: pure functions history → HoloViews; ``liveplots.py``: those figures drawn
-  once and refreshed in place;
-- small views that take the store (Viewers): ``controls.py``, ``data_card.py``,
-  ``share_card.py`` (the sidebar), ``training_tab.py``, ``privacy_tab.py``,
-  ``small_tabs.py`` (the tabs), ``messages.py``; ``binding.py`` binds a widget to a store
-  setting; ``loader.py`` loads data off the event loop;
-- ``app.py``: ``Explorer``, which composes the views and runs the training loop;
-- ``serve.py``: the served page (``build_app``, for ``panel serve apps/explorer.py``);
-- ``one_process.py``: the server is one process (``--num-procs`` other than 1 is refused);
-- ``widget.py``: notebook widgets; ``ipywidget.py``: an explorer as an ipywidgets.Widget.
+- ``store/``: the model side, free of Panel: one session's store (``ExplorerSession``,
+  the only writer of its state) and what it derives (defaults, release, run control,
+  frames), the data every session shares (problems, caches) and links (url, lesson);
+- ``views/``: the page: ``Explorer`` (``views/app.py``) composing small views of one
+  store, and the pure plot functions they draw;
+- ``server/``: the served page, what the process shares between sessions (the runtime,
+  the training pool and who trains next), loading a store's data off the event loop,
+  the environment it reads;
+- ``notebook/``: the explorer and small training widgets in Jupyter.
 
-``panel serve apps/explorer.py`` serves it; in Jupyter, ``Explorer()`` displays inline.
-Importing this package starts nothing (no training, no data loading).
+The store imports none of the others; the server loads and trains stores; the views show
+a store and propose changes to it.  ``panel serve apps/explorer.py`` serves it; in
+Jupyter, ``Explorer()`` displays inline.  Importing this package starts nothing (no
+training, no data loading) and does not import Panel.
 """
 
-from .store import ExplorerSession
+from .store.store import ExplorerSession
 
-__all__ = ["ExplorerSession", "Explorer", "build_app", "frozen_document"]
+__all__ = [
+    "ExplorerSession",
+    "Explorer",
+    "build_app",
+    "frozen_document",
+    "notebook_explorer",
+    "explorer_widget",
+    "TrainingWidget",
+    "convergence_figure",
+    "load_offline",
+]
+
+NOTEBOOK_NAMES = (
+    "notebook_explorer",
+    "explorer_widget",
+    "TrainingWidget",
+    "convergence_figure",
+    "load_offline",
+)
 
 
 def __getattr__(name):  # lazy: importing the store must not import Panel (nor HoloViews)
     if name == "Explorer":
-        from .app import Explorer
+        from .views.app import Explorer
 
         return Explorer
     if name in ("build_app", "frozen_document"):
-        from . import serve
+        from .server import serve
 
         return getattr(serve, name)
+    if name in NOTEBOOK_NAMES:
+        from .notebook import widget
+
+        return getattr(widget, name)
     raise AttributeError(name)

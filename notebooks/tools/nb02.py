@@ -3,7 +3,7 @@ from nbtools import answer, code, md, write
 NAME = "02_training_pcd.ipynb"
 
 cells = [
-md("""
+    md("""
 # 2. Training the MRF with persistent contrastive divergence
 
 **Learning goals.** After this notebook you can
@@ -19,17 +19,17 @@ Data: records sampled from a known pairwise MRF (4 features × 4 values, 20 000 
 test records), small enough that the exact max-ent solution is computable, so we can compare PCD
 with the truth. Every training run takes a few seconds.
 """),
-"SETUP",
-code("""
+    "SETUP",
+    code("""
 from aggmrf_explore import exact, experiment, metrics, mrf
-from aggmrf_explore.explorer.widget import TrainingWidget, convergence_figure
+from aggmrf_explore.explorer import TrainingWidget, convergence_figure
 
 problem = experiment.prepare("synthetic", n=20_000, seed=1, n_features=4, n_modalities=4, coupling=3.0)
 layout, agg, enc = problem.layout, problem.aggregated, problem.encoded
 print(problem.dataset.description)
 print(layout)
 """),
-md("""
+    md("""
 ## 2.1 The gradient needs expectations, and expectations need samples
 
 Notebook 1 showed the gradient of the log-likelihood: $\\nabla_\\mu = \\mathbb{E}[D] - d$ and
@@ -49,7 +49,8 @@ $$ P(X_f = v \\mid x_{-f}, y) \\propto \\exp\\Big(\\sum_{t \\ni f} \\mu[\\mathrm
 Worked example with random parameters: the conditional of the third feature ($f = 2$: Python counts
 from 0) computed from its tables only, against brute force from the full joint distribution.
 """),
-code("""
+    code(
+        """
 rng = np.random.default_rng(0)
 mu, theta = rng.normal(0, 0.5, layout.K), rng.normal(0, 0.5, layout.K)
 x, yv, f = np.array([0, 1, 2, 3]), 1, 2
@@ -70,8 +71,10 @@ name = layout.feature_names[f]
 print(f"tables holding {name}:", [layout.table_names[t] for t in tables_with_f])
 print(f"P({name} = v | rest, y=1):", gibbs.round(3))
 print("Gibbs conditional == brute force:", np.allclose(gibbs, brute))
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 ## 2.2 Algorithm 1, live
 
 One iteration (with $s = n / n'$):
@@ -95,7 +98,7 @@ $\\lambda_\\mu = 1$, $\\lambda_\\theta = \\min(T/2, 50) = T/2$ here. The referen
 should converge to) and the true $P(Y=1 \\mid x)$ that generated the data (the best any model can do).
 The widget below trains in this cell and redraws every 25 iterations.
 """),
-code("""
+    code("""
 exact_model = exact.fit_exact(agg, lambda_mu=1.0, lambda_theta=layout.n_released_tables / 2, tol=1e-9)
 refs = {
     "truth": metrics.nllh(enc.y_test, problem.dataset.true_proba_test),
@@ -105,44 +108,50 @@ settings = mrf.default_settings(layout, agg.n, n_gibbs=1000)
 print(settings)
 trainer = mrf.PCDTrainer(agg, settings, enc.X_test, enc.y_test)
 """),
-code("""
+    code(
+        """
 widget = TrainingWidget(trainer, plot_every=25, references=refs, title="PCD on synthetic MRF data, n' = 1000")
 display(widget)
 widget.run(100);
-""", ignore=True),
-md("""
+""",
+        ignore=True,
+    ),
+    md("""
 The same plot as a static figure (the widget above is live only in a running notebook):
 """),
-code("""
+    code("""
 widget.figure()
 """),
-md("""
+    md("""
 **Reading the plot.** The relative error of $\\hat d$ falls quickly, then flattens at the dotted
 line: with $n'$ samples, $\\hat d$ is a Monte-Carlo estimate whose error cannot go below about
 $\\sqrt{2/\\pi}\\,\\sum_k s\\sqrt{n' p_k(1-p_k)} / n$ (`mrf.expected_floor`), even with perfect
 parameters. The held-out NLLH climbs to the exact max-ent value. Both claims are checked (fixed seed,
 stated tolerances): if the trainer breaks, this cell fails.
 """),
-code("""
+    code("""
 h = trainer.history_frame()
 floor = mrf.expected_floor(agg, settings.n_gibbs)
 err = h["d_error"].iloc[-15:].mean()
 print(f"d̂ error, mean of iterations 86-100: {err:.3f}; Monte-Carlo floor: {floor:.3f}")
 print(f"held-out NLLH after 100 iterations: {trainer.last_nllh:.3f}; exact max-ent: {refs['exact max-ent']:.3f}")
 """),
-md("""
+    md("""
 The checked claims print booleans only (the numbers above come from the sampler's random stream, which
 may change without the claims changing):
 """),
-code("""
+    code(
+        """
 print("d̂ error within 1.5x the floor:", err < 1.5 * floor)
 print(f"held-out NLLH after 100 iterations within 0.015 of exact max-ent ({refs['exact max-ent']:.3f}):",
       abs(trainer.last_nllh - refs["exact max-ent"]) < 0.015)
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 Below, the model's expected counts against the data, one dot per table row:
 """),
-code("""
+    code("""
 fig, axes = plt.subplots(1, 2, figsize=(10, 4))
 rel = layout.released
 axes[0].loglog(agg.d[rel], trainer.d_hat[rel], ".", alpha=0.6, label="one table row")
@@ -162,7 +171,7 @@ axes[1].set_title(f"PCD approaches the exact max-ent classifier")
 axes[1].legend()
 plt.show()
 """),
-md("""
+    md("""
 ## 2.3 Rescaled vs true gradient (the paper's Figure 2)
 
 The θ-gradient $\\hat c - c$ is non-zero for two reasons: the classifier is wrong, **or** the model's
@@ -186,7 +195,8 @@ is off. Check: with the records as "samples" the two coincide exactly; with a di
 redrawn with feature 1's first value over-weighted, so $\\hat d \\neq d$) the rescaled gradient stays much closer
 to the logistic one than the true gradient does.
 """),
-code("""
+    code(
+        """
 phi_tr = layout.phi(enc.X_train)                       # (n, K) sparse indicators of the records
 theta_r = np.random.default_rng(2).normal(0, 0.3, layout.K)
 sig = mrf.sigmoid(phi_tr @ theta_r)                    # σ(φ(x_i)·θ) for every record
@@ -212,13 +222,15 @@ rescaled, true_g = pseudo_gradients(idx)
 print(f"distorted samples: relative error vs the logistic gradient, rescaled {rel_error(rescaled):.2f}, "
       f"true {rel_error(true_g):.2f}")
 print("rescaled closer to the logistic gradient:", rel_error(rescaled) < 0.5 * rel_error(true_g))
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 The effect on training is
 largest when μ lags behind, as on large data where μ has many rows to fit; we imitate that with a
 small μ step, $\\alpha_\\mu = \\alpha_\\theta / 5$:
 """),
-code("""
+    code("""
 def run(iterations=60, **overrides):
     s = mrf.default_settings(layout, agg.n, **{"n_gibbs": 500, **overrides})
     tr = mrf.PCDTrainer(agg, s, enc.X_test, enc.y_test)
@@ -243,14 +255,17 @@ ax.legend()
 plt.show()
 print("NLLH at iteration 30:", {g: round(h["nllh_eval"].iloc[29], 3) for g, h in runs.items()})
 """),
-md("""
+    md("""
 The claim, checked (seeded runs; a margin of 0.03 in NLLH, about half the gap at iteration 30):
 """),
-code("""
+    code(
+        """
 at_30 = {g: h.loc[h["iteration"] == 30, "nllh_eval"].item() for g, h in runs.items()}
 print("rescaled beats true by > 0.03 at iteration 30:", at_30["rescaled"] - at_30["true"] > 0.03)
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 ## 2.4 Different step sizes for μ and θ (the paper's Figure 3)
 
 μ only describes the distribution of $X$; the classifier depends on θ alone. The paper found (Figure 3,
@@ -259,7 +274,7 @@ taking μ's larger step for θ too made training diverge. The package's default 
 $\\alpha_\\theta = 1/T$ and $\\alpha_\\mu = \\min(5/T, 1/T_f)$, here $2.5/T$ ($T_f = 4$ tables hold each feature).
 We compare four choices and watch both the classifier (left) and the fit of the tables (right):
 """),
-code("""
+    code("""
 steps = {
     "α_μ = α_θ = 1/T": run(step_mu=a_theta, step_theta=a_theta),
     "α_μ = 2.5/T (default), α_θ = 1/T": run(step_mu=2.5 * a_theta, step_theta=a_theta),
@@ -288,7 +303,7 @@ table = pd.DataFrame({name: h.set_index("iteration").loc[[10, 20, 60], ["nllh_ev
                       for name, h in steps.items()}).T
 print(table.round(3).to_string())
 """),
-md("""
+    md("""
 **What this shows, honestly.** On this small problem the μ step barely changes the held-out NLLH
 (left): with the rescaled gradient, θ does not wait for μ (§2.3). The benefit of a larger μ step
 shows in the tables (right): at $\\alpha_\\mu = 2.5/T$, $\\hat d$ reaches the Monte-Carlo floor sooner than at
@@ -298,13 +313,13 @@ classifier gets ahead early, then oscillates: the paper's warning in a mild form
 outright here, since with 113 rows and clipped directions this model is small and well conditioned. The paper's large gain needs a model where μ has many rows to fit and lags behind θ, as
 in §2.3 (there, with the true gradient, a small μ step costs a lot: exercise 4).
 """),
-md("""
+    md("""
 ## 2.5 How many Gibbs samples? (the paper's Figure 1)
 
 More samples lower the Monte-Carlo floor of $\\hat d$, but the data $d$ are themselves noisy (finite
 $n$), so beyond a point more samples buy little: the paper used $n' = 10\\,000$ on Adult and Bank.
 """),
-code("""
+    code("""
 n_primes = [125, 500, 2000]
 hist = {n_p: run(n_gibbs=n_p) for n_p in n_primes}
 final_nllh = [h["nllh_eval"].iloc[-15:].mean() for h in hist.values()]
@@ -333,7 +348,7 @@ axes[1].yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))   # s
 axes[1].yaxis.set_major_formatter(ScalarFormatter())
 plt.show()
 """),
-md("""
+    md("""
 ## 2.6 λ_μ vs λ_θ (the paper's Table 5)
 
 The penalty $\\lambda_\\mu\\|\\mu\\|^2 + \\lambda_\\theta\\|\\theta\\|^2$ plays two different roles.
@@ -345,7 +360,8 @@ regression, so $\\lambda_\\mu$ is best kept small.
 The penalty acts on the objective, not on the sampler, so we can study it with the exact solver.
 To make regularisation matter we use only 300 training records here (3 features × 5 values):
 """),
-code("""
+    code(
+        """
 small = experiment.prepare("synthetic", n=300, seed=3, n_features=3, n_modalities=5, coupling=3.0)
 lambdas = [0.25, 4.0, 64.0]
 grid = pd.DataFrame(index=pd.Index(lambdas, name="λ_θ"), columns=pd.Index(lambdas, name="λ_μ"), dtype=float)
@@ -359,8 +375,10 @@ best_lt, best_lm = grid.stack().idxmax()
 print(f"best cell: λ_θ = {best_lt:g}, λ_μ = {best_lm:g}")
 print("in the best λ_θ row, NLLH falls as λ_μ grows:", bool(grid.loc[best_lt].is_monotonic_decreasing))
 print("every column peaks at an interior λ_θ:", bool((grid.idxmax(axis=0) == lambdas[1]).all()))
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 Read it like the paper's Table 5. Down every column $\\lambda_\\theta$ has a sweet spot (here 4): too little and
 the 300 records are over-fitted, too much and the classifier is flattened towards the base rate. Along
 the rows where $\\lambda_\\theta$ is reasonable (0.25 and 4), a large $\\lambda_\\mu$ costs accuracy (0.47 → 0.46 → 0.33 in
@@ -379,40 +397,52 @@ $\\lambda_\\theta$, which is the setting one uses.
 
 (Each answer is in a collapsed block below; "Run All" does not open it.)
 """),
-answer("""
+    answer(
+        """
 **1.** Without preconditioning one step size must suit every row, from counts of a few records to
 20 000: a step small enough for the big rows barely moves the rare ones, so learning is much slower
 (and a larger step would be unstable). Dividing by the diagonal Hessian estimate $\\hat d + 2\\lambda_\\mu$ makes each
 step a relative one, as in Newton's method.
-""", """
+""",
+        """
 t2 = mrf.PCDTrainer(agg, mrf.default_settings(layout, agg.n, n_gibbs=1000, precondition=False), enc.X_test, enc.y_test)
 t2.step(100)
 print(f"NLLH after 100 iterations: with preconditioning {trainer.last_nllh:.3f}, without {t2.last_nllh:.3f}")
-"""),
-answer("""
+""",
+    ),
+    answer(
+        """
 **2.** With $n' = n$, $s = 1$ and the floor is the sampling noise of a dataset of the data's own size. The
 data $d$ carry that much noise themselves, so a more precise $\\hat d$ cannot make the fit more accurate.
-""", """
+""",
+        """
 print("floor at n' = n:", round(mrf.expected_floor(agg, agg.n), 4), " at n' = 1000:", round(mrf.expected_floor(agg, 1000), 4))
-"""),
-answer("""
+""",
+    ),
+    answer(
+        """
 **3.** With about 70× more records every coefficient is well supported, so less shrinkage is needed:
 the best $\\lambda_\\theta$ moves to the small end of the grid.
-""", """
+""",
+        """
 big = experiment.prepare("synthetic", n=20_000, seed=3, n_features=3, n_modalities=5, coupling=3.0)
 for lt in lambdas:
     m = exact.fit_exact(big.aggregated, lambda_mu=0.25, lambda_theta=lt, tol=1e-8)
     print("λ_θ =", lt, " NLLH", round(metrics.nllh(big.encoded.y_test, m.predict_proba(big.encoded.X_test)[:, 1]), 3))
-"""),
-answer("""
+""",
+    ),
+    answer(
+        """
 **4.** Yes. With the true gradient θ chases $\\hat c - c$, which is wrong wherever μ has not fitted the
 counts yet, so a lagging μ slows θ down a lot; a larger μ step helps, as in the paper's Figure 3. (Much
 larger, e.g. $5\\,\\alpha_\\theta$, and the coupled system oscillates.)
-""", """
+""",
+        """
 for k in (0.2, 1.0, 2.5):
     h = run(gradient="true", step_mu=k * a_theta, step_theta=a_theta)
     print(f"true gradient, α_μ = {k:g}·α_θ: NLLH at iterations 10, 30, 60:", h["nllh_eval"].iloc[[9, 29, 59]].round(3).tolist())
-"""),
+""",
+    ),
 ]
 
 if __name__ == "__main__":

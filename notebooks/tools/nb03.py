@@ -3,7 +3,7 @@ from nbtools import answer, code, md, write
 NAME = "03_xor_counterexample.ipynb"
 
 cells = [
-md("""
+    md("""
 # 3. When maximum entropy fails: the XOR counterexample
 
 **Learning goals.** After this notebook you can
@@ -17,28 +17,29 @@ md("""
 4. run the check the paper proposes on real data: compare the MRF with the logistic on triplets of
    features (the paper's Figure 4), here on Adult.
 """),
-"SETUP",
-md("""
+    "SETUP",
+    md("""
 ## 3.1 The distribution
 
 $X_1, X_2 \\sim$ Bernoulli(½) independent, $X_3 = X_1 \\oplus X_2$ (xor), and
 $P(Y=1 \\mid x) = 0.25 + 0.5\\,x_3$. Only the 4 states with $x_3 = x_1 \\oplus x_2$ have probability:
 """),
-code("""
+    code("""
 from aggmrf_explore import TableLayout, exact
 from aggmrf_explore.datasets import expected_tables, xor_distribution
 
 dist = xor_distribution()
 dist
 """),
-md("""
+    md("""
 ## 3.2 The pair tables with infinite data
 
 With $n \\to \\infty$ the tables divided by $n$ are expectations: $d/n = \\sum_x p(x)\\varphi(x)$ and
 $c/n = \\sum_x p(x) P(Y=1\\mid x) \\varphi(x)$. We compute them exactly (n = 1) and fit the exact max-ent
 model to them.
 """),
-code("""
+    code(
+        """
 layout = TableLayout.all_pairs([2, 2, 2], ["X1", "X2", "X3"])
 states = dist[["X1", "X2", "X3"]].to_numpy().astype(np.int32)
 # d = Σ_x p(x) φ(x) and c = Σ_x p(x) P(Y=1|x) φ(x), summed over the states
@@ -47,8 +48,10 @@ maxent = exact.fit_exact(tables)
 on = dist["p_x"] > 0
 result = dist[on].assign(**{"max-ent P(Y=1|x)": maxent.predict_proba(states[on])[:, 1]})
 print(result.round(3).to_string(index=False))
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 The max-ent model is **over-confident**: 0.9 instead of 0.75, 0.1 instead of 0.25. The tables are fitted
 perfectly (Lemma 2), yet the classifier is wrong.
 
@@ -57,7 +60,8 @@ perfectly (Lemma 2), yet the classifier is wrong.
 The MRF's classifier is $\\sigma(\\varphi(x)\\cdot\\theta)$, a logistic regression on one-hot features and
 pair crosses. The same model trained on 20 000 records (not on the tables) gets it right:
 """),
-code("""
+    code(
+        """
 from aggmrf_explore import experiment, metrics
 from aggmrf_explore.baselines import fit_logistic
 
@@ -66,12 +70,15 @@ enc = problem.encoded
 logit, lam, _ = fit_logistic(enc.X_train, enc.y_train, problem.layout, lambdas=(1.0,))
 p_logit = logit.predict_proba(logit.layout_.phi(states[on]))[:, 1]
 print("logistic on the records, P(Y=1|x):", p_logit.round(2), " truth:", dist["p_y1"][on].to_numpy())
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 And the PCD-trained MRF on the *tables* of the same 20 000 records lands where the exact max-ent
 model is (200 iterations, under a second). Checked with a tolerance: if the trainer breaks, this cell fails.
 """),
-code("""
+    code(
+        """
 from aggmrf_explore import mrf
 
 settings = mrf.default_settings(problem.layout, problem.aggregated.n, n_gibbs=2000)
@@ -79,8 +86,10 @@ trainer = mrf.PCDTrainer(problem.aggregated, settings, enc.X_test, enc.y_test)
 trainer.step(200)
 p_mrf = trainer.predict_proba(states[on])[:, 1]
 print("PCD within 0.05 of 0.1 / 0.9 / 0.9 / 0.1:", bool(np.abs(p_mrf - [0.1, 0.9, 0.9, 0.1]).max() < 0.05))
-""", check=True),
-code("""
+""",
+        check=True,
+    ),
+    code("""
 print("PCD P(Y=1|x) on the 4 states:", p_mrf.round(2))
 p_test_true = problem.dataset.true_proba_test
 scores = {
@@ -110,7 +119,7 @@ axes[1].set_xlim(0, max(scores.values()) * 1.35)
 axes[1].tick_params(axis="y", labelsize=9)
 plt.show()
 """),
-md("""
+    md("""
 ## 3.4 Why: the pair tables cannot tell this distribution from a more independent one
 
 Let $U = X_1 \\oplus X_2$. Under the XOR distribution $U = X_3$ always. Now consider another
@@ -123,7 +132,8 @@ distribution $Q$ (the paper's footnote 10):
 
 Every pair table of $Q$ equals the XOR distribution's:
 """),
-code("""
+    code(
+        """
 from itertools import product
 
 full = exact.all_states(layout)                        # all 8 states (x1, x2, x3)
@@ -143,8 +153,10 @@ px_maxent, p1_maxent = exact.state_probabilities(layout, maxent.mu, maxent.theta
 print("max-ent distribution == Q:", np.allclose(px_maxent * p1_maxent, q_xy[:, 1], atol=1e-4)
       and np.allclose(px_maxent * (1 - p1_maxent), q_xy[:, 0], atol=1e-4))
 print("Q(Y=1 | X3=1, U=1) =", round(0.75**2 / (0.75**2 + 0.25**2), 3))
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 **Why $Q$ is the max-ent distribution.** Not because it "has more entropy" than the truth: many
 distributions do, and most of them do not match the tables. The argument of notebook 1 (§1.5) is:
 
@@ -161,7 +173,8 @@ i.e. $\\log P = -\\infty$ there, which no finite $(\\mu, \\theta)$ produces. Che
 linear function of the features $[\\varphi(x), y\\,\\varphi(x)]$ (least squares leaves no residual), and
 $H(Q) - H(P) = \\mathrm{KL}(P\\,\\|\\,Q)$:
 """),
-code("""
+    code(
+        """
 phi_full = layout.phi(full).toarray()                       # (8, K)
 design = np.vstack([np.hstack([phi_full, 0 * phi_full]),    # y = 0: features φ(x), 0
                     np.hstack([phi_full, phi_full])])       # y = 1: φ(x), φ(x)
@@ -179,8 +192,10 @@ def entropy(p):
 kl = np.sum(p_xy[m] * np.log(p_xy[m] / q_flat[m]))
 print(f"H(P) = {entropy(p_xy):.3f}, H(Q) = {entropy(q_flat):.3f} nats, KL(P‖Q) = {kl:.3f}")
 print("H(Q) − H(P) == KL(P‖Q):", np.isclose(entropy(q_flat) - entropy(p_xy), kl))
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 Under $Q$,
 $X_3$ and $U$ are two conditionally independent witnesses of $Y$, i.e. naive Bayes:
 $Q(Y=1 \\mid X_3 = 1, U = 1) = \\frac{0.75^2}{0.75^2 + 0.25^2} = 0.9$. Under the true distribution
@@ -194,7 +209,8 @@ for many triplets of features, train the MRF and the logistic on just those thre
 compare. Here, Adult (5 000 training records, the 16 281 test records) and 6 triplets from five
 low-cardinality features; the MRF is the exact max-ent fit of the triplet's pair tables.
 """),
-code("""
+    code(
+        """
 from itertools import combinations
 
 from aggmrf_explore.baselines import naive_bayes
@@ -220,8 +236,10 @@ gap_nb = triplets["MRF"] - triplets["naive Bayes"]
 print("naive Bayes below the MRF on every triplet:", bool((gap_nb > 0).all()))
 print(f"MRF − naive Bayes: smallest {gap_nb.min():.3f} ({triplets['triplet'][gap_nb.idxmin()]}), "
       f"largest {gap_nb.max():.3f} ({triplets['triplet'][gap_nb.idxmax()]})")
-""", check=True),
-code("""
+""",
+        check=True,
+    ),
+    code("""
 fig, ax = plt.subplots(figsize=(5.5, 5))
 lo, hi = 0.0, triplets[["MRF", "logistic", "naive Bayes"]].to_numpy().max() * 1.08
 ax.plot([lo, hi], [lo, hi], color="0.5", ls="--", label="equal performance")
@@ -233,7 +251,7 @@ ax.set_title("Figure 4 in small: 6 Adult triplets")
 ax.legend(loc="upper left")
 plt.show()
 """),
-md("""
+    md("""
 As in the paper, the MRF sits on the diagonal: on these real features no triplet shows an XOR-like
 interaction. Naive Bayes, which sees only the single tables, is below the MRF on every triplet, but by
 little (0.001 to 0.019 here) and not where one might guess: the triplet holding the two most correlated
@@ -253,16 +271,20 @@ preset "True gradient instead of rescaled", or add noise in the Privacy controls
 only in a running notebook. It brings its own JavaScript, so it works without internet: no
 `pn.extension()` is needed, and a `pn.extension()` without `inline=True` would fetch Panel from the web.)
 """),
-code("""
-from aggmrf_explore.explorer.widget import explorer_widget
+    code(
+        """
+from aggmrf_explore.explorer import explorer_widget
 
 live = explorer_widget(dataset="xor", n_samples=20_000, n_gibbs=2000)
 live
-""", ignore=True),
-md("""
+""",
+        ignore=True,
+    ),
+    md("""
 The widget is a real ipywidget, and its controls drive the same trainer as code does:
 """),
-code("""
+    code(
+        """
 import ipywidgets
 
 print("an ipywidgets.Widget:", isinstance(live, ipywidgets.Widget))
@@ -270,8 +292,10 @@ before = live.explorer.session.iteration
 live.explorer.step_button.clicks += 1        # what pressing "Step" does
 live.explorer.session.step(9)                # the same from code
 print("iterations advanced by", live.explorer.session.iteration - before)
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 ## Exercises
 
 1. Release the triple table too (`TableLayout.all_pairs([2, 2, 2], triples=True)`) and refit the exact
@@ -283,26 +307,32 @@ md("""
 
 (Each answer is in a collapsed block below; "Run All" does not open it.)
 """),
-answer("""
+    answer(
+        """
 **1.** With the triple table released, the tables determine the whole joint distribution of the three
 features and the label, and the max-ent model matching them is the truth: 0.25 / 0.75 / 0.75 / 0.25.
-""", """
+""",
+        """
 lay3 = TableLayout.all_pairs([2, 2, 2], ["X1", "X2", "X3"], triples=True)
 tables3 = expected_tables(lay3, full, p_full["p_x"].to_numpy(), p_full["p_y1"].to_numpy())
 m3 = exact.fit_exact(tables3, lambda_mu=1e-6, lambda_theta=1e-6)
 print("with the triple table:", m3.predict_proba(full[[0, 3, 5, 6]])[:, 1].round(3))
-"""),
-answer("""
+""",
+    ),
+    answer(
+        """
 **2.** With $r = 0.5 + a/2$ the max-ent model is naive Bayes with two independent witnesses of rate $r$, so it
 predicts $r^2 / (r^2 + (1-r)^2)$ where the truth is $r$. The error is 0 at $a \\to 0$ (no signal) and at $a \\to 1$ (a
 perfect witness), and largest in between:
-""", """
+""",
+        """
 a = np.linspace(0.01, 0.99, 99)
 r = 0.5 + a / 2
 err = r**2 / (r**2 + (1 - r) ** 2) - r
 print(f"largest error {err.max():.3f} at a = {a[err.argmax()]:.2f}; at a = 0.5 (this notebook): {err[49]:.3f}")
-"""),
-answer("""
+""",
+    ),
+    answer("""
 **3.** A gap needs an interaction that is strong *and* invisible in every pair table, as in XOR, where
 each pair is independent yet the triple is deterministic. Real three-way interactions usually leave
 traces in the pairs (a correlation, a shift in a label rate), which the max-ent model then uses; what

@@ -3,7 +3,7 @@ from nbtools import answer, code, md, write
 NAME = "05_reproducing_the_paper.ipynb"
 
 cells = [
-md("""
+    md("""
 # 5. Reproducing the paper: Adult and Bank marketing
 
 **Learning goals.** After this notebook you can
@@ -22,8 +22,8 @@ under a minute. Set `FULL_RUN = True` (or the environment variable
 and the default iteration count $\\max(600, \\lceil 6/\\alpha_\\theta \\rceil)$: 630 on Adult and 1 260 on
 Bank (several minutes per dataset).
 """),
-"SETUP",
-code("""
+    "SETUP",
+    code("""
 import os
 
 FULL_RUN = False
@@ -35,30 +35,33 @@ else:
     config = dict(n=5000, n_gibbs=2000, iterations=800, eval_every=25)
 print("full run" if FULL_RUN else "quick run", config)
 """),
-md("""
+    md("""
 ## 5.1 The pipeline, one dataset at a time
 
 `experiment.prepare` loads the bundled data, encodes every feature on the training split (numeric
 features in deciles, rare categories pooled into "(other)"), and aggregates all single and pair
 tables. The trainer then sees only `problem.aggregated`.
 """),
-code("""
+    code(
+        """
 from aggmrf_explore import experiment, mrf
 from aggmrf_explore.baselines import fit_baselines
-from aggmrf_explore.explorer.widget import convergence_figure
+from aggmrf_explore.explorer import convergence_figure
 
 problems = {name: experiment.prepare(name, n=config["n"], seed=0) for name in ("adult", "bank")}
 for name, p in problems.items():
     n_states = np.prod(np.array(p.layout.n_modalities, dtype=float))   # every combination of feature values
     print(f"{name:6s} train {p.n_train:6d}  test {p.n_test:6d}  features {p.layout.n_features:2d}  "
           f"released tables T = {p.layout.n_released_tables:3d}  rows K = {p.layout.K}  feature states {n_states:.2g}")
-""", check=True),
-md("""
+""",
+        check=True,
+    ),
+    md("""
 Train the MRF with the package's default rule ($\\alpha_\\theta = 1/T$, $\\alpha_\\mu$ up to $5/T$,
 $\\lambda_\\mu = 1$, $\\lambda_\\theta = \\min(T/2, 50)$, which is 50 on both: $T$ = 105 and 210), and fit the baselines (their L2 penalty and the naive
 Bayes temperature are chosen on a validation split of the training records, never on the test set):
 """),
-code("""
+    code("""
 results, histories = {}, {}
 for name, p in problems.items():
     settings = mrf.default_settings(p.layout, p.aggregated.n, n_gibbs=config["n_gibbs"])
@@ -73,7 +76,7 @@ paper = pd.DataFrame({"logistic (skyline)": [0.421, 0.427], "MRF": [0.416, 0.421
                      index=["adult", "bank"])
 pd.concat({"this run": ours, "paper, Table 4": paper}, axis=1).round(3)
 """),
-md("""
+    md("""
 The checked summary. The baselines are deterministic (fixed seeds, L-BFGS), and so is the MRF for its
 seed; the trainer's claims are checked with tolerances, so a broken trainer fails this cell: on Adult
 the MRF, which never saw a record, lands within 0.02 of the skyline; on both it beats naive Bayes, and
@@ -82,7 +85,8 @@ subsample the best single pair table is unusually strong (it contains `duration`
 the strongest single predictor), and the short quick run of the MRF does not always beat it; the full
 run does (see the paper's Table 4).
 """),
-code("""
+    code(
+        """
 print(ours.drop(columns="MRF").round(2).to_string())
 for name, r in ours.iterrows():
     print(f"{name}: skyline − MRF < 0.05: {r['logistic (skyline)'] - r['MRF'] < 0.05}; "
@@ -91,8 +95,10 @@ if not FULL_RUN:
     print("adult: |MRF − skyline| < 0.02:", abs(ours.loc["adult", "MRF"] - ours.loc["adult", "logistic (skyline)"]) < 0.02)
     last = histories["bank"].dropna(subset=["nllh_eval"]).set_index("iteration")["nllh_eval"]
     print("bank: levelled off (|NLLH(800) − NLLH(600)| < 0.003):", abs(last.loc[800] - last.loc[600]) < 0.003)
-""", check=True),
-code("""
+""",
+        check=True,
+    ),
+    code("""
 fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
 for ax, name in zip(axes, ours.index):
     x = np.arange(len(ours.columns))
@@ -105,15 +111,15 @@ for ax, name in zip(axes, ours.index):
     ax.legend(loc="upper center", ncol=2)
 plt.show()
 """),
-md("""
+    md("""
 How the MRF got there (held-out NLLH every few iterations; the dashed line is the skyline):
 """),
-code("""
+    code("""
 for name, h in histories.items():
     display(convergence_figure(h, references={"logistic skyline": ours.loc[name, "logistic (skyline)"]},
                                title=f"{name}: PCD training, n' = {config['n_gibbs']}", figsize=(9, 3.2)))
 """),
-md("""
+    md("""
 **Quick vs full.** With 5 000 training records the skyline itself is lower than the paper's (fewer
 records per pair cell), and naive Bayes is relatively stronger (the tempered version here is a better
 baseline than plain naive Bayes). The full run (`AGGMRF_FULL_RUN=1`) uses all records and the paper's
@@ -130,24 +136,29 @@ suite, so compare its numbers with Table 4 yourself (exercise 1).
 
 (Each answer is in a collapsed block below; "Run All" does not open it.)
 """),
-answer("""
+    answer("""
 **1.** Set `FULL_RUN = True` in the first cell (or `AGGMRF_FULL_RUN=1`) and run the notebook: several minutes
 per dataset. Compare the "this run" columns with the paper's; the skyline and the MRF move up with
 all the records (more records per pair cell), naive Bayes much less.
 """),
-answer("""
+    answer(
+        """
 **2.** With single tables only, the max-ent MRF *is* naive Bayes (notebook 1, §1.6), i.e. the *untempered*
 one, whose log-odds double-count correlated features. The baseline here is tempered, so it does better:
-""", """
+""",
+        """
 singles = experiment.prepare("adult", pairs=False, n=5000, seed=0)
 run1 = experiment.train_mrf(singles, mrf.default_settings(singles.layout, singles.aggregated.n, n_gibbs=1000), 200, eval_every=200)
 print("MRF on single tables:", round(run1.nllh_test, 3), " tempered naive Bayes:", round(ours.loc["adult", "naive Bayes"], 3))
-"""),
-answer("""
+""",
+    ),
+    answer(
+        """
 **3.** One iteration is a Gibbs sweep of the $n'$ samples plus a pass over the $K$ rows: $O(n' \\times T)$; the records
 are never touched after aggregation. Timed on 50 iterations, 5 000 records and all 32 561 take about the
 same time:
-""", """
+""",
+        """
 import time
 
 for n in (5000, None):
@@ -156,7 +167,8 @@ for n in (5000, None):
     t0 = time.perf_counter()
     tr.step(50)
     print(f"n = {p.n_train:6d}: {time.perf_counter() - t0:.2f} s for 50 iterations")
-"""),
+""",
+    ),
 ]
 
 if __name__ == "__main__":

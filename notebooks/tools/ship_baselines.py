@@ -17,8 +17,8 @@ import time
 
 from aggmrf_explore.baselines import SHIPPED, ship_baselines
 from aggmrf_explore.cli.parser import build_parser
-from aggmrf_explore.explorer.problems import get_problem
-from aggmrf_explore.explorer.store import ExplorerSession
+from aggmrf_explore.explorer.store.problems import get_problem
+from aggmrf_explore.explorer.store.store import ExplorerSession
 
 
 def default_problems() -> list:

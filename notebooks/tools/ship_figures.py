@@ -5,7 +5,7 @@ several seconds on a loaded one).
 
     python notebooks/tools/ship_figures.py
 
-Run it after a change to ``aggmrf_explore/explorer/plots.py`` or ``privacy_plots.py``, or
+Run it after a change to ``aggmrf_explore/explorer/views/plots.py`` or ``privacy_plots.py``, or
 to the package, Bokeh or HoloViews versions: a shipped structure is found by the digest of
 them all, so a stale file is simply not used (``tests/test_shipped_figures.py`` checks the lookup, and this
 script prints what it wrote).
@@ -25,8 +25,8 @@ DATASETS = ("xor", "toy", "synthetic", "criteo", "adult", "bank")
 
 def draw_first_screens() -> None:
     """Every tab of every dataset's first screen into the (empty) figure cache."""
-    from aggmrf_explore.explorer.plots import MAX_PINS
-    from aggmrf_explore.explorer.widget import notebook_explorer
+    from aggmrf_explore.explorer import notebook_explorer
+    from aggmrf_explore.explorer.views.plots import MAX_PINS
 
     for dataset in DATASETS:
         t0 = time.perf_counter()
@@ -50,7 +50,7 @@ def draw_first_screens() -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="aggmrf-figures-") as tmp:
         os.environ["AGGMRF_CACHE_DIR"] = tmp
-        from aggmrf_explore.explorer import liveplots
+        from aggmrf_explore.explorer.views import liveplots
 
         target = liveplots.SHIPPED_FIGURES
         liveplots.SHIPPED_FIGURES = Path(tmp) / "none"  # draw every structure anew

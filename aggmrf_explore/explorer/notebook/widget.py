@@ -3,7 +3,7 @@
 Three ways to watch the MRF train in a notebook:
 
 1. the **explorer inline** (Panel's Jupyter support): ``notebook_explorer(**settings)``
-   returns an :class:`~aggmrf_explore.explorer.app.Explorer` whose data are loaded and
+   returns an :class:`~aggmrf_explore.explorer.views.app.Explorer` whose data are loaded and
    whose trainer is built before it returns; leave it as the last expression of a cell
    (after ``pn.extension()``) and it displays;
 2. the **explorer as an ipywidget**, to compose with other ipywidgets layouts:
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..errors import AggMRFError, DivergenceError
+from ...errors import AggMRFError, DivergenceError
 
 __all__ = [
     "TrainingWidget",
@@ -171,7 +171,7 @@ class TrainingWidget:
         self.frame_seconds = float(frame_seconds)
         self.references = dict(references or {})
         if floor is None and hasattr(trainer, "data") and hasattr(trainer, "settings"):
-            from ..mrf import expected_floor
+            from ...mrf import expected_floor
 
             floor = expected_floor(trainer.data, trainer.settings.n_gibbs)
         self.floor = floor
@@ -401,7 +401,7 @@ def _local_stylesheets() -> None:
 
 
 def notebook_explorer(**settings):
-    """An :class:`~aggmrf_explore.explorer.app.Explorer` ready in a notebook.
+    """An :class:`~aggmrf_explore.explorer.views.app.Explorer` ready in a notebook.
 
     ``settings`` are explorer settings (``dataset="xor"``, ``n_samples=20000``,
     ``n_gibbs=2000``, ``mechanism="gaussian"``, ``epsilon=1.0`` …; see
@@ -413,9 +413,10 @@ def notebook_explorer(**settings):
     libraries are loaded inline by :func:`load_offline`, whatever extension call came
     before).
     """
-    from . import app, runtime
-    from .problems import CHEAP_BASELINES, SLOW_BASELINES, get_baselines
-    from .store import ExplorerSession, baseline_names
+    from ..server import runtime
+    from ..store.problems import CHEAP_BASELINES, SLOW_BASELINES, get_baselines
+    from ..store.store import ExplorerSession, baseline_names
+    from ..views import app
 
     load_offline()  # BokehJS + Panel inline: the explorer renders without internet
     # its "sampler loaded: training is ready" line is news, not an error: stdout, so a

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from ..errors import AggMRFError
+from ...errors import AggMRFError
 
 __all__ = [
     "Variable",

@@ -19,9 +19,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from ..errors import error_message
-from . import runtime
-from .problems import (
+from ...errors import error_message
+from ..store.problems import (
     CHEAP_BASELINES,
     SLOW_BASELINES,
     get_baselines,
@@ -29,7 +28,8 @@ from .problems import (
     peek_baselines,
     peek_problem,
 )
-from .store import DATA_KEYS, ExplorerSession, baseline_names
+from ..store.store import DATA_KEYS, ExplorerSession, baseline_names
+from . import runtime
 
 __all__ = [
     "Loader",

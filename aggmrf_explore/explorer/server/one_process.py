@@ -9,7 +9,7 @@ may reach another process than its page, which then builds the session anew.  So
 ``aggmrf-explore serve --num-procs N`` stops with one ``error:`` line
 (:func:`check_num_procs`), and under ``panel serve apps/explorer.py --num-procs N`` every
 page says the same instead of building the explorer (:func:`forked_server`, used by
-:func:`aggmrf_explore.explorer.serve.explorer_document`).
+:func:`aggmrf_explore.explorer.server.serve.explorer_document`).
 
 Panel's callback threads (``panel serve --num-threads N``, or the environment variable
 ``PANEL_NUM_THREADS`` that Panel reads in every server) would run a session's widget
@@ -61,7 +61,7 @@ def check_num_procs(num_procs: int) -> None:
     """Raise :class:`~aggmrf_explore.errors.AggMRFError` unless ``num_procs`` is 1."""
     if num_procs == 1:
         return
-    from ..errors import AggMRFError
+    from ...errors import AggMRFError
 
     raise AggMRFError(
         one_process_message(f"--num-procs {num_procs}", "drop --num-procs (or give --num-procs 1)")
@@ -89,7 +89,7 @@ def check_num_threads(environ: dict[str, str]) -> None:
     value = environ.get("PANEL_NUM_THREADS")
     if value is None:
         return
-    from ..errors import AggMRFError
+    from ...errors import AggMRFError
 
     raise AggMRFError(
         one_process_message(

@@ -43,7 +43,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-from ..trainer_worker import end_with_parent, ignore_interrupts, trim_memory
+from ...trainer_worker import end_with_parent, ignore_interrupts, trim_memory
 from .environment import env_int
 from .scheduler import DaemonPool, TrainingPool
 from .trace import LOG_ON, log, lower_priority, say
@@ -95,11 +95,11 @@ M_ARENA_MAX = -8  # glibc's mallopt parameter: the most malloc arenas (one per t
 DENSE_KERNELS = (
     "import os; os.environ['AGGMRF_COMPILING'] = '1'\n"
     "from aggmrf_explore.kernels import warm_up; warm_up()\n"
-    "from aggmrf_explore.explorer.runtime import train_first_screen; train_first_screen()"
+    "from aggmrf_explore.explorer.server.runtime import train_first_screen; train_first_screen()"
 )
 EXTRA_KERNELS = (
     "import os; os.environ['AGGMRF_COMPILING'] = '1'\n"
-    "from aggmrf_explore.explorer.runtime import warm_up_extras; warm_up_extras()"
+    "from aggmrf_explore.explorer.server.runtime import warm_up_extras; warm_up_extras()"
 )
 IN_SUBPROCESS = bool(os.environ.get("AGGMRF_COMPILING"))
 
@@ -107,7 +107,7 @@ IN_SUBPROCESS = bool(os.environ.get("AGGMRF_COMPILING"))
 def one_kernel_thread() -> None:
     """The calling thread (the event loop, a worker) runs numba's parallel kernels on one
     thread: their OpenMP barriers stall whenever the machine is busy (see TrainingPool)."""
-    from ..kernels import set_threads
+    from ...kernels import set_threads
 
     set_threads(1)
 
@@ -208,7 +208,7 @@ def compile_in_subprocess(code: str, nice: bool = False) -> bool:
 def first_start() -> bool:
     """True when the kernels are not in numba's on-disk cache yet (they will compile)."""
     if RUNTIME.first is None:
-        from ..kernels.quick import cache_marker
+        from ...kernels.quick import cache_marker
 
         try:
             RUNTIME.first = not cache_marker().exists()
@@ -251,8 +251,8 @@ def train_first_screen(iterations: int = 2, build: str = "parallel") -> None:
     the explorer's own call path, the chain in ``build``: every kernel a Play needs, with
     its argument types, is compiled (or loaded) — the row kernel, the logits, the chain
     (none with "numpy"), the update."""
-    from .problems import get_baselines
-    from .store import CHEAP_BASELINES, ExplorerSession, baseline_names
+    from ..store.problems import get_baselines
+    from ..store.store import CHEAP_BASELINES, ExplorerSession, baseline_names
 
     s = ExplorerSession(lazy=True, chain_build=lambda: build)
     bundle = s.fetch()
@@ -278,7 +278,7 @@ def warm_up_once(quick_start: bool = False) -> None:
     with rt.warm_lock:
         if rt.warm.is_set():
             return
-        from ..kernels import warm_up
+        from ...kernels import warm_up
 
         first = first_start()
         t0 = time.perf_counter()
@@ -341,7 +341,7 @@ def finish_parallel() -> None:
     if rt.child is None or rt.parallel.is_set():
         return
     (child, t0), rt.child = rt.child, None
-    from ..kernels import warm_up
+    from ...kernels import warm_up
 
     child.join()
     warm_up()
@@ -356,11 +356,11 @@ def warm_up_extras() -> None:
     if RUNTIME.extras.is_set():
         return
     t0 = time.perf_counter()
-    from ..kernels.quick import compiled_marks, mark_compiled
+    from ...kernels.quick import compiled_marks, mark_compiled
 
     if "extras" not in compiled_marks() and not IN_SUBPROCESS:
         compile_in_subprocess(EXTRA_KERNELS, nice=True)
-    from .. import datasets, experiment, mrf, privacy
+    from ... import datasets, experiment, mrf, privacy
 
     prob = experiment.prepare(datasets.load_dataset("toy"))
     mech = privacy.make_mechanism("laplace", 1.0, layout=prob.layout)

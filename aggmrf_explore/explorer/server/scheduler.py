@@ -29,8 +29,8 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 
-from ..errors import error_message
-from ..trainer_worker import SharedParts, TrainerWorker, WorkerLost
+from ...errors import error_message
+from ...trainer_worker import SharedParts, TrainerWorker, WorkerLost
 from .environment import env_flag, env_int
 from .trace import log, lower_priority, say
 
@@ -270,7 +270,7 @@ class TrainingPool(DaemonPool):
             self.processes = True
 
     def execute(self, key, future, fn, args, kw) -> None:
-        from ..kernels import set_threads
+        from ...kernels import set_threads
 
         share = kw.get("share")
         with self._lock:

@@ -190,7 +190,7 @@ def build_app(max_sessions: int | None = None) -> pn.viewable.Viewable:
     if runtime.first_start():
         runtime.start_parallel_compile()
     pn.extension(*PAGE_EXTENSIONS, notifications=False)  # first: before HoloViews (above)
-    from .app import Explorer
+    from ..views.app import Explorer
 
     runtime.one_kernel_thread()  # (the event loop's own kernels: the test records' rows)
 
@@ -274,7 +274,7 @@ def serve(
     ``show`` opens the page in the default browser.  ``on_start(url)`` is called once the server
     listens, with the page's URL on this machine.
     """
-    from ..errors import AggMRFError
+    from ...errors import AggMRFError
 
     check_num_procs(num_procs)
     check_environment()  # (one error: line naming a variable with a bad value)

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from ..errors import AggMRFError
+from ...errors import AggMRFError
 from .environment import env_flag
 
 __all__ = ["log", "say", "lower_priority", "LOG_ON"]

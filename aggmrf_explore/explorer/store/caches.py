@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
-from ..errors import AggMRFError
+from ...errors import AggMRFError
 
 __all__ = [
     "LockedCache",
@@ -172,8 +172,8 @@ def read_json(path: Path) -> Any | None:
 def write_json(path: Path, content: Any) -> bool:
     """Write a cache file safely (``files.write_text``: an exclusive temporary file with an
     unpredictable name, renamed; never through a link); False if it failed."""
-    from ..errors import AggMRFError
-    from ..files import write_text
+    from ...errors import AggMRFError
+    from ...files import write_text
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

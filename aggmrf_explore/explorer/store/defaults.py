@@ -22,7 +22,7 @@ def rule_values(bundle, data, noise_aware: bool) -> dict:
     of ``bundle`` (a ``ProblemBundle``) at the declared noise of the release ``data`` (an
     ``AggregatedData``; None: no release yet, noise-free): λ grows with the noise.
     ``noise_aware`` (MRF-N) counts only when the release is noisy."""
-    from ..trainer_settings import default_settings, release_noise_sd
+    from ...trainer_settings import default_settings, release_noise_sd
 
     sd = 0.0 if data is None else release_noise_sd(data)
     aware = bool(noise_aware and sd > 0)
@@ -49,7 +49,7 @@ def trainer_settings(session):
     iteration: every 6th keeps it near 3 % of the training time, and the NLLH curve, at
     ~100 it/s, still gets more points per second than the plot has refreshes).
     """
-    from ..mrf import TrainerSettings
+    from ...mrf import TrainerSettings
 
     s = session
     work = len(s.bundle.encoded.y_test) * s.bundle.layout.n_tables

@@ -13,8 +13,8 @@ import math
 
 import param
 
-from ..errors import AggMRFError
-from ..settings import Setting, setting
+from ...errors import AggMRFError
+from ...settings import Setting, setting
 
 __all__ = [
     "param_for",

@@ -1,7 +1,7 @@
 """Shared read-only data of the explorer: prepared problems, noisy releases, baselines.
 
 Each is computed once per process and shared by every session with the same settings
-(:class:`~aggmrf_explore.explorer.caches.LockedCache`); baselines are also kept on disk,
+(:class:`~aggmrf_explore.explorer.store.caches.LockedCache`); baselines are also kept on disk,
 since the skyline logistic on Adult takes about a minute.  Nothing here does maths: it
 calls the package (datasets → experiment.prepare → privacy → baselines / exact).
 """
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..datasets.catalog import DATASETS as CATALOG
-from ..errors import AggMRFError
-from ..settings import SettingError
-from ..tables.budget import check_records
+from ...datasets.catalog import DATASETS as CATALOG
+from ...errors import AggMRFError
+from ...settings import SettingError
+from ...tables.budget import check_records
 from .caches import UPLOADS, LockedCache, cache_dir, read_json, write_json
 
 __all__ = [
@@ -119,7 +119,7 @@ class ProblemBundle:
 
 
 def _load_dataset(dataset: str, n: int | None, seed: int, features, label: str, upload: str):
-    from .. import datasets
+    from ... import datasets
 
     if dataset == "upload":
         data = UPLOADS.get(upload)
@@ -191,7 +191,7 @@ def get_problem(
     key = _problem_key(dataset, n, seed, features, singles, pairs, label, upload, triples)
 
     def compute() -> ProblemBundle:
-        from .. import experiment
+        from ... import experiment
 
         full = _load_dataset(dataset, n, seed, None, label, upload)
         all_features = list(full.feature_columns)
@@ -236,15 +236,15 @@ def _suppressed(dataset: str, data):
     k = suppression_of(dataset)
     if k is None:
         return data
-    from ..tables.suppression import suppress_pair_tables
+    from ...tables.suppression import suppress_pair_tables
 
     return suppress_pair_tables(data, k)
 
 
 def _xor_states(prob) -> tuple[pd.DataFrame, object]:
     """Per-state truth and exact max-ent P(Y=1|x) for the XOR counterexample."""
-    from .. import datasets
-    from ..exact import fit_exact
+    from ... import datasets
+    from ...exact import fit_exact
 
     lay = prob.layout
     model = fit_exact(prob.aggregated)
@@ -297,7 +297,7 @@ def _read_baselines(raw) -> dict | None:
 def get_baselines(bundle: ProblemBundle, which: tuple[str, ...]) -> dict:
     """Baselines of a problem ({name: BaselineResult or StoredBaseline}), cached in memory
     and on disk."""
-    from .. import __version__
+    from ... import __version__
 
     key = (bundle.key, tuple(which))
 
@@ -310,7 +310,7 @@ def get_baselines(bundle: ProblemBundle, which: tuple[str, ...]) -> dict:
             stored = _read_baselines(raw) if raw is not None else None
             if stored is not None:
                 return stored
-        from .. import baselines
+        from ... import baselines
 
         out = baselines.fit_baselines(bundle.problem, which=which)
         if path is not None:
@@ -342,8 +342,8 @@ def get_release(
     "local": every training record through randomized response at ε (``privacy.local``),
     the channel inverted.  The settings the mechanism does not use (``settings.applies``)
     are left out."""
-    from ..privacy.registry import mechanism_class as privacy_class
-    from ..settings import applies
+    from ...privacy.registry import mechanism_class as privacy_class
+    from ...settings import applies
 
     values = dict(mechanism=mechanism, epsilon=epsilon, delta=delta)
     values.update(accounting=accounting, calibration=calibration)
@@ -353,7 +353,7 @@ def get_release(
     key = (bundle.key, mechanism, *used.values(), seed)
 
     def compute():
-        from .. import privacy
+        from ... import privacy
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -361,7 +361,7 @@ def get_release(
         enc = bundle.encoded
         exact = bundle.aggregated
         if exact.suppression is not None:  # noise goes on every cell; suppression after it
-            from ..tables import aggregate
+            from ...tables import aggregate
 
             exact = aggregate(enc.X_train, enc.y_train, bundle.layout)
         data = privacy.release(exact, mech, seed, records=(enc.X_train, enc.y_train))

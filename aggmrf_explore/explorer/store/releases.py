@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from ..errors import AggMRFError, error_message
+from ...errors import AggMRFError, error_message
 from .keys import NOISE_KEYS
 from .params import same_value
 from .problems import ProblemBundle, get_release

@@ -18,9 +18,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..callbacks import TimeBox
-from ..errors import DivergenceError
-from ..kernels.chain import numpy_samples, with_build
+from ...callbacks import TimeBox
+from ...errors import DivergenceError
+from ...kernels.chain import numpy_samples, with_build
 from .keys import LIVE_KEYS
 from .problems import DATASET_NAMES
 

@@ -49,10 +49,10 @@ import numpy as np
 import pandas as pd
 import param
 
-from ..errors import AggMRFError, error_message
-from ..kernels import make_chain
-from ..kernels.chain import numpy_samples
-from ..settings import check_combination
+from ...errors import AggMRFError, error_message
+from ...kernels import make_chain
+from ...kernels.chain import numpy_samples
+from ...settings import check_combination
 from . import frames
 from .defaults import rule_values, switch_defaults, trainer_settings
 from .keys import DATA_KEYS, LIVE_KEYS, NOISE_KEYS, RULE_KEYS, TRAINER_KEYS, URL_KEYS
@@ -551,7 +551,7 @@ class ExplorerSession(param.Parameterized):
             self.revert(made.reverted, made.message)
 
     def _new_trainer(self, notice: str = "") -> None:
-        from ..mrf import PCDTrainer, expected_floor
+        from ...mrf import PCDTrainer, expected_floor
 
         check_combination({"mechanism": self.mechanism, "noise_aware": self.noise_aware})
         settings = trainer_settings(self)

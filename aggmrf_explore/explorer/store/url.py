@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import param
 
-from ..settings import SettingError
+from ...settings import SettingError
 from .escape import shorten
 from .params import declaration
 

@@ -35,21 +35,22 @@ import time
 
 import panel as pn
 
-from ..errors import error_message
-from . import runtime, url_sync
+from ...errors import error_message
+from ..server import runtime
+from ..server.loader import Loader, prefetch_default_data, prefetch_first_screen
+from ..server.scheduler import SLICE_SECONDS, TICK_MS, RunLoop
+from ..store.store import ExplorerSession
+from . import url_sync
 from .binding import STRETCH, Binder
 from .controls import PrivacyCard, RunControls, TrainingCard
 from .data_card import DataCard
-from .loader import Loader, prefetch_default_data, prefetch_first_screen
 from .messages import Messages, training_waits_for
 from .page_fixes import page_script
 from .privacy_tab import PrivacyTab
-from .scheduler import SLICE_SECONDS, TICK_MS, RunLoop
 from .settle import Settle
 from .share_card import ShareCard
 from .shortcuts import Shortcuts
 from .small_tabs import SuppressionTab, TablesTab, XorTab
-from .store import ExplorerSession
 from .training_tab import TrainingTab
 
 __all__ = ["Explorer", "TICK_MS", "SLICE_SECONDS", "refresh_intervals"]
@@ -329,7 +330,7 @@ class Explorer(pn.viewable.Viewer):
 
     def to_ipywidget(self):
         """The explorer as an ipywidgets.Widget (needs jupyter_bokeh; ``ipywidget.py``)."""
-        from .ipywidget import explorer_widget
+        from ..notebook.ipywidget import explorer_widget
 
         return explorer_widget(self)
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import panel as pn
 
-from .escape import escape_markdown
+from ..store.escape import escape_markdown
 from .help import help_for, with_help
 
 __all__ = ["Binder", "log_grid", "format_value", "STRETCH"]

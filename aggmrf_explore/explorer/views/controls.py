@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import panel as pn
 
-from ..privacy.registry import REGISTRY
-from ..settings import applies, setting
+from ...privacy.registry import REGISTRY
+from ...settings import applies, setting
 from .binding import STRETCH, Binder, log_grid
 from .checkbox import LabeledCheckbox
 from .noise_text import noise_text

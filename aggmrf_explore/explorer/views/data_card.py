@@ -12,12 +12,10 @@ from collections.abc import Callable
 
 import panel as pn
 
-from ..errors import error_message
-from .binding import STRETCH, Binder
-from .caches import UPLOAD_MAX_BYTES, format_bytes
-from .checkbox import LabeledCheckbox
-from .escape import escape_html, escape_markdown
-from .problems import (
+from ...errors import error_message
+from ..store.caches import UPLOAD_MAX_BYTES, format_bytes
+from ..store.escape import escape_html, escape_markdown
+from ..store.problems import (
     DATASET_MENU,
     GENERATED,
     SEEDED,
@@ -25,6 +23,8 @@ from .problems import (
     upload_columns,
     upload_name,
 )
+from .binding import STRETCH, Binder
+from .checkbox import LabeledCheckbox
 from .upload_widget import UploadPicker
 
 __all__ = ["DataCard"]

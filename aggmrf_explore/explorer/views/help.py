@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import panel as pn
 
-from .params import declaration
+from ..store.params import declaration
 
 BUTTON_GROUPS = (pn.widgets.RadioButtonGroup, pn.widgets.CheckButtonGroup)
 

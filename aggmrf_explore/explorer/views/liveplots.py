@@ -30,8 +30,8 @@ import numpy as np
 import panel as pn
 from bokeh.util.serialization import make_id
 
+from ..store.caches import cache_dir, read_json, write_json
 from . import plots, privacy_plots
-from .caches import cache_dir, read_json, write_json
 
 __all__ = [
     "LivePlot",
@@ -93,7 +93,7 @@ def _figure(name: str, key, height: int, render):
     return Deserializer().deserialize(Serialized(_fresh_ids(content, {}), [])), True
 
 
-SHIPPED_FIGURES = Path(__file__).resolve().parents[1] / "data" / "figures.json.gz"
+SHIPPED_FIGURES = Path(__file__).resolve().parents[2] / "data" / "figures.json.gz"
 
 
 @functools.cache
@@ -127,7 +127,7 @@ def _plots_digest() -> str:
     """The versions and the plot modules' source, hashed (once per process)."""
     import bokeh
 
-    from .. import __version__
+    from ... import __version__
 
     src = b"".join(Path(m.__file__).read_bytes() for m in (plots, privacy_plots))
     versions = repr((__version__, bokeh.__version__, hv.__version__)).encode()

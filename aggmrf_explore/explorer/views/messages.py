@@ -12,9 +12,9 @@ import time
 
 import panel as pn
 
-from ..errors import error_message
-from . import runtime
-from .escape import escape_markdown
+from ...errors import error_message
+from ..server import runtime
+from ..store.escape import escape_markdown
 
 __all__ = ["Messages", "COMPACT_ALERT", "DARK_INFO", "READABLE", "training_waits_for"]
 

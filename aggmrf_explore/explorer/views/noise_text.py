@@ -8,10 +8,10 @@ User-supplied names (an uploaded CSV's columns) are escaped.
 
 from __future__ import annotations
 
-from ..errors import error_message
-from ..privacy import make_mechanism, mechanism_class, sensitivity
-from ..settings import applies
-from .escape import escape_markdown
+from ...errors import error_message
+from ...privacy import make_mechanism, mechanism_class, sensitivity
+from ...settings import applies
+from ..store.escape import escape_markdown
 
 __all__ = ["noise_text"]
 

@@ -15,7 +15,7 @@ import holoviews as hv
 import numpy as np
 from bokeh.models import NumeralTickFormatter
 
-from ..privacy.registry import REGISTRY
+from ...privacy.registry import REGISTRY
 from .plots import (
     COMMON,
     MRF_COLOR,

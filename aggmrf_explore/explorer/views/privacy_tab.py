@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import panel as pn
 
-from . import frames, plots, privacy_plots
+from ..store import frames
+from . import plots, privacy_plots
 from .binding import STRETCH, Binder, log_grid
 from .help import explain, tab_note
 from .liveplots import LivePlot, static_figure

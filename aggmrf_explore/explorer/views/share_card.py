@@ -13,12 +13,12 @@ import io
 
 import panel as pn
 
-from . import url
+from ..store import url
+from ..store.escape import escape_markdown
+from ..store.lesson import hidden_groups, lesson_link, parse_lesson
+from ..store.store import RULE_KEYS, URL_KEYS
 from .binding import STRETCH, Binder
-from .escape import escape_markdown
-from .lesson import hidden_groups, lesson_link, parse_lesson
 from .messages import Messages
-from .store import RULE_KEYS, URL_KEYS
 
 __all__ = ["ShareCard"]
 

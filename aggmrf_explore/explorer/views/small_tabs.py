@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import panel as pn
 
-from ..tables.suppression import suppressed_cells, suppression_check
-from . import frames, suppression_view
+from ...tables.suppression import suppressed_cells, suppression_check
+from ..store import frames
+from . import suppression_view
 from .binding import STRETCH, Binder
 from .checkbox import LabeledCheckbox
 from .help import explain, tab_note

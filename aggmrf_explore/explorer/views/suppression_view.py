@@ -19,7 +19,7 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 
-from .escape import escape_markdown
+from ..store.escape import escape_markdown
 from .liveplots import render
 from .plots import PlotData
 

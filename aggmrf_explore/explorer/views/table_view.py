@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import panel as pn
 
-from . import frames
-from .escape import escape_html
+from ..store import frames
+from ..store.escape import escape_html
 
 __all__ = ["TableBrowser", "table_display", "TABLE_COLUMNS"]
 

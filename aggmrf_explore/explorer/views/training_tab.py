@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 
-from . import frames, plots
+from ..store import frames
+from . import plots
 from .binding import STRETCH
 from .help import explain, tab_note
 from .liveplots import LivePlot

@@ -12,7 +12,7 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from .caches import UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES, format_bytes
+from ..store.caches import UPLOAD_CHUNK_BYTES, UPLOAD_MAX_BYTES, format_bytes
 
 __all__ = ["UploadPicker", "size_limit_text"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import panel as pn
 
-from ..errors import error_message
-from . import url
+from ...errors import error_message
+from ..store import url
+from ..store.store import URL_KEYS
 from .messages import Messages
-from .store import URL_KEYS
 
 __all__ = ["sync_url"]
 
