@@ -258,3 +258,30 @@ def test_upload_chunks_fit_the_servers_websocket_message_limit():
     assert w.chunk_size == caches.UPLOAD_CHUNK_BYTES and w.max_bytes == caches.UPLOAD_MAX_BYTES
     assert w.max_file_size == size_limit_text(caches.UPLOAD_MAX_BYTES) == "10MB"
     assert caches.UPLOADS.max_bytes == caches.UPLOAD_MAX_BYTES
+
+
+@pytest.mark.parametrize(
+    "name, text, words",
+    [
+        ("n_samples", "2.5", "must be a whole number; got '2.5'."),
+        ("n_samples", "nan", "must be a whole number; got 'nan'."),
+        ("iters_per_tick", "many", "must be a whole number; got 'many'."),
+        ("iters_per_tick", "x" * 60, "must be a whole number; got '" + "x" * 40 + "…"),
+    ],
+)
+def test_a_number_is_read_by_one_rule_from_a_link_and_from_a_widget(name, text, words):
+    from aggmrf_explore.explorer.store.params import parse_number
+
+    s = fresh()
+    p = s.param[name]
+    with pytest.raises(AggMRFError) as direct:
+        parse_number(p.label, text, whole=True)
+    with pytest.raises(url.URLValueError) as linked:
+        url.decode_value(p, name, text)
+    before = getattr(s, name)
+    proposed = s.propose(name, text)  # (what a widget's value goes through)
+    assert str(direct.value) == str(linked.value) == proposed
+    assert proposed.startswith(p.label) and words in proposed
+    assert getattr(s, name) == before and s.errors[name] == proposed
+    assert parse_number(p.label, " 12 ", whole=True) == 12
+    assert parse_number(p.label, "2.5", whole=False) == 2.5

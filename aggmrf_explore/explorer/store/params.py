@@ -15,6 +15,7 @@ import param
 
 from ...errors import AggMRFError
 from ...settings import Setting, setting
+from .escape import shorten
 
 __all__ = [
     "param_for",
@@ -22,6 +23,7 @@ __all__ = [
     "declaration",
     "clean_value",
     "rejected_message",
+    "parse_number",
     "same_value",
 ]
 
@@ -86,22 +88,8 @@ def clean_value(p: param.Parameter, name: str, value, features: list[str] | None
         return bool(value)
     if isinstance(p, param.String):
         return str(value)
-    if isinstance(p, param.Integer):
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            raise AggMRFError(f"{p.label} must be a whole number; got {value!r}.") from None
-        if not math.isfinite(x) or x != int(x):
-            raise AggMRFError(f"{p.label} must be a whole number; got {value!r}.")
-        return int(x)
-    if isinstance(p, param.Number):
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            raise AggMRFError(f"{p.label} must be a number; got {value!r}.") from None
-        if not math.isfinite(x):
-            raise AggMRFError(f"{p.label} must be a finite number; got {value!r}.")
-        return x
+    if isinstance(p, param.Number):  # (param.Integer too: a whole number)
+        return parse_number(p.label, value, whole=isinstance(p, param.Integer))
     if name == "features":
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]
@@ -112,6 +100,22 @@ def clean_value(p: param.Parameter, name: str, value, features: list[str] | None
                 raise AggMRFError(f"unknown features {unknown}.")
         return value
     return value
+
+
+def parse_number(label: str, value, whole: bool) -> float | int:
+    """``value`` (text from a link or a widget, or a number) as a finite number, an ``int``
+    when ``whole``; else raises AggMRFError naming ``label`` and quoting the value (text
+    cut to 40 characters)."""
+    shown = repr(shorten(value, 40)) if isinstance(value, str) else repr(value)
+    kind = "a whole number" if whole else "a number"
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise AggMRFError(f"{label} must be {kind}; got {shown}.") from None
+    if not math.isfinite(x) or (whole and x != int(x)):
+        kind = kind if whole else "a finite number"
+        raise AggMRFError(f"{label} must be {kind}; got {shown}.")
+    return int(x) if whole else x
 
 
 def rejected_message(p: param.Parameter, name: str, value) -> str:

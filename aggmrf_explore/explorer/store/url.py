@@ -25,15 +25,15 @@ to whoever reads them.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, urlencode
 
 import param
 
+from ...errors import AggMRFError
 from ...settings import SettingError
 from .escape import shorten
-from .params import declaration
+from .params import declaration, parse_number
 
 __all__ = [
     "MAX_VALUE_CHARS",
@@ -93,24 +93,11 @@ def decode_value(p: param.Parameter, name: str, raw: str):
         if low in _FALSE:
             return False
         raise URLValueError(f"{label} must be true or false; got {shorten(text, 40)!r}.")
-    if isinstance(p, param.Integer):
+    if isinstance(p, param.Number):  # (param.Integer too: a whole number)
         try:
-            x = float(text)
-        except ValueError:
-            raise URLValueError(
-                f"{label} must be a whole number; got {shorten(text, 40)!r}."
-            ) from None
-        if not math.isfinite(x) or x != int(x):
-            raise URLValueError(f"{label} must be a whole number; got {shorten(text, 40)!r}.")
-        return int(x)
-    if isinstance(p, param.Number):
-        try:
-            x = float(text)
-        except ValueError:
-            raise URLValueError(f"{label} must be a number; got {shorten(text, 40)!r}.") from None
-        if not math.isfinite(x):
-            raise URLValueError(f"{label} must be a finite number; got {shorten(text, 40)!r}.")
-        return x
+            return parse_number(label, text, whole=isinstance(p, param.Integer))
+        except AggMRFError as exc:
+            raise URLValueError(str(exc)) from None
     if isinstance(p, param.List):
         return _decode_list(label, text)
     if isinstance(p, param.Selector):

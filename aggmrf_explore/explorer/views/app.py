@@ -499,7 +499,7 @@ class Explorer(pn.viewable.Viewer):
             self.guard(self._refresh_heavy)
         # the noise views take about half a second to draw (two new figures): on a served
         # page they come at the next tick, so the click's status and controls show first
-        pn.state.execute(lambda: self.guard(self._refresh_static), schedule=True)
+        self.binder.later(self._refresh_static)
 
     def _refresh_all(self) -> None:
         with pn.io.hold():

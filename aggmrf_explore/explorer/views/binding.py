@@ -106,6 +106,12 @@ class Binder:
         self.control_boxes.setdefault(name, box)
         return box
 
+    def later(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` at the event loop's next turn, guarded (an exception becomes the red
+        message): on a served page, after the changes made now have been sent, so a click
+        shows its effect before a slower redraw (a new figure, a slider's new stop)."""
+        pn.state.execute(lambda: self.guard(fn), schedule=True)
+
     def log_slider(self, name: str, label: str, grid: list[float], css=None):
         """A discrete log slider over ``grid`` bound to ``name``; a value off the grid (a
         link, a preset, the default rule's λ at a release's noise) is added to its options,
@@ -126,9 +132,7 @@ class Binder:
         def to_w(v):
             if v in w.values:
                 return v
-            pn.state.execute(
-                lambda: self.guard(lambda: show(getattr(self.session, name))), schedule=True
-            )
+            self.later(lambda: show(getattr(self.session, name)))
             return w.value
 
         self.slider_of[css or name] = w

@@ -64,10 +64,7 @@ class PrivacyTab(pn.viewable.Viewer):
         )
         # a finished run redraws the curve (a new figure, ≈ 0.5 s): on a served page at the
         # next tick, so the click that ended the run shows its effect first
-        session.param.watch(
-            lambda e: pn.state.execute(lambda: binder.guard(self.refresh_runs), schedule=True),
-            "privacy_runs",
-        )
+        session.param.watch(lambda e: binder.later(self.refresh_runs), "privacy_runs")
 
     def __panel__(self):
         return self.column
