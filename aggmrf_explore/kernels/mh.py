@@ -172,6 +172,18 @@ def _row(key, off, H, salt):
 
 
 @njit(inline="always")
+def _propose(key, g, f, D, M, a0, a_prob, a_idx):
+    """Feature f's proposal for the sample of global index g: one 53-bit uniform, column
+    ⌊u M⌋ of f's alias table (first entry a0), kept with probability prob else its alias."""
+    u = _uniform(key, g, f, D + 1) * M
+    k = np.int64(u)
+    if k >= M:
+        k = M - 1
+    w = a0 + k
+    return k if u - k < a_prob[w] else a_idx[w]
+
+
+@njit(inline="always")
 def _chunks(n, threads):
     """(work items, samples per item) of a pass over n samples: one item per thread, each
     a multiple of BLOCK samples (so an item owns whole rows of the move counts)."""
@@ -293,7 +305,11 @@ def mh_sweep(
 
     Sorted by a large feature F, consecutive samples share x_F, so the tables holding F
     (most of K on a high-cardinality layout) are read in a window of a few rows per value
-    by every other feature's pass, by z's gathers and by the counting, not at random.
+    by every other feature's pass, by z's gathers and by the counting, not at random.  F's
+    own MH pass runs entry by entry (each thread: every sample's proposal, then for each
+    table holding F every sample's energy difference added to its log ratio, in the
+    entries' order, then the accept/reject draws): its proposals' rows are random, and one
+    table at a time (≤ 21 MB) stays in L3 where all of F's tables (64 MB) did not.
     """
     n_mod, feat_ptr, ent_stride = ms.n_modalities, ms.feat_ptr, ms.ent_stride
     ent_other, ent_ostride, ent_off, ent_H, ent_salt = (
@@ -329,16 +345,47 @@ def mh_sweep(
             continue
         e0 = feat_ptr[f]
         ne = feat_ptr[f + 1] - e0
+        if use_mh[f] and f == sort_f:  # the same moves, entry by entry (one table at a time)
+            for c in prange(items):
+                lo, hi = c * per, min(n, (c + 1) * per)
+                props = np.empty(max(0, hi - lo), dtype=np.int64)  # −1: proposed the same value
+                dl = np.empty(max(0, hi - lo), dtype=np.float64)  # the log acceptance ratios
+                for i in range(lo, hi):
+                    prop = _propose(key, gid[i], f, D, M, a_ptr[f], a_prob, a_idx)
+                    v = np.int64(x[i, f])
+                    counts[i // BLOCK, D + f] += 1
+                    if prop == v:
+                        counts[i // BLOCK, f] += 1
+                        props[i - lo] = -1
+                    else:
+                        props[i - lo] = prop
+                        dl[i - lo] = log_q[a_ptr[f] + v] - log_q[a_ptr[f] + prop]
+                for e in range(e0, e0 + ne):
+                    for i in range(lo, hi):
+                        prop = props[i - lo]
+                        if prop < 0:
+                            continue
+                        v = np.int64(x[i, f])
+                        yf = np.float64(y[i])
+                        rest = _rest(x, i, e, ent_other, ent_ostride)
+                        rn = _row(rest + prop * ent_stride[e], ent_off[e], ent_H[e], ent_salt[e])
+                        ro = _row(rest + v * ent_stride[e], ent_off[e], ent_H[e], ent_salt[e])
+                        dl[i - lo] += (P[rn, 0] + yf * P[rn, 1]) - (P[ro, 0] + yf * P[ro, 1])
+                for i in range(lo, hi):
+                    prop = props[i - lo]
+                    if prop < 0:
+                        continue
+                    d = dl[i - lo]
+                    if d >= 0.0 or _uniform(acc_key, gid[i], f, D + 1) < np.exp(d):
+                        x[i, f] = prop
+                        counts[i // BLOCK, f] += 1
+            _sort_pass(x, y, gid, f, M, x2, y2, g2, threads)
+            continue
         if use_mh[f]:  # Metropolis–Hastings: O(T_f) gathers whatever M_f
             for c in prange(items):
                 for i in range(c * per, min(n, (c + 1) * per)):
                     b = i // BLOCK
-                    u = _uniform(key, gid[i], f, D + 1) * M
-                    k = np.int64(u)
-                    if k >= M:
-                        k = M - 1
-                    w = a_ptr[f] + k
-                    prop = k if u - k < a_prob[w] else a_idx[w]
+                    prop = _propose(key, gid[i], f, D, M, a_ptr[f], a_prob, a_idx)
                     v = np.int64(x[i, f])
                     counts[b, D + f] += 1
                     if prop == v:
@@ -354,8 +401,6 @@ def mh_sweep(
                     if delta >= 0.0 or _uniform(acc_key, gid[i], f, D + 1) < np.exp(delta):
                         x[i, f] = prop
                         counts[b, f] += 1
-            if f == sort_f:
-                _sort_pass(x, y, gid, f, M, x2, y2, g2, threads)
             continue
         for c in prange(items):  # the exact full conditional, O(M_f T_f)
             scores = np.empty(max_m, dtype=np.float64)
