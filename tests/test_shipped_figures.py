@@ -87,3 +87,13 @@ def test_the_shipped_file_holds_figures_with_glyphs():
         fig = Deserializer().deserialize(Serialized(content, []))
         glyphs = [r for r in fig.renderers if isinstance(r, GlyphRenderer)]
         assert glyphs and np.isfinite(fig.height)
+
+
+def test_the_shipped_file_was_drawn_from_todays_plot_code():
+    """A change to plots.py or privacy_plots.py without a new file would make every first
+    start draw again (silently slower): run ``python notebooks/tools/ship_figures.py``."""
+    with gzip.open(liveplots.SHIPPED_FIGURES, "rt", encoding="utf-8") as f:
+        content = json.load(f)
+    assert content.get(liveplots.SOURCES_KEY) == liveplots.plot_sources_digest(), (
+        "the shipped first-screen figures are stale: run python notebooks/tools/ship_figures.py"
+    )

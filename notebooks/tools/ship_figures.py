@@ -59,9 +59,10 @@ def main() -> None:
         draw_first_screens()
         files = liveplots.figure_cache_files()
         content = {p.stem: json.loads(p.read_text()) for p in files}
+        content[liveplots.SOURCES_KEY] = liveplots.plot_sources_digest()
     with gzip.open(target, "wt", encoding="utf-8", compresslevel=9) as f:
         json.dump(content, f, separators=(",", ":"))
-    print(f"wrote {len(content)} figures to {target} ({target.stat().st_size / 1e3:.0f} kB)")
+    print(f"wrote {len(content) - 1} figures to {target} ({target.stat().st_size / 1e3:.0f} kB)")
 
 
 if __name__ == "__main__":

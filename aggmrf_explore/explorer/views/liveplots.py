@@ -107,7 +107,9 @@ def shipped_figures() -> dict:
             content = json.load(f)
     except (OSError, ValueError):
         return {}
-    return content if isinstance(content, dict) else {}
+    if not isinstance(content, dict):
+        return {}
+    return {k: v for k, v in content.items() if k != SOURCES_KEY}
 
 
 def figure_cache_files() -> list[Path]:
@@ -120,6 +122,17 @@ def _figure_path(cache_key: tuple) -> Path:
     modules themselves (``plots.py``, ``privacy_plots.py``)."""
     digest = hashlib.sha256(repr((_plots_digest(), cache_key)).encode()).hexdigest()[:24]
     return cache_dir() / "figures" / f"{digest}.json"
+
+
+#: the key under which ``ship_figures.py`` records :func:`plot_sources_digest` in the file
+SOURCES_KEY = "plot_sources"
+
+
+def plot_sources_digest() -> str:
+    """The plot modules' source alone, hashed: what the shipped file was drawn from (a
+    test compares it with today's, so that a change to the plots without a new file fails)."""
+    src = b"".join(Path(m.__file__).read_bytes() for m in (plots, privacy_plots))
+    return hashlib.sha256(src).hexdigest()[:16]
 
 
 @functools.cache
