@@ -509,3 +509,33 @@ def test_every_failed_change_goes_back_through_the_one_revert(monkeypatch):
     monkeypatch.setattr(s, "_apply", lambda names: 1 / 0)  # (the change fails downstream)
     assert s.propose("step_mu", before / 2)
     assert reverted[2] == {"step_mu": before} and s.step_mu == before and s.errors["step_mu"]
+
+
+def test_a_dataset_switched_during_the_first_load_is_loaded(monkeypatch):
+    """A teacher switches the dataset while the page's first load is still preparing: the
+    store starts no load before data are in place, so the first load must prepare the new
+    settings itself instead of ending with nothing in place ("preparing" for ever)."""
+    from aggmrf_explore.explorer.server.loader import Loader
+
+    s = ExplorerSession(lazy=True, dataset="xor", n_samples=2000, n_gibbs=300)
+    fetch = s.fetch
+    calls = []
+
+    def switching_fetch(*a, **k):
+        calls.append(s.dataset)
+        if len(calls) == 1:
+            s.dataset = "toy"  # the click, while the first data are being prepared
+        return fetch(*a, **k)
+
+    monkeypatch.setattr(s, "fetch", switching_fetch)
+    loaded = []
+    loader = Loader(
+        s,
+        on_loaded=lambda: loaded.append(s.dataset),
+        on_message=lambda m: None,
+        on_baselines=lambda: None,
+    )
+    asyncio.run(loader.load(""))
+    assert calls == ["xor", "toy"]
+    assert s.bundle is not None and s.bundle.key[0] == "toy" and s.trainer is not None
+    assert loaded == ["toy"] and loader.loaded and not s.busy

@@ -84,6 +84,7 @@ class Loader:
         self.on_baselines = on_baselines
         self.good = self._data_settings()  # the data settings of the last good load
         self.loaded = False
+        self.generation = 0  # loads started: an older load gives way to a newer one
 
     def _data_settings(self) -> dict:
         return {k: getattr(self.session, k) for k in DATA_KEYS}
@@ -121,22 +122,28 @@ class Loader:
         s = self.session
         loop = asyncio.get_running_loop()
         s.begin_load()
-        wanted = self._data_settings()
-        small = s.dataset in SMALL_DATASETS
+        self.generation += 1
+        mine = self.generation
 
         def work():
             bundle = s.fetch()
             get_baselines(bundle, baseline_names(bundle, CHEAP_BASELINES))
-            if small:  # a few seconds at most, cached on disk: have the skyline at once
+            if s.dataset in SMALL_DATASETS:  # seconds at most, cached on disk: the skyline now
                 get_baselines(bundle, SLOW_BASELINES)
             return bundle
 
         t0 = time.perf_counter()
         try:
-            bundle = await loop.run_in_executor(runtime.RUNTIME.data, work)
-            runtime.log(f"{s.dataset} data ready in {time.perf_counter() - t0:.2f} s")
-            if self._data_settings() != wanted:
-                return  # settings changed meanwhile; a newer load is under way
+            while True:
+                wanted = self._data_settings()
+                bundle = await loop.run_in_executor(runtime.RUNTIME.data, work)
+                runtime.log(f"{s.dataset} data ready in {time.perf_counter() - t0:.2f} s")
+                if self.generation != mine:
+                    return  # a newer load is under way; it installs the current settings
+                if self._data_settings() == wanted:
+                    break
+                # the settings changed meanwhile and no load was started for them (the
+                # first load: the store starts none before data are in place): prepare them
             s.load(bundle, notice=notice)
             previous, self.good = self.good, wanted
             self.loaded = True
@@ -148,7 +155,8 @@ class Loader:
             await self._roll_back(exc)
             return
         finally:
-            s.end_load()
+            if self.generation == mine:  # (an older load leaves busy to the newer one)
+                s.end_load()
         self.on_loaded()
         runtime.log(f"{s.dataset} loaded and drawn in {time.perf_counter() - t0:.2f} s")
         if not all(k in s.baselines for k in SLOW_BASELINES):
