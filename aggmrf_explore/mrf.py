@@ -80,6 +80,7 @@ from .trainer_settings import (
     MIN_GIBBS,
     MIN_ITERATIONS,
     TrainerSettings,
+    cell_penalty_weights,
     default_gibbs,
     default_iterations,
     default_settings,
@@ -301,11 +302,18 @@ class PCDTrainer:
         if lay.intercept:
             reg_theta[0] = self.settings.intercept_penalty  # (0 but on raw noisy tables)
             reg_mu[0] = 0.0
+        if self.settings.cell_penalty:  # MRF-N: rows its targets hardly shrink get the rule's λ
+            m_mu, m_theta = cell_penalty_weights(data, self.settings)
+            reg_mu, reg_theta = reg_mu * m_mu, reg_theta * m_theta
         self.penalty = Penalty(
             reg_mu, reg_theta, bool(lay.intercept), self.scale, self.n * lay.n_tables / lay.K
         )
         projected = data.projected()
         self._projected = Targets(projected.d, projected.c)
+        # the release's label rate p̄ = Σc⁺/Σd⁺ over the released rows (MRF-N's label floor)
+        total = float(projected.d[self._released].sum())
+        rate = float(projected.c[self._released].sum()) / total if total > 0 else 0.5
+        self.label_rate = min(max(rate, 0.0), 1.0)
         # what the plain MRF fits: the projection (default) or the raw noisy values (the
         # AdKDD'21 paper's MRF baseline; see TrainerSettings.targets)
         raw = self.settings.targets == "raw" and not self.settings.noise_aware
@@ -389,7 +397,9 @@ class PCDTrainer:
 
         n_gibbs, seed and noise_aware change the sampler or the targets: build a new trainer.
         """
-        frozen = {"n_gibbs", "seed", "noise_aware", "intercept_penalty"} & set(changes)
+        frozen = {"n_gibbs", "seed", "noise_aware", "intercept_penalty", "cell_penalty"} & set(
+            changes
+        )
         if frozen:
             raise AggMRFError(
                 f"{', '.join(sorted(frozen))} cannot change mid-run; build a new PCDTrainer (reset)."
@@ -467,8 +477,12 @@ class PCDTrainer:
         from .privacy import noise_aware_targets
 
         floor = self.scale if self.settings.noise_prior_floor else 0.0
+        # the label sums' floor: one sample's weight, or its expected label sum s·p̄
+        rate = self.label_rate if self.settings.label_floor == "rate" else 1.0
         self._noise_targets = Targets(
-            *noise_aware_targets(self.data, d_hat, c_hat, floor, row_sd=self._row_sd)
+            *noise_aware_targets(
+                self.data, d_hat, c_hat, floor, row_sd=self._row_sd, label_floor=floor * rate
+            )
         )
         return self._noise_targets
 

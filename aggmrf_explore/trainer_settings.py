@@ -25,6 +25,7 @@ __all__ = [
     "default_gibbs",
     "noise_penalties",
     "noise_raises_penalty",
+    "cell_penalty_weights",
     "release_noise_sd",
     "MIN_GIBBS",
     "MAX_GIBBS",
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 TARGETS = ("projected", "raw")
+LABEL_FLOORS = ("rate", "weight")  # TrainerSettings.label_floor
 PRECONDITIONERS = ("targets", "samples")  # TrainerSettings.preconditioner
 # the fields a user sets, declared in settings.SETTINGS (the others are the trainer's own)
 USER_SETTINGS = (
@@ -98,6 +100,18 @@ class TrainerSettings:
     sample's weight), so a cell the chain has not visited can still be pulled up by a large
     released value (no absorption at zero; ``privacy.noise_aware_targets``).  Default True;
     False is the former behaviour (prior d̂, ĉ as estimated).
+    label_floor: the floor of the label sums' prior under ``noise_prior_floor``: "rate"
+    (default: max(ĉ, s·p̄), one sample's expected label sum, p̄ the release's label rate
+    Σc⁺/Σd⁺ over the released rows) or "weight" (max(ĉ, s), as the counts'; the former
+    default).  The chain's ĉ is marginalised (Σ P(y=1|x̃)), so it is 0 only where d̂ is; a
+    floor of s lifted the prior of every cell expecting fewer than s positives to s, i.e.
+    most pair cells of a rare label (Criteo-shaped sale at s = 10: test NLLH 0.0184 →
+    0.0288 with "rate"; docs/criteo_defaults.md).
+    cell_penalty: MRF-N only (default True; no effect on the plain MRF or exact tables):
+    raise λ per released row j to the noise rule's value λ_A (:func:`noise_penalties`)
+    where MRF-N's own shrinkage of that row, λ·(1 + σ²/b_j) with b_j the released count
+    (label sum), is below it (:func:`cell_penalty_weights`): rows far above σ² are held as
+    the plain MRF's rule holds them, small rows are left to MRF-N.
     gauge: after each step, minimise the objective exactly along the directions that leave
     the model unchanged (:func:`.pcd.gauge_step`; default True).  The preconditioned step
     relaxes them only at α·2λ/d per iteration (the curvature there is the penalty's 2λ, not
@@ -137,6 +151,8 @@ class TrainerSettings:
     noise_refresh: int = 3
     targets: str = "projected"
     noise_prior_floor: bool = True
+    label_floor: str = "rate"
+    cell_penalty: bool = True
     average: bool = True
     average_start: int | None = None
     momentum: float = 0.0
@@ -160,6 +176,12 @@ class TrainerSettings:
             raise AggMRFError(
                 f"preconditioner must be one of {PRECONDITIONERS}; got {self.preconditioner!r}."
             )
+        if self.label_floor not in LABEL_FLOORS:
+            raise AggMRFError(
+                f"label_floor must be one of {LABEL_FLOORS}; got {self.label_floor!r}."
+            )
+        if not isinstance(self.cell_penalty, bool | np.bool_):
+            raise AggMRFError(f"cell_penalty must be True or False; got {self.cell_penalty!r}.")
         if self.targets not in TARGETS:
             raise AggMRFError(f"targets must be one of {TARGETS}; got {self.targets!r}.")
         if self.average_start is not None and (
@@ -207,6 +229,11 @@ def default_settings(
       then one sample per 10 records up to the paper's 400 000 on Criteo (4·10⁶ records);
     - the preconditioner from the targets (``TrainerSettings.preconditioner = "targets"``)
       and, with the default ``gradient="rescaled"``, no θ move in a cell without a sample;
+    - MRF-N (``noise_aware``; ``run --tables`` on a release that declares its noise) keeps
+      the noise-free λ_μ, λ_θ: its targets already shrink each row j by b_j/(b_j + σ²).
+      Per row, ``cell_penalty`` raises λ to :func:`noise_penalties`' where that shrinkage
+      is weaker (rows far above σ²), and the label sums' prior is floored at one sample's
+      expected label sum s·p̄ (``label_floor="rate"``), not s (docs/criteo_defaults.md);
     - the gauge step (``TrainerSettings.gauge``): after each step, the exact minimum along
       the directions that leave the model unchanged (a value moved between a table and its
       sub-table, :func:`.pcd.gauge_step`).  The preconditioned step relaxes them at only
@@ -269,6 +296,39 @@ def noise_penalties(n_tables: int, noise_sd: float = 0.0) -> tuple[float, float]
     lam_theta = max(min(T / 2.0, LAMBDA_THETA_CAP), 0.5 * sd * np.sqrt(T))
     lam_mu = max(1.0, 0.5 * sd)
     return min(lam_mu, PENALTY_MAX), min(lam_theta, PENALTY_MAX)
+
+
+def cell_penalty_weights(
+    data: AggregatedData, settings: TrainerSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row multipliers (m_μ, m_θ) ≥ 1 of λ_μ, λ_θ, each (K,), for MRF-N on ``data``.
+
+    MRF-N's target moves a released row j towards its noisy value by w_j = ĉ_j/(ĉ_j + σ²),
+    so at its fixed point the row is held as by a penalty λ·(1 + σ²/ĉ_j): rows with few
+    records are shrunk hard, rows well above σ² hardly.  This rule raises the latter to the
+    noise rule's penalty (:func:`noise_penalties`, λ_A) and leaves the others:
+    m_j = max(1, λ_A / (λ·(1 + σ²/max(b_j, 1)))), b_j the released (projected) count for μ,
+    label sum for θ; records-free.  Rows that are not released get 1."""
+    K = data.layout.K
+    ones = np.ones(K), np.ones(K)
+    sd = release_noise_sd(data)
+    if sd <= 0.0 or not settings.noise_aware:
+        return ones
+    T = max(data.layout.n_released_tables, 1)
+    lam_mu_a, lam_theta_a = noise_penalties(T, sd)
+    rel = data.layout.released
+    proj = data.projected()
+    out = []
+    for lam_a, lam, b in (
+        (lam_mu_a, settings.lambda_mu, proj.d),
+        (lam_theta_a, settings.lambda_theta, proj.c),
+    ):
+        m = np.ones(K)
+        if lam > 0.0:
+            own = lam * (1.0 + sd**2 / np.maximum(b[rel], 1.0))
+            m[rel] = np.maximum(1.0, lam_a / own)
+        out.append(m)
+    return out[0], out[1]
 
 
 def noise_raises_penalty(n_tables: int, noise_sd: float) -> bool:

@@ -213,8 +213,17 @@ def parse_variant(text: str, data) -> tuple[TrainerSettings, int]:
     rule_mu, rule_theta = noise_penalties(T, release_noise_sd(data))
     for item in filter(None, text.removeprefix("noisy:").split(",")):
         key, value = item.split("=")
-        if key in ("noise_aware", "noise_prior_floor", "gauge", "average", "precondition"):
+        if key in (
+            "noise_aware",
+            "noise_prior_floor",
+            "gauge",
+            "average",
+            "precondition",
+            "cell_penalty",
+        ):
             over[key] = bool(int(value))
+        elif key == "label_floor":
+            over[key] = value
         elif value == "rule":
             over[key] = {"lambda_mu": rule_mu, "lambda_theta": rule_theta}[key]
         else:

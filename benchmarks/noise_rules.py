@@ -10,8 +10,15 @@ the layout, n and the declared σ only (no records):
   and the trainer gives θ₀ 1/T of λ_θ on raw noisy tables under every rule;
 * ``A-theta``: λ_θ = max(today's, ½·σ·√T), λ_μ as today;
 * ``A``: λ_θ = max(today's, ½·σ·√T) and λ_μ = max(1, ½·σ);
-* ``B``: today's λ, noise-aware targets (MRF-N, the posterior mean of each count);
-* ``A+B``: both.
+* ``B``: today's λ, noise-aware targets (MRF-N, the posterior mean of each count), the
+  label sums' prior floored at one sample's weight s = n/n' as the counts' (MRF-N's former
+  default, ``label_floor="weight"``);
+* ``A+B``: both;
+* ``B-rate``: B with the label sums' prior floored at one sample's expected label sum s·p̄
+  (``label_floor="rate"``);
+* ``B-cells``: B with λ raised per row to A's where MRF-N's own shrinkage λ·(1 + σ²/b_j) is
+  below it (``cell_penalty``, ``trainer_settings.cell_penalty_weights``);
+* ``B-rate-cells``: both changes to B.
 
 Both λ are capped at 10⁶ here (the top of their declared domain when this was measured; the
 shipped rule goes to 10¹², ``trainer_settings.PENALTY_MAX``).  Each release is trained
@@ -39,7 +46,7 @@ from aggmrf_explore.experiment import prepare, train_mrf
 from aggmrf_explore.privacy import make_mechanism, release
 from aggmrf_explore.trainer_settings import default_iterations, default_settings
 
-RULES = ("today", "A-theta", "A", "B", "A+B")
+RULES = ("today", "A-theta", "A", "B", "A+B", "B-rate", "B-cells", "B-rate-cells")
 LAMBDA_MAX = 1e6  # the top of λ's declared domain (settings.py)
 C = 0.5  # λ_θ ≥ C·σ·√T, λ_μ ≥ C·σ
 
@@ -56,8 +63,13 @@ def rule_settings(rule: str, layout, n: int, sigma: float, seed: int):
         over["lambda_theta"] = min(max(s.lambda_theta, C * sigma * math.sqrt(T)), LAMBDA_MAX)
     if rule in ("A", "A+B"):
         over["lambda_mu"] = min(max(s.lambda_mu, C * sigma), LAMBDA_MAX)
-    if rule in ("B", "A+B"):
+    if rule in ("B", "A+B", "B-rate", "B-cells", "B-rate-cells"):
         over["noise_aware"] = True
+        over["label_floor"], over["cell_penalty"] = "weight", False  # MRF-N as it was
+    if rule in ("B-rate", "B-rate-cells"):  # MRF-N, the label sums' prior floored at s·p̄
+        over["label_floor"] = "rate"
+    if rule in ("B-cells", "B-rate-cells"):  # MRF-N, λ raised to A's on rows it hardly shrinks
+        over["cell_penalty"] = True
     return replace(s, **over)
 
 

@@ -19,7 +19,13 @@ from scipy.special import logsumexp
 from aggmrf_explore import AggregatedData, TableLayout, aggregate
 from aggmrf_explore.exact import expected_statistics, fit_exact
 from aggmrf_explore.metrics import relative_l1
-from aggmrf_explore.mrf import Params, PCDTrainer, Targets, default_settings, pcd_update
+from aggmrf_explore.mrf import (
+    Params,
+    PCDTrainer,
+    Targets,
+    default_settings,
+    pcd_update,
+)
 from aggmrf_explore.pcd import gauge_groups, gauge_step
 from aggmrf_explore.privacy import (
     GaussianMechanism,
@@ -46,13 +52,17 @@ def brute_posterior_mean(b, prior_mean, n, mech) -> np.ndarray:
     return w @ a
 
 
-def brute_targets(data: AggregatedData, d_hat, c_hat, floor: float = 0.0):
-    """The MRF-N targets of privacy.noise_aware_targets, recomputed by brute force."""
+def brute_targets(data: AggregatedData, d_hat, c_hat, floor: float = 0.0, label_floor=None):
+    """The MRF-N targets of privacy.noise_aware_targets, recomputed by brute force
+    (``label_floor``: the label sums' floor, None: ``floor``)."""
+    c_floor = floor if label_floor is None else label_floor
     rel = data.layout.released
     proj = data.projected()
     d_t, c_t = proj.d.copy(), proj.c.copy()
     d_t[rel] = brute_posterior_mean(data.d[rel], np.maximum(d_hat[rel], floor), data.n, data.noise)
-    c_t[rel] = brute_posterior_mean(data.c[rel], np.maximum(c_hat[rel], floor), data.n, data.noise)
+    c_t[rel] = brute_posterior_mean(
+        data.c[rel], np.maximum(c_hat[rel], c_floor), data.n, data.noise
+    )
     return d_t, np.minimum(c_t, d_t)
 
 
@@ -97,6 +107,7 @@ def exact_fixed_point(data: AggregatedData, targets_fn, iterations: int = 300):
         n_gibbs=100,
         step_mu=0.5,
         step_theta=0.5,
+        cell_penalty=False,  # one λ on every row, as exact.fit_exact and the objective below
     )
     trainer = PCDTrainer(data, st)  # for its Penalty and initial parameters only
     params = Params(trainer.mu.copy(), trainer.theta.copy())
@@ -241,13 +252,14 @@ def test_trainer_noise_aware_gradient(small_noisy):
     before = Params(trainer.mu.copy(), trainer.theta.copy())
     stats_ = trainer.step(1)[0]
     d_hat, c_hat = trainer.d_hat, trainer.c_hat
-    ref_d, ref_c = brute_targets(
-        data, d_hat, c_hat, floor=trainer.scale if st.noise_prior_floor else 0.0
-    )
+    floor = trainer.scale if st.noise_prior_floor else 0.0
+    label_floor = floor * (trainer.label_rate if st.label_floor == "rate" else 1.0)
+    ref_d, ref_c = brute_targets(data, d_hat, c_hat, floor=floor, label_floor=label_floor)
     rel = lay.released
     upd = pcd_update(before, d_hat, c_hat, Targets(ref_d, ref_c), st, trainer.penalty)
     expected_noise = data.d[rel] - ref_d[rel]
-    g_paper = d_hat[rel] - data.d[rel] + expected_noise + 2 * st.lambda_mu * before.mu[rel]
+    lam_mu = st.lambda_mu * trainer.penalty.reg_mu[rel]  # (per row: cell_penalty)
+    g_paper = d_hat[rel] - data.d[rel] + expected_noise + 2 * lam_mu * before.mu[rel]
     np.testing.assert_allclose(upd.g_mu[rel], g_paper, atol=1e-6)
     # then the gauge step with the same targets (pcd.gauge_step)
     moved = gauge_step(
@@ -302,6 +314,52 @@ def test_trainer_prior_floor_setting(small_noisy):
     rel = lay.released
     ref_d, _ = brute_targets(data, trainer.d_hat, trainer.c_hat, floor=trainer.scale)
     assert stats_.d_error == pytest.approx(relative_l1(trainer.d_hat[rel], ref_d[rel]), rel=1e-6)
+
+
+# ------------------------------------------------------------------ the label sums' floor
+@pytest.fixture(scope="module")
+def rare_label():
+    """3 features of 8 modalities, all pairs, 20 000 records, about 5 % positives, Gaussian
+    σ ≈ 11.6 counts: a pair cell holds ≈ 310 records and ≈ 16 positives."""
+    rng = np.random.default_rng(3)
+    lay = TableLayout.all_pairs([8, 8, 8])
+    X = rng.integers(0, 8, size=(20_000, 3))
+    z = 0.4 * (X[:, 0] < 4) - 0.4 * (X[:, 1] == X[:, 2])
+    y = (rng.random(20_000) < 1.0 / (1.0 + np.exp(2.95 - z))).astype(int)
+    data = release(aggregate(X, y, lay), GaussianMechanism(1.0, 1e-6, 2.75), seed=2)
+    return lay, X, y, data
+
+
+def test_label_floor_is_one_samples_expected_label_sum(rare_label):
+    """The chain's ĉ is Σ P(y=1|x̃) over the samples, 0 only where d̂ is, so one sample
+    expects s·p̄ positives (p̄ the release's label rate), not s.  At s = 40 records per sample
+    (n' = 500) every pair cell expects fewer than s positives.  Where the model agrees with
+    the records (d̂, ĉ the exact counts), the default floor max(ĉ, s·p̄) leaves MRF-N's
+    targets of those label sums unbiased (their total within 5 % of the records'); the
+    former floor max(ĉ, s) lifted each prior to s and the targets' total by more than 40 %
+    (the bias that pulled a rare label's small cells up on the Criteo-shaped releases,
+    docs/criteo_defaults.md)."""
+    lay, X, y, data = rare_label
+    exact = aggregate(X, y, lay)
+    assert default_settings(lay, data.n).label_floor == "rate"
+    pairs = np.zeros(lay.K, dtype=bool)
+    for i, t in enumerate(lay.tables):
+        pairs[lay.offsets[i] : lay.offsets[i + 1]] = len(t) == 2
+    assert exact.c[pairs].max() < data.n / 500  # every pair cell expects fewer than s
+    bias = {}
+    for floor in ("rate", "weight"):
+        st = default_settings(lay, data.n, noise_aware=True, n_gibbs=500, label_floor=floor)
+        trainer = PCDTrainer(data, st)
+        got = trainer._targets(exact.d.astype(float), exact.c.astype(float))
+        s = trainer.scale
+        c_floor = s * trainer.label_rate if floor == "rate" else s
+        want = noise_aware_targets(data, exact.d, exact.c, s, label_floor=c_floor)
+        assert np.array_equal(got.d, want[0]) and np.array_equal(got.c, want[1])
+        bias[floor] = got.c[pairs].sum() / exact.c[pairs].sum() - 1.0
+    rel, proj = lay.released, data.projected()
+    assert trainer.label_rate == pytest.approx(proj.c[rel].sum() / proj.d[rel].sum())
+    assert abs(bias["rate"]) < 0.05, bias
+    assert bias["weight"] > 0.4, bias  # the former floor: the bias this default removes
 
 
 # ------------------------------------------------------------------ raw targets

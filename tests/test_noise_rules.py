@@ -93,3 +93,44 @@ def test_the_intercept_is_penalised_only_where_the_noise_raised_the_penalty():
     assert default_settings(lay, 100, noise_sd=0.01).intercept_penalty == 0.0  # negligible
     assert default_settings(lay, 100, noise_sd=50.0).intercept_penalty == pytest.approx(1 / T)
     assert default_settings(lay, 100, noise_sd=50.0, noise_aware=True).intercept_penalty == 0.0
+
+
+def test_mrfn_raises_the_penalty_only_on_rows_its_targets_hardly_shrink():
+    """MRF-N holds a released row as by λ·(1 + σ²/b_j) (its target moves by b/(b + σ²)); by
+    default (``cell_penalty``) a row where that is below the noise rule's λ_A gets λ_A, the
+    others keep λ.  Worked by hand: T = 36 (8 features, all pairs), σ = 17, λ_θ = 18,
+    λ_A = ½·17·6 = 51: a label sum of 10 000 gets 51/(18·1.0289) = 2.754, one of 100 gets 1
+    (18·3.89 = 70 > 51); λ_μ = 1 → λ_A = 8.5: a count of 10 000 gets 8.5/1.0289 = 8.261.
+    A noise-free release and the plain MRF keep every row at 1; the trainer's penalty
+    carries the weights."""
+    from dataclasses import replace
+
+    from aggmrf_explore import TableLayout, aggregate
+    from aggmrf_explore.mrf import PCDTrainer
+    from aggmrf_explore.privacy import GaussianMechanism
+    from aggmrf_explore.trainer_settings import cell_penalty_weights
+
+    lay = TableLayout.all_pairs([2] * 8)
+    assert lay.n_released_tables == 36
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(400, 8))
+    agg = aggregate(X, rng.integers(0, 2, 400), lay)
+    rel = np.flatnonzero(lay.released)
+    j, k = rel[3], rel[40]
+    d, c = agg.d.astype(float), agg.c.astype(float)
+    d[j], c[j], d[k], c[k] = 20_000.0, 10_000.0, 300.0, 100.0
+    mech = GaussianMechanism(1.0, 1e-5, 1.0)
+    data = replace(agg, d=d, c=c, noise=mech.scaled(17.0 / mech.sigma))
+    assert data.noise.std == pytest.approx(17.0)
+    st = default_settings(lay, data.n, noise_sd=17.0, noise_aware=True)
+    assert st.cell_penalty and (st.lambda_mu, st.lambda_theta) == (1.0, 18.0)
+    m_mu, m_theta = cell_penalty_weights(data, st)
+    assert m_theta[j] == pytest.approx(51.0 / (18.0 * (1.0 + 289.0 / 10_000.0)))
+    assert m_theta[k] == 1.0
+    assert m_mu[j] == pytest.approx(8.5 / (1.0 + 289.0 / 20_000.0))
+    assert (m_mu >= 1.0).all() and (m_theta >= 1.0).all()
+    trainer = PCDTrainer(data, st)
+    np.testing.assert_allclose(trainer.penalty.reg_theta[rel], m_theta[rel])
+    plain = replace(st, noise_aware=False)
+    assert all((m == 1.0).all() for m in cell_penalty_weights(data, plain))
+    assert all((m == 1.0).all() for m in cell_penalty_weights(agg, st))

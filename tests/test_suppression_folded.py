@@ -379,6 +379,9 @@ def test_noise_aware_targets_use_each_summed_rows_noise(noisy):
     # and the trainer's MRF-N targets are these (its first call computes them)
     tr = PCDTrainer(data, default_settings(data.layout, data.n, noise_aware=True))
     floor = tr.scale if tr.settings.noise_prior_floor else 0.0
-    want_d, want_c = noise_aware_targets(data, d_hat, c_hat, floor, row_sd=sd)
+    label_floor = floor * (tr.label_rate if tr.settings.label_floor == "rate" else 1.0)
+    want_d, want_c = noise_aware_targets(
+        data, d_hat, c_hat, floor, row_sd=sd, label_floor=label_floor
+    )
     got = tr._targets(d_hat, c_hat)
     assert np.array_equal(got.d, want_d) and np.array_equal(got.c, want_c)

@@ -164,17 +164,22 @@ def noise_aware_targets(
     c_hat: np.ndarray,
     prior_floor: float = 0.0,
     row_sd: np.ndarray | None = None,
+    label_floor: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """MRF-N's targets (d_t, c_t), each shape (K,): the posterior means of the exact counts.
 
     On the released rows j, with b the noisy release ``data.d`` (``data.c``) and n = ``data.n``:
     d_t,j = E[A_j | A_j + L_j = b_j] with A_j ~ Binomial(n, max(d̂_j, f)/n), and
-    c_t,j = E[C_j | C_j + L'_j = b'_j] with C_j ~ Binomial(n, max(ĉ_j, f)/n) (the label sums'
-    own prior, the model's ĉ, never d̂), L ~ ``data.noise``; then c_t = min(c_t, d_t).  The
-    derived intercept row keeps its projected value.  ``prior_floor`` f (counts, ≥ 0): where
-    the Monte-Carlo estimate d̂_j (ĉ_j) is 0 the binomial prior is a point mass at 0 and the
-    posterior ignores b_j ("absorption at zero"); a floor of one Gibbs sample's weight
-    s = n / n' lets a large released value pull the target up.
+    c_t,j = E[C_j | C_j + L'_j = b'_j] with C_j ~ Binomial(n, max(ĉ_j, f_c)/n) (the label
+    sums' own prior, the model's ĉ, never d̂), L ~ ``data.noise``; then c_t = min(c_t, d_t).
+    The derived intercept row keeps its projected value.  ``prior_floor`` f (counts, ≥ 0):
+    where the Monte-Carlo estimate d̂_j (ĉ_j) is 0 the binomial prior is a point mass at 0
+    and the posterior ignores b_j ("absorption at zero"); a floor of one Gibbs sample's
+    weight s = n / n' lets a large released value pull the target up.  ``label_floor`` f_c
+    (counts, ≥ 0; None: f): the label sums' floor.  The chain's ĉ is marginalised (a sum of
+    P(y=1|x̃) over the samples), so it is 0 only where d̂ is, and one sample's expected
+    label sum is s·p, not s: a floor of s on ĉ raises the prior of every cell expecting
+    fewer than s positives (most pair cells of a rare label) and biases their targets up.
     d_hat, c_hat : the model's expected counts and label sums (counts), shape (K,).
 
     A local release (``privacy.local.local_release``; ``data.noise`` a ``CellGaussianNoise``)
@@ -196,6 +201,9 @@ def noise_aware_targets(
     floor = float(prior_floor)
     if not (math.isfinite(floor) and floor >= 0.0):
         raise AggMRFError(f"prior_floor must be a finite number ≥ 0; got {prior_floor!r}.")
+    c_floor = floor if label_floor is None else float(label_floor)
+    if not (math.isfinite(c_floor) and c_floor >= 0.0):
+        raise AggMRFError(f"label_floor must be a finite number ≥ 0; got {label_floor!r}.")
     K = data.layout.K
     d_hat = np.asarray(d_hat, dtype=np.float64)
     c_hat = np.asarray(c_hat, dtype=np.float64)
@@ -206,7 +214,7 @@ def noise_aware_targets(
     d_t = projected.d.copy()
     c_t = projected.c.copy()
     prior_d = np.maximum(d_hat[rel], floor) if floor > 0.0 else d_hat[rel]
-    prior_c = np.maximum(c_hat[rel], floor) if floor > 0.0 else c_hat[rel]
+    prior_c = np.maximum(c_hat[rel], c_floor) if c_floor > 0.0 else c_hat[rel]
     noise_d = noise_c = data.noise
     if hasattr(data.noise, "sigma_d"):  # privacy.local.CellGaussianNoise: one σ per row
         cell = data.noise.at_model(data.layout, d_hat, c_hat) if data.noise.refresh else data.noise
@@ -221,7 +229,7 @@ def noise_aware_targets(
         r = np.flatnonzero(rel & (sd > 0))
         if r.size:
             pd_r = np.maximum(d_hat[r], floor) if floor > 0.0 else d_hat[r]
-            pc_r = np.maximum(c_hat[r], floor) if floor > 0.0 else c_hat[r]
+            pc_r = np.maximum(c_hat[r], c_floor) if c_floor > 0.0 else c_hat[r]
             d_t[r] = posterior_mean_counts(data.d[r], pd_r, data.n, sd[r])
             c_t[r] = posterior_mean_counts(data.c[r], pc_r, data.n, sd[r])
     return d_t, np.minimum(c_t, d_t)
