@@ -25,7 +25,7 @@ from .kernels.update import (
     gauge_pass,
     update_pass,
 )
-from .kernels.update import rescaling_ratio as kernel_ratio
+from .kernels.update import rescaling_ratio as kernel_ratio  # (pcd's takes the gradient's name)
 from .tables import TableLayout
 
 __all__ = [

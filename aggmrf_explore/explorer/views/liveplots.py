@@ -128,11 +128,16 @@ def _figure_path(cache_key: tuple) -> Path:
 SOURCES_KEY = "plot_sources"
 
 
+@functools.cache
+def _plot_sources() -> bytes:
+    """The plot modules' source (read once per process)."""
+    return b"".join(Path(m.__file__).read_bytes() for m in (plots, privacy_plots))
+
+
 def plot_sources_digest() -> str:
     """The plot modules' source alone, hashed: what the shipped file was drawn from (a
     test compares it with today's, so that a change to the plots without a new file fails)."""
-    src = b"".join(Path(m.__file__).read_bytes() for m in (plots, privacy_plots))
-    return hashlib.sha256(src).hexdigest()[:16]
+    return hashlib.sha256(_plot_sources()).hexdigest()[:16]
 
 
 @functools.cache
@@ -142,9 +147,8 @@ def _plots_digest() -> str:
 
     from ... import __version__
 
-    src = b"".join(Path(m.__file__).read_bytes() for m in (plots, privacy_plots))
     versions = repr((__version__, bokeh.__version__, hv.__version__)).encode()
-    return hashlib.sha256(versions + src).hexdigest()[:16]
+    return hashlib.sha256(versions + _plot_sources()).hexdigest()[:16]
 
 
 @functools.cache
