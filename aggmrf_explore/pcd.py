@@ -20,6 +20,7 @@ from .kernels.update import (
     PRECONDITION_CODES,
     GaugeGroups,
     UpdateArrays,
+    UpdateOutputs,
     UpdateScalars,
     bound_excess,
     gauge_pass,
@@ -127,14 +128,17 @@ def pcd_update(
     targets: Targets,
     settings,
     penalty: Penalty,
+    out: UpdateOutputs | None = None,
 ) -> Update:
     """Steps 3–5 of :mod:`.mrf`'s docstring: the new (μ, θ) from the scaled chain statistics.
 
     d_hat, c_hat: d̂ = s Σ φ(x̃), ĉ = s Σ σ(φ(x̃)·θ) φ(x̃), shape (K,);  targets: (d, c);
     settings: a :class:`.mrf.TrainerSettings` (its λ, α, gradient, precondition,
-    preconditioner and clip).
-    Pure: reads its arguments, writes nothing; the result may be non-finite (the caller
-    checks).
+    preconditioner and clip); out: buffers for the result's ten arrays
+    (:func:`.kernels.update.update_buffers`, none of them an argument), or None for new
+    arrays.
+    Pure: reads its arguments, writes nothing but ``out``; the result may be non-finite
+    (the caller checks).
     """
     st, mu, theta = settings, params.mu, params.theta
     s = penalty.s
@@ -156,7 +160,7 @@ def pcd_update(
         intercept=bool(penalty.intercept),
     )
     new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta = (
-        update_pass(arrays, scalars)
+        update_pass(arrays, scalars, out)
     )
     if not st.precondition:
         h_mu = h_theta = h_plain
@@ -223,6 +227,7 @@ def gauge_step(
     groups: GaugeGroups,
     n: float,
     compiled: bool | None = None,
+    out: Params | None = None,
 ) -> Params:
     """(μ, θ) moved to the exact minimum of the objective along the directions of
     ``groups`` (:func:`gauge_groups`), one Gauss–Seidel pass each: the model's π(x, y) and
@@ -234,35 +239,40 @@ def gauge_step(
     fixed point of the update unchanged (there ⟨e, g⟩ = 0 already), and only there is the
     whole gradient 0 on inconsistent (noisy) targets: a diagonal preconditioner turns a
     gradient left along these directions into a move of the model.  ``compiled``: as
-    :func:`.kernels.update.gauge_pass` (the same bits either way).  Pure; new arrays."""
+    :func:`.kernels.update.gauge_pass` (the same bits either way).  Pure: new arrays, or
+    ``out``'s (two float64 (K,) arrays, neither of them an argument)."""
     target_mu = np.array(targets.d, dtype=np.float64, copy=True)
     if penalty.intercept:
         target_mu[0] = n  # the model's count of the intercept row: ⟨e, d̂⟩ = 0
     two_lam = (2.0 * settings.lambda_mu, 2.0 * settings.lambda_theta)
-    return _gauge_pass(params, (target_mu, targets.c), two_lam, penalty, groups, compiled)
+    return _gauge_pass(params, (target_mu, targets.c), two_lam, penalty, groups, compiled, out)
 
 
 def gauge_free(
-    params: Params, penalty: Penalty, groups: GaugeGroups, compiled: bool | None = None
+    params: Params,
+    penalty: Penalty,
+    groups: GaugeGroups,
+    compiled: bool | None = None,
+    out: Params | None = None,
 ) -> Params:
     """The same model with its parameters moved towards the smallest ‖μ‖², ‖θ‖² along the
     directions of ``groups`` (one pass of :func:`gauge_step` without targets): what the
     divergence check bounds when the gauge step is on.  At the regularised optimum of
     inconsistent (noisy) targets the parameters carry the inconsistency along these
     directions, ⟨e, target⟩/(2λ‖e²‖), whatever its size (σ = 600 on a small release:
-    |θ₀| ≈ 200), and the model does not change with it; the bound is for the model."""
-    zero = np.zeros(params.mu.shape[0])
-    return _gauge_pass(params, (zero, zero), (2.0, 2.0), penalty, groups, compiled)
+    |θ₀| ≈ 200), and the model does not change with it; the bound is for the model.
+    ``compiled``, ``out``: as :func:`gauge_step`'s."""
+    return _gauge_pass(params, (None, None), (2.0, 2.0), penalty, groups, compiled, out)
 
 
-def _gauge_pass(params, targets, two_lam, penalty, groups, compiled) -> Params:
+def _gauge_pass(params, targets, two_lam, penalty, groups, compiled, out=None) -> Params:
     """:func:`.kernels.update.gauge_pass` on the columns (μ, θ), each a (K,) array (no
     (K, 2) copies: at 5.7·10⁶ rows they cost more than the pass)."""
     # μ₀ cancels in Z: kept (without the intercept row 0 is a table's row, moved)
     move = (not penalty.intercept, True)
     regs = (penalty.reg_mu, penalty.reg_theta)
     mu, theta = gauge_pass(
-        (params.mu, params.theta), targets, two_lam, regs, move, groups, compiled
+        (params.mu, params.theta), targets, two_lam, regs, move, groups, compiled, out
     )
     return Params(mu, theta)
 

@@ -8,7 +8,13 @@ for bit those of the numpy expressions, ``tests/test_update.py`` checks it), in 
 over coordinates (each is independent: thread-count independent).  :func:`bound_excess`
 is the divergence check's reduction (the largest |θ|/bound and |μ|/bound and their first
 positions) without temporaries.  :func:`gauge_pass` is one Gauss–Seidel pass of the exact
-minimisation along the directions that leave the model unchanged (``pcd.gauge_step``).
+minimisation along the directions that leave the model unchanged (``pcd.gauge_step``): μ's
+and θ's columns in one pass, each large block's groups in parallel (they are disjoint).
+The trainer's other per-iteration (K,) work is here too, each a numpy expression computed
+element by element in one parallel pass with its bits (:func:`momentum_step`,
+:func:`average_step`; :func:`relative_l1_at` and :func:`sum_of_squares` leave the sums to
+numpy's pairwise summation over a buffer); with ``out=`` buffers that the trainer keeps
+(:func:`update_buffers`) an iteration makes almost no (K,) temporaries.
 """
 
 from __future__ import annotations
@@ -33,6 +39,14 @@ __all__ = [
     "GaugeGroups",
     "gauge_pass",
     "gauge_column_compiled",
+    "gauge_pair_compiled",
+    "UpdateOutputs",
+    "update_buffers",
+    "update_pass_into",
+    "momentum_step",
+    "average_step",
+    "relative_l1_at",
+    "sum_of_squares",
 ]
 
 GRADIENT_CODES = {"rescaled": 0, "rescaled-paper": 1, "true": 2}
@@ -97,9 +111,48 @@ def ratio_at(d_hat, d, pen_mu, gradient):
     return d / d_hat if d_hat > 0 else 1.0
 
 
-def update_pass(arrays: UpdateArrays, scalars: UpdateScalars) -> tuple:
+class UpdateOutputs(NamedTuple):
+    """Buffers for :func:`update_pass`'s results, in its order, each float64 (K,) and
+    contiguous (:func:`update_buffers`); the h arrays are written only with ``precondition``."""
+
+    new_mu: np.ndarray
+    new_theta: np.ndarray
+    g_mu: np.ndarray
+    g_theta: np.ndarray
+    ratio: np.ndarray
+    c_model: np.ndarray
+    h_mu: np.ndarray
+    h_theta: np.ndarray
+    dir_mu: np.ndarray
+    dir_theta: np.ndarray
+
+
+def update_buffers(K: int) -> UpdateOutputs:
+    """Ten uninitialised float64 (K,) arrays for ``update_pass(..., out=)``."""
+    return UpdateOutputs(*(np.empty(K) for _ in UpdateOutputs._fields))
+
+
+def update_pass(
+    arrays: UpdateArrays, scalars: UpdateScalars, out: UpdateOutputs | None = None
+) -> tuple:
     """:func:`update_pass_compiled`'s results; below ``SMALL`` coordinates computed by the
-    numpy expressions themselves (the same bits, and nothing to compile on a first start)."""
+    numpy expressions themselves (the same bits, and nothing to compile on a first start).
+
+    out: buffers (:func:`update_buffers`, K rows) the results are written into and
+    returned as (without ``precondition`` the h arrays are returned empty, as without
+    ``out``); they must not be any of ``arrays``' (an input is read after outputs of its
+    coordinate are written).  None: new arrays."""
+    if out is not None:
+        res = update_pass(arrays, scalars) if arrays.mu.shape[0] < SMALL else None
+        if res is None:
+            update_pass_into(arrays, scalars, *out)
+        else:
+            for a, b in zip(out, res, strict=True):
+                if b.shape[0]:
+                    a[...] = b
+        if scalars.precondition:
+            return tuple(out)
+        return (*out[:6], np.empty(0), np.empty(0), *out[8:])
     if arrays.mu.shape[0] >= SMALL:
         return update_pass_compiled(arrays, scalars)
     a, sc = arrays, scalars
@@ -139,7 +192,7 @@ def update_pass(arrays: UpdateArrays, scalars: UpdateScalars) -> tuple:
     return new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta
 
 
-@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+@njit(cache=True, nogil=True)
 def update_pass_compiled(arrays, scalars):
     """The new (μ, θ) and every intermediate of ``mrf.pcd_update``, float64 (K,) arrays.
 
@@ -148,6 +201,24 @@ def update_pass_compiled(arrays, scalars):
     are empty.  Returns (new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta,
     dir_mu, dir_theta).  The ratio is ``mrf.rescaling_ratio``'s, per coordinate.
     """
+    K = arrays.mu.shape[0]
+    hk = K if scalars.precondition else 0
+    new_mu, new_theta, g_mu, g_theta = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
+    ratio, c_model, h_mu, h_theta = np.empty(K), np.empty(K), np.empty(hk), np.empty(hk)
+    dir_mu, dir_theta = np.empty(K), np.empty(K)
+    out = (new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta)
+    update_pass_into(arrays, scalars, *out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def update_pass_into(
+    arrays, scalars, new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu,
+    dir_theta,
+):  # fmt: skip
+    """:func:`update_pass_compiled` writing into the ten float64 (K,) arrays of
+    :class:`UpdateOutputs`, passed one by one (the h arrays unused without ``precondition``;
+    numba's parallel loop computed wrong numbers when they came in one tuple)."""
     mu, theta, d_hat, c_hat = arrays.mu, arrays.theta, arrays.d_hat, arrays.c_hat
     d, c, reg_mu, reg_theta = arrays.d, arrays.c, arrays.reg_mu, arrays.reg_theta
     two_lam_mu, two_lam_theta, s = scalars.two_lam_mu, scalars.two_lam_theta, scalars.s
@@ -155,17 +226,6 @@ def update_pass_compiled(arrays, scalars):
     clip, step_mu, step_theta = scalars.clip, scalars.step_mu, scalars.step_theta
     intercept = scalars.intercept
     K = mu.shape[0]
-    new_mu = np.empty(K)
-    new_theta = np.empty(K)
-    g_mu = np.empty(K)
-    g_theta = np.empty(K)
-    ratio = np.empty(K)
-    c_model = np.empty(K)
-    hk = K if precondition else 0
-    h_mu = np.empty(hk)
-    h_theta = np.empty(hk)
-    dir_mu = np.empty(K)
-    dir_theta = np.empty(K)
     for k in prange(K):
         pen = two_lam_mu * reg_mu[k] * mu[k]
         gm = d_hat[k] - d[k] + pen
@@ -205,7 +265,6 @@ def update_pass_compiled(arrays, scalars):
         dir_theta[k] = dt
         new_mu[k] = mu[k] - step_mu * dm
         new_theta[k] = theta[k] - step_theta * dt
-    return new_mu, new_theta, g_mu, g_theta, ratio, c_model, h_mu, h_theta, dir_mu, dir_theta
 
 
 @njit(cache=True, nogil=True)
@@ -261,7 +320,14 @@ class GaugeGroups(NamedTuple):
 
 
 def gauge_pass(
-    columns, targets, two_lam, regs, move_s, groups: GaugeGroups, compiled: bool | None = None
+    columns,
+    targets,
+    two_lam,
+    regs,
+    move_s,
+    groups: GaugeGroups,
+    compiled: bool | None = None,
+    out=None,
 ) -> list[np.ndarray]:
     """One Gauss–Seidel pass over ``groups`` for each column j: the group's w minimises
     Σ_r λ_j reg_rj x_rj² − Σ_r x_rj target_rj along its direction e (+1 on its t rows, −1 on
@@ -269,29 +335,40 @@ def gauge_pass(
     is 0.  A column whose ``move_s`` is False keeps its s row of the intercept (row 0) and
     counts it with reg 0 (μ₀, which cancels in Z).
 
-    columns, targets, regs: sequences of J float64 (K,) arrays (x_j, target_j, reg_j);
-    two_lam: J floats, 2λ_j ≥ 0; move_s: J bools.  Returns J new (K,) arrays; the inputs are
-    not changed.  ``compiled``: use :func:`gauge_column_compiled` on each column (True) or
-    numpy (False, the same sums in the same order: the same bits, nothing to compile,
-    ≈ 50 µs per table and sub-table); None: numpy below ``SMALL`` coordinates.
+    columns, regs: sequences of J float64 (K,) arrays (x_j, reg_j); targets: J float64 (K,)
+    arrays or None (a target of 0 on every row); two_lam: J floats, 2λ_j ≥ 0; move_s: J
+    bools.  Returns J (K,) arrays: ``out``'s (J float64 (K,) arrays, none of them an input)
+    or new ones; the inputs are not changed.  ``compiled``: numba (True) or numpy (False,
+    the same sums in the same order: the same bits, nothing to compile, ≈ 50 µs per table
+    and sub-table); None: numpy below ``SMALL`` coordinates.  Compiled, two columns go
+    through :func:`gauge_pair_compiled` (both in one pass; from ``SMALL`` rows on, each
+    block's groups in parallel: they are disjoint, so the bits do not depend on it).
     """
-    out = [np.array(x, dtype=np.float64, copy=True) for x in columns]
+    K = columns[0].shape[0]
+    out = [np.empty(K) for _ in columns] if out is None else list(out)
+    zero = np.zeros(0)
+    tg = [zero if t is None else np.ascontiguousarray(t, dtype=np.float64) for t in targets]
+    regs = [np.ascontiguousarray(r, dtype=np.float64) for r in regs]
+    use_compiled = K >= SMALL if compiled is None else compiled
+    if use_compiled and len(columns) == 2:
+        x0, x1 = (np.ascontiguousarray(x, dtype=np.float64) for x in columns)
+        lam0, lam1 = (float(v) for v in two_lam)
+        move0, move1 = (bool(v) for v in move_s)
+        kernel = gauge_pair_compiled if K >= SMALL else gauge_pair_serial
+        args = (out[0], out[1], x0, x1, tg[0], tg[1], lam0, lam1, *regs, move0, move1)
+        kernel(*args, *groups)
+        return out
+    for o, x in zip(out, columns, strict=True):
+        o[...] = x
     if groups.s_rows.shape[0] == 0:
         return out
-    if out[0].shape[0] >= SMALL if compiled is None else compiled:
-        for x, target, lam, reg, move in zip(out, targets, two_lam, regs, move_s, strict=True):
-            gauge_column_compiled(
-                x,
-                np.ascontiguousarray(target, dtype=np.float64),
-                float(lam),
-                np.ascontiguousarray(reg, dtype=np.float64),
-                bool(move),
-                *groups,
-            )
+    if use_compiled:
+        for x, target, lam, reg, move in zip(out, tg, two_lam, regs, move_s, strict=True):
+            gauge_column_compiled(x, target, float(lam), reg, bool(move), *groups)
         return out
     x = np.column_stack(out)
-    target = np.column_stack(targets).astype(np.float64)
-    reg = np.column_stack(regs).astype(np.float64)
+    target = np.column_stack([np.zeros(K) if t.shape[0] == 0 else t for t in tg])
+    reg = np.column_stack(regs)
     move_s = np.asarray(move_s, dtype=bool)
     t_ptr, t_rows, s_rows, block_ptr = groups
     lam = np.asarray(two_lam, dtype=np.float64)[None, :]
@@ -314,27 +391,165 @@ def gauge_pass(
             w = np.where(den > 0.0, num / np.where(den > 0.0, den, 1.0), 0.0)
             x[rows] += w[:, None, :]
             x[sr] -= np.where(keep, 0.0, w)
-    return [np.ascontiguousarray(x[:, j]) for j in range(x.shape[1])]
+    for j, o in enumerate(out):
+        o[...] = x[:, j]
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _gauge_group(g, x, target, lam, reg, move_s, t_ptr, t_rows, s_rows):
+    """Group g of :func:`gauge_pass` on one column x, in place (target (0,): all 0)."""
+    has_target = target.shape[0] > 0
+    num = 0.0
+    den = 0.0
+    for i in range(t_ptr[g], t_ptr[g + 1]):
+        r = t_rows[i]
+        tr = target[r] if has_target else 0.0
+        num = num + (tr - lam * reg[r] * x[r])
+        den = den + reg[r]
+    k = s_rows[g]
+    keep = k == 0 and not move_s
+    rs = 0.0 if keep else reg[k]
+    tk = target[k] if has_target else 0.0
+    num = num - (tk - lam * rs * x[k])
+    den = (den + rs) * lam
+    w = num / den if den > 0.0 else 0.0
+    for i in range(t_ptr[g], t_ptr[g + 1]):
+        x[t_rows[i]] += w
+    if not keep:
+        x[k] -= w
 
 
 @njit(cache=True, nogil=True)
 def gauge_column_compiled(x, target, lam, reg, move_s, t_ptr, t_rows, s_rows, block_ptr):
-    """:func:`gauge_pass` on one column, in place on x (float64 (K,)), one group after the
-    other (numba, serial: a pass over 5.7·10⁶ rows takes ≈ 0.1 s, far below the sweep)."""
+    """:func:`gauge_pass` on one column, in place on x (float64 (K,); target (0,): all 0),
+    one group after the other (numba, serial)."""
     for g in range(s_rows.shape[0]):
-        num = 0.0
-        den = 0.0
-        for i in range(t_ptr[g], t_ptr[g + 1]):
-            r = t_rows[i]
-            num = num + (target[r] - lam * reg[r] * x[r])
-            den = den + reg[r]
-        k = s_rows[g]
-        keep = k == 0 and not move_s
-        rs = 0.0 if keep else reg[k]
-        num = num - (target[k] - lam * rs * x[k])
-        den = (den + rs) * lam
-        w = num / den if den > 0.0 else 0.0
-        for i in range(t_ptr[g], t_ptr[g + 1]):
-            x[t_rows[i]] += w
-        if not keep:
-            x[k] -= w
+        _gauge_group(g, x, target, lam, reg, move_s, t_ptr, t_rows, s_rows)
+
+
+#: a block's groups run in parallel from this many rows in them on (fewer: one thread)
+PARALLEL_BLOCK_ROWS = 1 << 14
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def gauge_pair_compiled(
+    out0, out1, x0, x1, target0, target1, lam0, lam1, reg0, reg1, move0, move1,
+    t_ptr, t_rows, s_rows, block_ptr,
+):  # fmt: skip
+    """:func:`gauge_pass` on two columns (x0, x1 copied to out0, out1, then moved there in
+    place), block by block; a block's groups are disjoint (and both columns independent), so
+    a large block's groups run in parallel with the same bits as one after the other."""
+    for k in prange(x0.shape[0]):
+        out0[k] = x0[k]
+        out1[k] = x1[k]
+    for b in range(block_ptr.shape[0] - 1):
+        g0, g1 = block_ptr[b], block_ptr[b + 1]
+        if t_ptr[g1] - t_ptr[g0] < PARALLEL_BLOCK_ROWS or g1 - g0 < 2:
+            for g in range(g0, g1):
+                _gauge_group(g, out0, target0, lam0, reg0, move0, t_ptr, t_rows, s_rows)
+                _gauge_group(g, out1, target1, lam1, reg1, move1, t_ptr, t_rows, s_rows)
+        else:
+            for g in prange(g0, g1):
+                _gauge_group(g, out0, target0, lam0, reg0, move0, t_ptr, t_rows, s_rows)
+                _gauge_group(g, out1, target1, lam1, reg1, move1, t_ptr, t_rows, s_rows)
+
+
+@njit(cache=True, nogil=True)
+def gauge_pair_serial(
+    out0, out1, x0, x1, target0, target1, lam0, lam1, reg0, reg1, move0, move1,
+    t_ptr, t_rows, s_rows, block_ptr,
+):  # fmt: skip
+    """:func:`gauge_pair_compiled` on one thread (small layouts: no thread start-up)."""
+    out0[:] = x0
+    out1[:] = x1
+    for g in range(s_rows.shape[0]):
+        _gauge_group(g, out0, target0, lam0, reg0, move0, t_ptr, t_rows, s_rows)
+        _gauge_group(g, out1, target1, lam1, reg1, move1, t_ptr, t_rows, s_rows)
+
+
+# ------------------------------------------------------- the trainer's other (K,) passes
+def momentum_step(theta, new_theta, velocity, beta: float, v_out, theta_out) -> None:
+    """The heavy ball on θ: v_out = β·velocity + (new_theta − theta), theta_out = theta +
+    v_out, element by element (numpy's two expressions, the same bits).  Float64 (K,)
+    arrays; theta_out may be new_theta (each coordinate is read before it is written), v_out
+    none of the inputs.  numba in parallel from ``SMALL`` coordinates, else numpy."""
+    if theta.shape[0] >= SMALL:
+        _momentum_compiled(theta, new_theta, velocity, float(beta), v_out, theta_out)
+        return
+    with np.errstate(all="ignore"):
+        v_out[...] = beta * velocity + (new_theta - theta)
+        theta_out[...] = theta + v_out
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _momentum_compiled(theta, new_theta, velocity, beta, v_out, theta_out):
+    for k in prange(theta.shape[0]):
+        v = beta * velocity[k] + (new_theta[k] - theta[k])
+        v_out[k] = v
+        theta_out[k] = theta[k] + v
+
+
+def average_step(bar, x, w: float) -> None:
+    """bar += w·(x − bar) in place (numpy's expression element by element, the same bits);
+    float64 (K,) arrays.  numba in parallel from ``SMALL`` coordinates, else numpy."""
+    if bar.shape[0] >= SMALL:
+        _average_compiled(bar, x, float(w))
+        return
+    with np.errstate(all="ignore"):
+        bar += w * (x - bar)
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _average_compiled(bar, x, w):
+    for k in prange(bar.shape[0]):
+        bar[k] = bar[k] + w * (x[k] - bar[k])
+
+
+def relative_l1_at(estimate, target, rows, scratch) -> float:
+    """``metrics.relative_l1(estimate[rows], target[rows])`` without its temporaries: the
+    |differences| and |targets| go into the two float64 arrays of ``scratch`` (each at least
+    len(rows) long) and are summed by numpy (its pairwise sums: the same bits).  estimate,
+    target float64 (K,); rows int64, increasing (``np.flatnonzero`` of a mask)."""
+    estimate = np.ascontiguousarray(estimate, dtype=np.float64)
+    target = np.ascontiguousarray(target, dtype=np.float64)
+    n = rows.shape[0]
+    num_parts, den_parts = scratch[0][:n], scratch[1][:n]
+    if estimate.shape[0] >= SMALL:
+        _abs_parts(estimate, target, rows, num_parts, den_parts)
+    else:
+        with np.errstate(all="ignore"):
+            np.abs(estimate[rows] - target[rows], out=num_parts)
+        np.abs(target[rows], out=den_parts)
+    denom = den_parts.sum()
+    num = num_parts.sum()
+    if denom == 0:
+        return 0.0 if num == 0 else float("inf")
+    return float(num / denom)
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _abs_parts(estimate, target, rows, num_parts, den_parts):
+    for j in prange(rows.shape[0]):
+        r = rows[j]
+        num_parts[j] = abs(estimate[r] - target[r])
+        den_parts[j] = abs(target[r])
+
+
+def sum_of_squares(x, start: int, scratch) -> float:
+    """``np.sum(x[start:] ** 2)`` (float64 (K,) x) with the squares in ``scratch`` (float64,
+    at least K − start long), summed by numpy: the same bits."""
+    n = x.shape[0] - start
+    part = scratch[:n]
+    if x.shape[0] >= SMALL:
+        _squares(x, start, part)
+    else:
+        np.multiply(x[start:], x[start:], out=part)
+    return part.sum()
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _squares(x, start, out):
+    for j in prange(out.shape[0]):
+        v = x[start + j]
+        out[j] = v * v
