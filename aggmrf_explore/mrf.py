@@ -193,6 +193,16 @@ class IterationBuffers(NamedTuple):
     released_rows: np.ndarray  # int64, the released rows (np.flatnonzero of the mask)
 
 
+def _iteration_buffers(scratch: dict, K: int, released: np.ndarray) -> IterationBuffers:
+    """``scratch["buffers"]``, made for K rows and the released mask on the first call."""
+    if "buffers" not in scratch:
+        free = Params(np.empty(K), np.empty(K))
+        scratch["buffers"] = IterationBuffers(
+            update_buffers(K), free, np.empty(K), np.flatnonzero(released)
+        )
+    return scratch["buffers"]
+
+
 class TrainerState(NamedTuple):
     """Everything a :class:`PCDTrainer` changes as it trains or is updated, as a value
     (``PCDTrainer.state()`` / ``restore()``).  Not in it: what stays fixed over the
@@ -372,9 +382,7 @@ class PCDTrainer:
         self.status = "ready"
         self._last_nllh: float | None = None
         self.last_error: str | None = None  # why the last rejected step was rejected
-        # scratch, not state (not in TrainerState: a copy makes its own): "buffers", the
-        # IterationBuffers, made by the first iteration
-        self._scratch: dict[str, IterationBuffers] = {}
+        self._scratch: dict = {}  # IterationBuffers: no state (a copy makes its own)
         self._restart_average()
 
     # ------------------------------------------------------------------ set-up
@@ -568,27 +576,15 @@ class PCDTrainer:
             self.step(n_iter, callbacks)
         return self
 
-    def _iteration_buffers(self) -> IterationBuffers:
-        if "buffers" not in self._scratch:
-            K = self.layout.K
-            self._scratch["buffers"] = IterationBuffers(
-                update_buffers(K),
-                Params(np.empty(K), np.empty(K)),
-                np.empty(K),
-                np.flatnonzero(self._released),
-            )
-        return self._scratch["buffers"]
-
     def _iterate(self, monitors: Sequence[Callback]) -> tuple[IterationStats, bool]:
         """One iteration: sweep, statistics, the pure update, checks, bookkeeping, callbacks.
 
         Returns its statistics and whether a callback asked to stop.  Intermediate (K,)
-        arrays go into :class:`IterationBuffers`; μ, θ, d̂ and ĉ that the trainer keeps
-        are new arrays each iteration (the last good ones stay if a step is rejected)."""
+        arrays go into :class:`IterationBuffers`; the μ, θ, d̂, ĉ kept are new arrays."""
         t0 = time.perf_counter()
         st = self.settings
         s = self.scale
-        buf = self._iteration_buffers()
+        buf = _iteration_buffers(self._scratch, self.layout.K, self._released)
         self.chain.sweep(self.mu, self.theta)
         d_raw, c_raw = self.chain.statistics(self.theta)
         d_hat = s * d_raw
@@ -604,14 +600,10 @@ class PCDTrainer:
             # heavy ball on θ only: on μ it amplifies the noisy drift of the directions the
             # tables leave free (a constant added to a table's μ) until |μ| passes MU_BOUND;
             # v' = β v + (θ_new − θ) into the spare velocity, θ + v' in place of θ_new
-            theta_ball = upd.params.theta
-            momentum_step(
-                self.theta, theta_ball, velocity.theta, st.momentum, buf.velocity, theta_ball
-            )
+            ball = upd.params.theta
+            momentum_step(self.theta, ball, velocity.theta, st.momentum, buf.velocity, ball)
             velocity = Params(velocity.mu, buf.velocity)
-        checked = upd
-        problem = ""
-        gauged = None
+        checked, problem, gauged = upd, "", None
         if self.gauge_active:  # numba unless the chain is the numpy build (a first start)
             compiled = getattr(self.chain, "build", "parallel") != "numpy"
             gauged = upd._replace(
@@ -644,9 +636,8 @@ class PCDTrainer:
             new_mu, new_theta = new_mu.copy(), new_theta.copy()
         self.mu, self.theta = new_mu, new_theta
         if velocity is not self._velocity:  # the spare becomes the velocity, and back
-            spare = self._velocity.theta
+            self._scratch["buffers"] = buf = buf._replace(velocity=self._velocity.theta)
             self._velocity = velocity
-            self._scratch["buffers"] = buf = buf._replace(velocity=spare)
         self.d_hat, self.c_hat = d_hat, c_hat
         self.iteration += 1
         self._accumulate()
