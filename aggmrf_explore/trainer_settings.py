@@ -112,6 +112,13 @@ class TrainerSettings:
     where MRF-N's own shrinkage of that row, λ·(1 + σ²/b_j) with b_j the released count
     (label sum), is below it (:func:`cell_penalty_weights`): rows far above σ² are held as
     the plain MRF's rule holds them, small rows are left to MRF-N.
+    table_prior: with ``cell_penalty``, on a release whose noise raises the rule's λ_θ,
+    MRF-N lowers λ_θ on each table of two or more features whose label interactions show
+    above the noise, to 1/(2τ²) (at least 1) for their variance τ² learnt from the release
+    (:func:`aggmrf_explore.mrfn.table_penalties`, :func:`cell_penalty_weights`): where σ
+    dwarfs a cell's label sum its coefficient is set by that prior, and the noise-free
+    λ_θ's (prior sd 0.17) shrank the Criteo-shaped click's crossed pairs (sd ≈ 0.45)
+    four-fold.
     gauge: after each step, minimise the objective exactly along the directions that leave
     the model unchanged (:func:`.pcd.gauge_step`; default True).  The preconditioned step
     relaxes them only at α·2λ/d per iteration (the curvature there is the penalty's 2λ, not
@@ -153,6 +160,7 @@ class TrainerSettings:
     noise_prior_floor: bool = True
     label_floor: str = "rate"
     cell_penalty: bool = True
+    table_prior: bool = False
     average: bool = True
     average_start: int | None = None
     momentum: float = 0.0
@@ -182,6 +190,8 @@ class TrainerSettings:
             )
         if not isinstance(self.cell_penalty, bool | np.bool_):
             raise AggMRFError(f"cell_penalty must be True or False; got {self.cell_penalty!r}.")
+        if not isinstance(self.table_prior, bool | np.bool_):
+            raise AggMRFError(f"table_prior must be True or False; got {self.table_prior!r}.")
         if self.targets not in TARGETS:
             raise AggMRFError(f"targets must be one of {TARGETS}; got {self.targets!r}.")
         if self.average_start is not None and (
@@ -308,7 +318,13 @@ def cell_penalty_weights(
     records are shrunk hard, rows well above σ² hardly.  This rule raises the latter to the
     noise rule's penalty (:func:`noise_penalties`, λ_A) and leaves the others:
     m_j = max(1, λ_A / (λ·(1 + σ²/max(b_j, 1)))), b_j the released (projected) count for μ,
-    label sum for θ; records-free.  Rows that are not released get 1."""
+    label sum for θ; records-free.  Rows that are not released get 1.
+
+    With ``settings.table_prior``, where the noise raises the rule's λ_θ
+    (:func:`noise_raises_penalty`), the θ rows of a table whose label interactions show above
+    the noise get at most λ_t/λ_θ, λ_t = 1/(2τ²) ≥ 1 of
+    :func:`aggmrf_explore.mrfn.table_penalties` (τ² the interactions' variance, a lower
+    bound); the other tables keep the rule above."""
     K = data.layout.K
     ones = np.ones(K), np.ones(K)
     sd = release_noise_sd(data)
@@ -328,6 +344,12 @@ def cell_penalty_weights(
             own = lam * (1.0 + sd**2 / np.maximum(b[rel], 1.0))
             m[rel] = np.maximum(1.0, lam_a / own)
         out.append(m)
+    if settings.table_prior and settings.lambda_theta > 0.0 and noise_raises_penalty(T, sd):
+        from .mrfn import table_penalties
+
+        for t, lam_t in table_penalties(data, sd).items():
+            rows = slice(data.layout.offsets[t], data.layout.offsets[t + 1])
+            out[1][rows] = np.minimum(out[1][rows], lam_t / settings.lambda_theta)
     return out[0], out[1]
 
 

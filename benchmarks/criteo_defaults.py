@@ -220,6 +220,7 @@ def parse_variant(text: str, data) -> tuple[TrainerSettings, int]:
             "average",
             "precondition",
             "cell_penalty",
+            "table_prior",
         ):
             over[key] = bool(int(value))
         elif key == "label_floor":

@@ -18,7 +18,9 @@ the layout, n and the declared σ only (no records):
   (``label_floor="rate"``);
 * ``B-cells``: B with λ raised per row to A's where MRF-N's own shrinkage λ·(1 + σ²/b_j) is
   below it (``cell_penalty``, ``trainer_settings.cell_penalty_weights``);
-* ``B-rate-cells``: both changes to B.
+* ``B-rate-cells``: both changes to B (MRF-N's defaults since);
+* ``B-rate-cells-tables``: B-rate-cells with one λ_θ per pair table learnt from the release
+  (``table_prior``, ``mrfn.table_penalties``).
 
 Both λ are capped at 10⁶ here (the top of their declared domain when this was measured; the
 shipped rule goes to 10¹², ``trainer_settings.PENALTY_MAX``).  Each release is trained
@@ -46,7 +48,17 @@ from aggmrf_explore.experiment import prepare, train_mrf
 from aggmrf_explore.privacy import make_mechanism, release
 from aggmrf_explore.trainer_settings import default_iterations, default_settings
 
-RULES = ("today", "A-theta", "A", "B", "A+B", "B-rate", "B-cells", "B-rate-cells")
+RULES = (
+    "today",
+    "A-theta",
+    "A",
+    "B",
+    "A+B",
+    "B-rate",
+    "B-cells",
+    "B-rate-cells",
+    "B-rate-cells-tables",
+)
 LAMBDA_MAX = 1e6  # the top of λ's declared domain (settings.py)
 C = 0.5  # λ_θ ≥ C·σ·√T, λ_μ ≥ C·σ
 
@@ -63,13 +75,16 @@ def rule_settings(rule: str, layout, n: int, sigma: float, seed: int):
         over["lambda_theta"] = min(max(s.lambda_theta, C * sigma * math.sqrt(T)), LAMBDA_MAX)
     if rule in ("A", "A+B"):
         over["lambda_mu"] = min(max(s.lambda_mu, C * sigma), LAMBDA_MAX)
-    if rule in ("B", "A+B", "B-rate", "B-cells", "B-rate-cells"):
+    if rule.startswith("B") or rule == "A+B":
         over["noise_aware"] = True
-        over["label_floor"], over["cell_penalty"] = "weight", False  # MRF-N as it was
-    if rule in ("B-rate", "B-rate-cells"):  # MRF-N, the label sums' prior floored at s·p̄
+        # MRF-N as it was
+        over["label_floor"], over["cell_penalty"], over["table_prior"] = "weight", False, False
+    if rule.startswith("B-rate"):  # MRF-N, the label sums' prior floored at s·p̄
         over["label_floor"] = "rate"
-    if rule in ("B-cells", "B-rate-cells"):  # MRF-N, λ raised to A's on rows it hardly shrinks
+    if rule.startswith(("B-cells", "B-rate-cells")):  # λ raised to A's on rows it hardly shrinks
         over["cell_penalty"] = True
+    if rule == "B-rate-cells-tables":  # one λ_θ per pair table, learnt from the release
+        over["table_prior"] = True
     return replace(s, **over)
 
 
