@@ -39,6 +39,7 @@ Records-free: only the release's values, its declared noise and its suppression 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import logit
 
 from .tables import AggregatedData
 from .tables.suppression import row_noise_sd, source_cells
@@ -51,8 +52,7 @@ _MAX_LOGIT_VAR = 4.0  # logit variances (a single's, a table's τ²) beyond this
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-9, 1.0 - 1e-9)
-    return np.log(p / (1.0 - p))
+    return logit(np.clip(p, 1e-9, 1.0 - 1e-9))
 
 
 def interaction_variance(data: AggregatedData, noise_sd: float) -> dict[int, tuple[float, float]]:
