@@ -368,7 +368,14 @@ class PCDTrainer:
         self.gauge_active = self.settings.gauge and not raw_noisy
         self.mu, self.theta = self._initial_parameters()
         factory = make_chain if chain_factory is None else chain_factory
-        self.chain = factory(lay, self.settings.n_gibbs, self._marginals(), self.settings.seed)
+        sites = self.settings.sweep_sites  # passed only when set: any factory takes the rest
+        self.chain = factory(
+            lay,
+            self.settings.n_gibbs,
+            self._marginals(),
+            self.settings.seed,
+            **({} if sites is None else {"sites": sites}),
+        )
         self.recorder = History()
         self._monitors: list[Callback] = [self.recorder]
         # the held-out NLLH of X_eval, y_eval (None without them); ``held_out.live = True``
@@ -427,9 +434,14 @@ class PCDTrainer:
 
         n_gibbs, seed and noise_aware change the sampler or the targets: build a new trainer.
         """
-        frozen = {"n_gibbs", "seed", "noise_aware", "intercept_penalty", "cell_penalty"} & set(
-            changes
-        )
+        frozen = {
+            "n_gibbs",
+            "seed",
+            "noise_aware",
+            "intercept_penalty",
+            "cell_penalty",
+            "sweep_sites",
+        } & set(changes)
         if frozen:
             raise AggMRFError(
                 f"{', '.join(sorted(frozen))} cannot change mid-run; build a new PCDTrainer (reset)."

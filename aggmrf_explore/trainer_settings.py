@@ -141,6 +141,11 @@ class TrainerSettings:
     (its target averages the T tables' totals): a noisy count of positives projected to 0 of 0 sent θ₀ to −15 (the
     toy at ε = 0.1, test NLLH −12.6), and the full λ_θ pulled Adult's towards ½
     (docs/noise_rules.md).
+    sweep_sites: features each Gibbs sample updates per iteration (None, the default: all of
+    them, the paper's sweep; k: k features drawn at random per sweep, a random-subset scan
+    with the same stationary distribution, hence the same fixed point, at about k/D of the
+    site updates' cost; the Metropolis-within-Gibbs chain only, see
+    :class:`~aggmrf_explore.kernels.MHGibbsChain`).
     """
 
     n_gibbs: int = 10_000
@@ -166,6 +171,7 @@ class TrainerSettings:
     momentum: float = 0.0
     gauge: bool = True
     intercept_penalty: float = 0.0
+    sweep_sites: int | None = None
 
     def validate(self) -> TrainerSettings:
         """Raise :class:`~aggmrf_explore.settings.SettingError` (an AggMRFError) naming the
@@ -208,6 +214,9 @@ class TrainerSettings:
         v = self.intercept_penalty
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0.0 <= v <= 1.0):
             raise AggMRFError(f"intercept_penalty must be a number in [0, 1]; got {v!r}.")
+        v = self.sweep_sites
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1):
+            raise AggMRFError(f"sweep_sites must be None or an integer ≥ 1; got {v!r}.")
         return self
 
 

@@ -396,6 +396,13 @@ def main(argv: list[str] | None = None) -> int:
         "then stop",
     )
     ap.add_argument(
+        "--sweep-sites",
+        type=int,
+        default=None,
+        help="features each Gibbs sample updates per iteration (TrainerSettings.sweep_sites; "
+        "default: the rule's)",
+    )
+    ap.add_argument(
         "--os-allocator",
         action="store_true",
         help="leave glibc's defaults (each large array mapped and unmapped; keep_freed_memory)",
@@ -465,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
         save()
         print(json.dumps(res["skyline"], indent=1))
         return 0
-    settings = default_settings(lay, data.n, n_gibbs=a.n_gibbs, seed=a.seed)
+    sites = {} if a.sweep_sites is None else {"sweep_sites": a.sweep_sites}
+    settings = default_settings(lay, data.n, n_gibbs=a.n_gibbs, seed=a.seed, **sites)
     t0 = time.perf_counter()
     trainer = PCDTrainer(data, settings)
     res["build_seconds"] = round(time.perf_counter() - t0, 1)

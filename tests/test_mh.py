@@ -78,6 +78,32 @@ def test_stationary_distribution_matches_enumeration(problem, use_mh):
     assert _chi2_per_dof(wrong, lay, px, p1, srows).max() > 5
 
 
+def test_random_subset_scan_keeps_the_stationary_distribution(problem):
+    """sites = 1 of 3 features per sweep (a random-subset scan): the same chi² check as the
+    full sweep's after three times the sweeps; a scan that always updated the same feature
+    (not irreducible) fails it, and the subset's cost is the subset's (fewer proposals)."""
+    lay, mu, theta = problem
+    px, p1 = state_probabilities(lay, mu, theta)
+    srows = lay.rows(all_states(lay))
+    marg = [np.ones(k) for k in M]
+    chain = MHGibbsChain(lay, 20_000, marg, seed=5, use_mh=np.array([True] * 3), sites=1)
+    for _ in range(300):
+        chain.sweep(mu, theta, statistics=False)
+    assert chain.proposed.sum() == 20_000  # one feature per sample and sweep
+    snaps = []
+    for _ in range(10):
+        for _ in range(30):
+            chain.sweep(mu, theta, statistics=False)
+        snaps.append(_chi2_per_dof(chain, lay, px, p1, srows))
+    assert np.all(np.mean(snaps, axis=0) < 1.6), np.mean(snaps, axis=0)
+    full = MHGibbsChain(lay, 20_000, marg, seed=5, use_mh=np.array([True] * 3), sites=3)
+    plain = MHGibbsChain(lay, 20_000, marg, seed=5, use_mh=np.array([True] * 3))
+    for ch in (full, plain):
+        ch.sweep(mu, theta)
+    np.testing.assert_array_equal(full.codes, plain.codes)  # sites = D is the paper's sweep
+    assert full.proposed.sum() == 3 * 20_000
+
+
 def test_pcd_with_mh_matches_exact_maxent_like_full_conditional(problem):
     lay, mu, theta = problem
     n = 100_000
@@ -90,6 +116,7 @@ def test_pcd_with_mh_matches_exact_maxent_like_full_conditional(problem):
     errs = {}
     for name, factory in (
         ("mh", partial(MHGibbsChain, use_mh=np.array([True, True, True]))),
+        ("mh_1_site", partial(MHGibbsChain, use_mh=np.array([True, True, True]), sites=1)),
         ("gibbs", partial(make_chain, sampler="gibbs")),
     ):
         tr = PCDTrainer(data, st, chain_factory=factory)
@@ -99,6 +126,8 @@ def test_pcd_with_mh_matches_exact_maxent_like_full_conditional(problem):
             assert tr.history[-1].acceptance is not None and 0 < tr.history[-1].acceptance < 1
     assert errs["mh"] < 0.02, errs
     assert errs["mh"] <= 1.5 * errs["gibbs"] + 0.003, errs
+    # a random-subset scan has the same fixed point: as close to exact max-ent
+    assert errs["mh_1_site"] <= 1.5 * errs["gibbs"] + 0.003, errs
 
 
 def test_mh_chain_is_deterministic_and_shards_match(problem):
@@ -126,8 +155,10 @@ def test_mh_chain_is_deterministic_and_shards_match(problem):
     np.testing.assert_array_equal(whole.statistics(theta)[1], again.statistics(theta)[1])
 
 
-@pytest.mark.parametrize("use_mh", [None, [True, False, True, True]])
-def test_sorted_storage_gives_the_same_chain(use_mh):
+@pytest.mark.parametrize(
+    "use_mh, sites", [(None, None), ([True, False, True, True], None), (None, 2)]
+)
+def test_sorted_storage_gives_the_same_chain(use_mh, sites):
     """A chain storing its samples sorted by the large feature (the default for M_f ≥
     SORT_MIN_MODALITIES) and the same chain kept in index order give the same codes, labels,
     rows, logits, statistics and state after every sweep, whole or in shards, through a
@@ -138,6 +169,7 @@ def test_sorted_storage_gives_the_same_chain(use_mh):
     mu, theta = rng.normal(0, 0.6, lay.K), rng.normal(0, 0.5, lay.K)
     marg = [rng.dirichlet(np.ones(k)) for k in m]
     kw = {} if use_mh is None else {"use_mh": np.array(use_mh)}
+    kw |= {} if sites is None else {"sites": sites}
     srt = MHGibbsChain(lay, 777, marg, seed=3, **kw)
     plain = MHGibbsChain(lay, 777, marg, seed=3, **kw)
     plain.sort_feature = -1
@@ -180,3 +212,6 @@ def test_cost_rule_and_make_chain_auto():
     assert isinstance(make_chain(big, 10, [np.ones(3), np.ones(1500)], 0), MHGibbsChain)
     with pytest.raises(ValueError, match="sampler"):
         make_chain(small, 10, [np.ones(3), np.ones(4)], 0, sampler="metropolis")
+    # a subset scan is the MH chain's; the full-conditional chains sweep every feature
+    assert make_chain(small, 10, [np.ones(3), np.ones(4)], 0, sites=1).sweeps == 0
+    assert make_chain(big, 10, [np.ones(3), np.ones(1500)], 0, sites=1).sites == 1

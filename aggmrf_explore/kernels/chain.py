@@ -116,6 +116,7 @@ def make_chain(
     sampler: str = "auto",
     build: str = "parallel",
     codes: np.ndarray | None = None,
+    sites: int | None = None,
 ) -> Chain:
     """The chain for a layout.
 
@@ -129,6 +130,9 @@ def make_chain(
     compiler: :class:`~.reference.NumpyGibbsChain`, exact layouts and "gibbs" only); the
     hashed and MH chains have one build.  ``codes``: int (n', D) initial samples instead of
     draws from ``marginals`` (a chain moving to another build), dense chains only.
+    ``sites``: features updated per sweep by the MH chain (None: all;
+    :class:`~.mh_chain.MHGibbsChain`); the full-conditional chains always sweep every
+    feature (the same fixed point either way: ``sites`` sets the cost, not the result).
     """
     if build not in BUILDS:
         raise ValueError(f"build must be one of {BUILDS}; got {build!r}.")
@@ -142,7 +146,7 @@ def make_chain(
     if build == "numpy":
         return NumpyGibbsChain(layout, n_samples, marginals, seed, codes=codes)
     if sampler == "mh":
-        return MHGibbsChain(layout, n_samples, marginals, seed)
+        return MHGibbsChain(layout, n_samples, marginals, seed, sites=sites)
     if layout.has_hashed_tables:
         return HashedGibbsChain(layout, n_samples, marginals, seed)
     return GibbsChain(layout, n_samples, marginals, seed, build=build, codes=codes)

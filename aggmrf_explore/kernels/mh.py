@@ -276,6 +276,7 @@ def mh_sweep(
     x2,
     y2,
     g2,
+    n_sites,
 ):
     """One sweep of the samples x int32 (n, D), stored in any order: gid int64 (n,) holds
     each stored sample's global index (its draws are keyed by it).
@@ -291,7 +292,10 @@ def mh_sweep(
     threads; the results do not depend on it).  sort_f ≥ 0: right after feature sort_f's
     pass, the stored samples (x, y, gid) are reordered by their value of sort_f (through
     the buffers x2, y2, g2 of the same shapes), so they stay sorted by it for the passes
-    of every other feature (−1: never reordered).
+    of every other feature (−1: never reordered).  n_sites: the features updated, the
+    first n_sites of the sweep's random order (≥ D: all of them, the paper's sweep; fewer:
+    a random-subset scan, whose site updates each leave π invariant as the whole sweep's
+    do, see :class:`~.mh_chain.MHGibbsChain`).
 
     Feature by feature (the sweep's order), every sample's site f is updated before the
     next feature (each thread a contiguous range of samples): a site update reads only the
@@ -338,7 +342,7 @@ def mh_sweep(
         for i in prange(n):
             y[i] = 1 if _uniform(first_key, gid[i], D, D + 1) < _sigmoid(z[i]) else 0
     items, per = _chunks(n, threads)
-    for q in range(D):
+    for q in range(min(n_sites, D)):
         f = order[q]
         M = n_mod[f]
         if M == 1:

@@ -85,7 +85,16 @@ class MHGibbsChain:
     Parameters: ``layout`` (TableLayout), ``n_samples`` n' (of the whole chain),
     ``marginals`` (one (M_f,) weight vector per feature: the initial independent draw and
     the MH proposals), ``seed``; ``use_mh`` (bool (D,), default :func:`mh_features`);
-    ``first``, ``count``: hold only samples first .. first + count − 1 (a shard).
+    ``first``, ``count``: hold only samples first .. first + count − 1 (a shard);
+    ``sites``: features updated per sweep (default None: every one, the paper's sweep).
+
+    With ``sites`` = k < D each sweep updates k features drawn at random (the first k of the
+    sweep's random order; every sample the same k), then ỹ: a random-subset scan.  Each
+    site update leaves π invariant, so their composition does, and every feature is
+    updated with probability k/D in every sweep, so the chain is irreducible where the
+    full sweep is: the same stationary distribution, hence the same PCD fixed point, at
+    about k/D of the site updates' cost per sweep and slower mixing per sweep
+    (``tests/test_mh.py`` checks the stationary frequencies against the exact ones).
 
     codes : int32 (count, D) read-only snapshot;  rows : int64 (count, T) read-only snapshot;
     labels : uint8 (count,) ỹ, read-only snapshot (all in sample order, whatever the storage).
@@ -102,6 +111,7 @@ class MHGibbsChain:
         use_mh: np.ndarray | None = None,
         first: int = 0,
         count: int | None = None,
+        sites: int | None = None,
     ) -> None:
         n_samples = int(n_samples)
         if n_samples <= 0:
@@ -127,6 +137,9 @@ class MHGibbsChain:
         if self.use_mh.shape != (D,):
             raise ValueError(f"use_mh must have shape ({D},).")
         self.structure = mh_structure(layout)
+        self.sites = D if sites is None else min(int(sites), D)  # more than D: all of them
+        if self.sites < 1:
+            raise ValueError(f"sites must be at least 1; got {sites}.")
         qs = [(1.0 - PROPOSAL_UNIFORM) * p + PROPOSAL_UNIFORM / p.size for p in ps]
         probs, aliases = zip(*(alias_table(q) for q in qs), strict=True)
         self._mh = (
@@ -305,6 +318,7 @@ class MHGibbsChain:
             get_num_threads(),
             self.sort_feature,
             *self._sort_bufs,
+            self.sites,
         )
         self._rows_valid = True
         D = self._x.shape[1]
