@@ -633,7 +633,8 @@ class PCDTrainer:
             else:
                 upd, checked = gauged, free
         new_mu, new_theta = upd.params
-        problem = problem or divergence(checked, tg, st, self.layout)
+        if gauged is None:  # (with the gauge step, ``free`` was checked above)
+            problem = problem or divergence(checked, tg, st, self.layout)
         if problem:
             self._velocity = Params(np.zeros(self.layout.K), np.zeros(self.layout.K))
             self.status = "diverged"

@@ -189,7 +189,7 @@ def gauge_groups(layout: TableLayout, boxed: np.ndarray | None = None) -> GaugeG
     tables = layout.tables
     index = {t: i for i, t in enumerate(tables)}
     M = layout.n_modalities
-    t_ptr, t_rows, s_rows, block_ptr = [0], [], [], [0]
+    t_ptr, t_rows, s_rows, block_ptr, interleaved = [0], [], [], [0], []
     for ti, t in enumerate(tables):
         if not t or layout.is_hashed(ti):
             continue
@@ -206,16 +206,22 @@ def gauge_groups(layout: TableLayout, boxed: np.ndarray | None = None) -> GaugeG
                 keep = ~(boxed[grouped].any(axis=1) | boxed[s_of])
             if not keep.any():
                 continue
-            for g in grouped[keep]:
+            kept = grouped[keep]
+            for g in kept:
                 t_rows.extend(g.tolist())
                 t_ptr.append(len(t_rows))
             s_rows.extend(s_of[keep].tolist())
             block_ptr.append(len(s_rows))
+            # group g's k-th row first + g + k·G (all G groups kept, rows in one range)
+            G = len(kept)
+            step = kept[0, 0] + np.arange(G)[:, None] + G * np.arange(kept.shape[1])[None, :]
+            interleaved.append(G if G > 1 and np.array_equal(kept, step) else 0)
     return GaugeGroups(
         np.asarray(t_ptr, dtype=np.int64),
         np.asarray(t_rows, dtype=np.int64),
         np.asarray(s_rows, dtype=np.int64),
         np.asarray(block_ptr, dtype=np.int64),
+        np.asarray(interleaved, dtype=np.int64),
     )
 
 

@@ -87,6 +87,40 @@ def test_default_rule_gibbs_samples():
     assert default_settings(lay, 300_000, n_gibbs=123).n_gibbs == 123
 
 
+def test_default_rule_sweep_sites():
+    """Every feature in every sweep below 400 000 Gibbs samples; from there on a random
+    tenth of them (at least one), from the n' actually used; an explicit value wins, and
+    the trainer's MH chain sweeps exactly that many features."""
+    from functools import partial
+
+    from aggmrf_explore.kernels import MHGibbsChain
+    from aggmrf_explore.tables import TableLayout, aggregate
+    from aggmrf_explore.trainer_settings import default_sweep_sites
+
+    assert [default_sweep_sites(d, 400_000) for d in (1, 5, 10, 19, 40)] == [1, 1, 1, 2, 4]
+    assert default_sweep_sites(19, 399_999) is None
+    lay = TableLayout.all_pairs([3] * 19)
+    assert default_settings(lay, 10**7).sweep_sites == 2
+    assert default_settings(lay, 10**6).sweep_sites is None  # n' = 10⁵
+    assert default_settings(lay, 10**6, n_gibbs=400_000).sweep_sites == 2
+    assert default_settings(lay, 10**7, n_gibbs=1_000).sweep_sites is None
+    assert default_settings(lay, 10**7, sweep_sites=None).sweep_sites is None
+    small = TableLayout.all_pairs([3, 300])
+    rng = np.random.default_rng(0)
+    X = np.stack([rng.integers(0, 3, 3000), rng.integers(0, 300, 3000)], axis=1)
+    data = aggregate(X.astype(np.int32), (rng.random(3000) < 0.3).astype(np.int8), small)
+    every = partial(MHGibbsChain, use_mh=np.array([True, True]))  # both features by MH
+    for sites, proposed in ((1, 64), (None, 128)):
+        st = default_settings(small, 3000, n_gibbs=64, sweep_sites=sites)
+        tr = PCDTrainer(data, st, chain_factory=every)
+        tr.step(1)
+        assert tr.chain.proposed.sum() == proposed
+    with pytest.raises(AggMRFError, match="sweep_sites"):
+        default_settings(lay, 10**7, sweep_sites=0)
+    with pytest.raises(AggMRFError, match="cannot change mid-run"):
+        tr.update(sweep_sites=1)
+
+
 def test_xor_pcd_matches_the_exact_regularised_optimum():
     """λ_θ = 20 on 2 000 records moves P(Y=1|x) by ≈ 0.05, so a wrong penalty shows; the
     averaged PCD lands within 1e-3 of fit_exact with the same penalties, and within 3e-3

@@ -346,5 +346,9 @@ def test_gauge_groups_leave_out_hashed_tables_and_boxed_rows():
     some = gauge_groups(lay, boxed)
     assert len(some.s_rows) == len(full.s_rows) - 2  # the group of x0 = 0 and of x1 = 0
     assert not np.isin(np.flatnonzero(boxed), some.t_rows).any()
+    # the pairs' blocks grouped by their first feature are interleaved (G = the second's
+    # values); the one that lost a group is not (its rows no longer fill one range)
+    assert full.interleaved.tolist() == [0] * 3 + [3, 0, 2, 0, 2, 0]
+    assert some.interleaved.tolist() == [0] * 3 + [0, 0, 2, 0, 2, 0]
     hashed = TableLayout.all_pairs([2, 3, 2], hash_sizes={(0, 1): 4})
     assert len(gauge_groups(hashed).s_rows) == 3 + (2 + 2) + (3 + 2)

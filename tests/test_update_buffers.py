@@ -76,6 +76,8 @@ def test_gauge_pair_in_one_pass_is_the_column_by_column_pass(m):
     groups = gauge_groups(lay)
     sizes = np.diff(groups.t_ptr[groups.block_ptr])
     assert (sizes >= ku.PARALLEL_BLOCK_ROWS).any() == (m[0] > 100)
+    # the large blocks grouped by their table's first feature are read in row order
+    assert ((sizes >= ku.PARALLEL_BLOCK_ROWS) & (groups.interleaved > 0)).any() == (m[0] > 100)
     K = lay.K
     for targets in ((target, None), (None, target)):
         args = (columns, targets, (2.0, 6.0), regs, (False, True), groups)

@@ -55,6 +55,7 @@ __all__ = [
     "mh_rows_logits",
     "mh_accumulate",
     "mh_unpack",
+    "pack_parameters",
     "init_samples_offset",
 ]
 
@@ -196,11 +197,18 @@ def _chunks(n, threads):
 @njit(inline="always")
 def _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t):
     """rows_t[t, i] = row of sample i in table t (sample by sample: x's row stays in L1)."""
+    _rows_pass_of(
+        x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t, np.arange(tab_off.shape[0])
+    )
+
+
+@njit(inline="always")
+def _rows_pass_of(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t, tabs):
+    """rows_t[t, i] = row of sample i in table t for the tables ``tabs`` (int64) only."""
     n = x.shape[0]
-    T = tab_off.shape[0]
     for b in prange((n + BLOCK - 1) // BLOCK):
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            for t in range(T):
+            for t in tabs:
                 rows_t[t, i] = table_row(x, i, t, tab_feat, tab_stride, tab_off, tab_H, tab_salt)
 
 
@@ -277,6 +285,7 @@ def mh_sweep(
     y2,
     g2,
     n_sites,
+    theta1,
 ):
     """One sweep of the samples x int32 (n, D), stored in any order: gid int64 (n,) holds
     each stored sample's global index (its draws are keyed by it).
@@ -286,8 +295,9 @@ def mh_sweep(
     mh: (use_mh bool (D,), alias_ptr int64 (D + 1,), alias_prob float64, alias_idx int64,
     log_q float64 (Σ M_f,)).  counts int64 (n_blocks, 2 D) receives accepted / proposed MH
     moves per block of BLOCK samples and feature.  rows_t int32 (T, n): with ``rows_valid``
-    it holds the rows of the current x on entry (read only when ``first``); on exit it
-    holds the new state's rows, and fixed int64 (n,) its round(σ(z_i) · scale) (the
+    it holds the rows of the current x on entry (else they are computed first); on exit it
+    holds the new state's rows (the tables holding no updated feature are kept as they
+    were, unless the samples were reordered), and fixed int64 (n,) its round(σ(z_i) · scale) (the
     statistics need no second pass).  threads: the work items of each pass (the numba
     threads; the results do not depend on it).  sort_f ≥ 0: right after feature sort_f's
     pass, the stored samples (x, y, gid) are reordered by their value of sort_f (through
@@ -295,7 +305,8 @@ def mh_sweep(
     of every other feature (−1: never reordered).  n_sites: the features updated, the
     first n_sites of the sweep's random order (≥ D: all of them, the paper's sweep; fewer:
     a random-subset scan, whose site updates each leave π invariant as the whole sweep's
-    do, see :class:`~.mh_chain.MHGibbsChain`).
+    do, see :class:`~.mh_chain.MHGibbsChain`).  theta1 float64 (K, 1): P[:, 1] as one
+    contiguous column, which z's gathers read (half the bytes of P's rows).
 
     Feature by feature (the sweep's order), every sample's site f is updated before the
     next feature (each thread a contiguous range of samples): a site update reads only the
@@ -335,13 +346,15 @@ def mh_sweep(
     for b in prange(counts.shape[0]):
         for f in range(2 * D):
             counts[b, f] = 0
+    if not rows_valid:  # the rows of the entry state (the first ỹ and the partial pass below)
+        _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t)
     if first:  # ỹ ~ σ(φ(x̃)·θ) before the first sweep's features
-        if not rows_valid:
-            _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t)
-        _logits_pass(rows_t, P, 1, z, threads)
+        _logits_pass(rows_t, theta1, 0, z, threads)
         for i in prange(n):
             y[i] = 1 if _uniform(first_key, gid[i], D, D + 1) < _sigmoid(z[i]) else 0
     items, per = _chunks(n, threads)
+    T = tab_off.shape[0]
+    changed = np.zeros(T, dtype=np.bool_)  # the tables whose rows this sweep can change
     for q in range(min(n_sites, D)):
         f = order[q]
         M = n_mod[f]
@@ -349,6 +362,10 @@ def mh_sweep(
             continue
         e0 = feat_ptr[f]
         ne = feat_ptr[f + 1] - e0
+        for e in range(e0, e0 + ne):
+            changed[ms.ent_tab[e]] = True
+        if f == sort_f:  # the samples are reordered: every table's rows move
+            changed[:] = True
         if use_mh[f] and f == sort_f:  # the same moves, entry by entry (one table at a time)
             for c in prange(items):
                 lo, hi = c * per, min(n, (c + 1) * per)
@@ -429,8 +446,10 @@ def mh_sweep(
                 x[i, f] = draw_from_scores(scores, M, _uniform(key, gid[i], f, D + 1))
         if f == sort_f:
             _sort_pass(x, y, gid, f, M, x2, y2, g2, threads)
-    _rows_pass(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t)
-    _logits_pass(rows_t, P, 1, z, threads)
+    # rows_t held the rows of the entry state (rows_valid or rebuilt above): only the tables
+    # holding an updated feature are recomputed
+    _rows_pass_of(x, tab_feat, tab_stride, tab_off, tab_H, tab_salt, rows_t, np.nonzero(changed)[0])
+    _logits_pass(rows_t, theta1, 0, z, threads)
     for i in prange(n):
         p1 = _sigmoid(z[i])
         y[i] = 1 if _uniform(key, gid[i], D, D + 1) < p1 else 0
@@ -458,6 +477,15 @@ def mh_accumulate(rows_t, fixed, one_a, acc):
     for t in prange(T):
         for i in range(n):
             acc[rows_t[t, i]] += one_a + fixed[i]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def pack_parameters(mu, theta, P, theta_copy):
+    """P[r] = (μ_r, θ_r) and theta_copy[r] = θ_r (float64 (K,) and (K, 2); one pass)."""
+    for r in prange(mu.shape[0]):
+        P[r, 0] = mu[r]
+        P[r, 1] = theta[r]
+        theta_copy[r] = theta[r]
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -39,6 +39,7 @@ from .mh import (
     mh_structure,
     mh_sweep,
     mh_unpack,
+    pack_parameters,
 )
 from .rng import stream_key
 
@@ -274,10 +275,8 @@ class MHGibbsChain:
         state's rows and σ's under θ for :meth:`statistics` (``statistics`` is part of the
         Chain interface and ignored)."""
         mu, theta = self._check(mu, "mu"), self._check(theta, "theta")
-        self._P[:, 0] = mu
-        self._P[:, 1] = theta
-        self._sweep_in(self._P)
-        np.copyto(self._theta_buf, theta)
+        pack_parameters(mu, theta, self._P, self._theta_buf)
+        self._sweep_in(self._P, self._theta_buf)
         self._rows_theta = self._theta_buf  # the sweep left rows, z and σ's under θ
 
     def sweep_packed(self, P: np.ndarray, out: np.ndarray) -> None:
@@ -290,13 +289,14 @@ class MHGibbsChain:
             raise ValueError(f"P must be C-contiguous float64 ({self.K}, 2).")
         if out.shape != (self.K,) or out.dtype != np.int64:
             raise ValueError(f"out must be int64 ({self.K},).")
-        self._sweep_in(P)
+        self._sweep_in(P, np.ascontiguousarray(P[:, 1]))
         self._rows_theta = None  # P may change under us: σ's are recomputed when asked
         out.fill(0)
         mh_accumulate(self._rows_t, self._fixed, np.int64(1) << np.int64(self.a_bits), out)
 
-    def _sweep_in(self, P: np.ndarray) -> None:
-        """The sweep kernel under P (K, 2) and the chain's bookkeeping."""
+    def _sweep_in(self, P: np.ndarray, theta: np.ndarray) -> None:
+        """The sweep kernel under P (K, 2) (and θ = P[:, 1], contiguous (K,)) and the
+        chain's bookkeeping."""
         keys = [stream_key(self.seed, self.sweeps, i) for i in (0, 2, 1)]
         mh_sweep(
             self._x,
@@ -319,6 +319,7 @@ class MHGibbsChain:
             self.sort_feature,
             *self._sort_bufs,
             self.sites,
+            theta.reshape(-1, 1),
         )
         self._rows_valid = True
         D = self._x.shape[1]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 __all__ = [
     "GRADIENT_CODES",
@@ -310,13 +310,18 @@ class GaugeGroups(NamedTuple):
     Group g moves the rows ``t_rows[t_ptr[g]:t_ptr[g + 1]]`` (one table's rows that share a
     value of a sub-table) up by w and the sub-table's row ``s_rows[g]`` down by w.  Groups
     of one block (a table and one of its sub-tables) are consecutive, disjoint and of one
-    size: ``block_ptr`` (n_blocks + 1,) delimits them.  int64 arrays.
+    size: ``block_ptr`` (n_blocks + 1,) delimits them.  ``interleaved`` (n_blocks,): G > 0
+    when block b's G groups are interleaved in one range of rows (group g's k-th row is
+    t_rows[t_ptr[g0]] + g + k·G: a table grouped by a value of its first feature), so the
+    compiled pass reads the block's rows in order (:func:`gauge_pair_compiled`); else 0.
+    int64 arrays.
     """
 
     t_ptr: np.ndarray
     t_rows: np.ndarray
     s_rows: np.ndarray
     block_ptr: np.ndarray
+    interleaved: np.ndarray
 
 
 def gauge_pass(
@@ -354,9 +359,11 @@ def gauge_pass(
         x0, x1 = (np.ascontiguousarray(x, dtype=np.float64) for x in columns)
         lam0, lam1 = (float(v) for v in two_lam)
         move0, move1 = (bool(v) for v in move_s)
-        kernel = gauge_pair_compiled if K >= SMALL else gauge_pair_serial
         args = (out[0], out[1], x0, x1, tg[0], tg[1], lam0, lam1, *regs, move0, move1)
-        kernel(*args, *groups)
+        if K >= SMALL:
+            gauge_pair_compiled(*args, *groups, get_num_threads())
+        else:
+            gauge_pair_serial(*args, *groups)
         return out
     for o, x in zip(out, columns, strict=True):
         o[...] = x
@@ -370,7 +377,7 @@ def gauge_pass(
     target = np.column_stack([np.zeros(K) if t.shape[0] == 0 else t for t in tg])
     reg = np.column_stack(regs)
     move_s = np.asarray(move_s, dtype=bool)
-    t_ptr, t_rows, s_rows, block_ptr = groups
+    t_ptr, t_rows, s_rows, block_ptr, _ = groups
     lam = np.asarray(two_lam, dtype=np.float64)[None, :]
     with np.errstate(all="ignore"):
         for b in range(block_ptr.shape[0] - 1):
@@ -421,7 +428,9 @@ def _gauge_group(g, x, target, lam, reg, move_s, t_ptr, t_rows, s_rows):
 
 
 @njit(cache=True, nogil=True)
-def gauge_column_compiled(x, target, lam, reg, move_s, t_ptr, t_rows, s_rows, block_ptr):
+def gauge_column_compiled(
+    x, target, lam, reg, move_s, t_ptr, t_rows, s_rows, block_ptr, interleaved
+):
     """:func:`gauge_pass` on one column, in place on x (float64 (K,); target (0,): all 0),
     one group after the other (numba, serial)."""
     for g in range(s_rows.shape[0]):
@@ -432,20 +441,81 @@ def gauge_column_compiled(x, target, lam, reg, move_s, t_ptr, t_rows, s_rows, bl
 PARALLEL_BLOCK_ROWS = 1 << 14
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _interleaved_sums(x, target, lam, reg, first, G, L, lo, hi, num, den):
+    """num[g], den[g] of :func:`_gauge_group` for groups lo ≤ g < hi of an interleaved block
+    (group g's k-th row: first + g + k·G, L rows each), reading the rows in order: each
+    group's terms are added in its own order (k = 0, 1, …), so the sums are the same bits."""
+    has_target = target.shape[0] > 0
+    for g in range(lo, hi):
+        num[g] = 0.0
+        den[g] = 0.0
+    for k in range(L):
+        r0 = first + k * G
+        for g in range(lo, hi):
+            r = r0 + g
+            tr = target[r] if has_target else 0.0
+            num[g] = num[g] + (tr - lam * reg[r] * x[r])
+            den[g] = den[g] + reg[r]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _interleaved_move(x, target, lam, reg, move_s, first, G, L, lo, hi, s_rows, g0, num, den):
+    """The rest of :func:`_gauge_group` for groups lo ≤ g < hi of an interleaved block: w
+    from the sums and the s row (the same expression), the s row moved, then the t rows in
+    order."""
+    has_target = target.shape[0] > 0
+    for g in range(lo, hi):
+        k = s_rows[g0 + g]
+        keep = k == 0 and not move_s
+        rs = 0.0 if keep else reg[k]
+        tk = target[k] if has_target else 0.0
+        n_ = num[g] - (tk - lam * rs * x[k])
+        d_ = (den[g] + rs) * lam
+        num[g] = n_ / d_ if d_ > 0.0 else 0.0  # w
+        if not keep:
+            x[k] -= num[g]
+    for k in range(L):
+        r0 = first + k * G
+        for g in range(lo, hi):
+            x[r0 + g] += num[g]
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def gauge_pair_compiled(
     out0, out1, x0, x1, target0, target1, lam0, lam1, reg0, reg1, move0, move1,
-    t_ptr, t_rows, s_rows, block_ptr,
+    t_ptr, t_rows, s_rows, block_ptr, interleaved, n_threads,
 ):  # fmt: skip
     """:func:`gauge_pass` on two columns (x0, x1 copied to out0, out1, then moved there in
     place), block by block; a block's groups are disjoint (and both columns independent), so
-    a large block's groups run in parallel with the same bits as one after the other."""
+    a large block's groups run in parallel with the same bits as one after the other.  An
+    interleaved block (``GaugeGroups.interleaved``) is read in row order, each thread a
+    range of its groups (``n_threads`` ranges): every group's sums keep their order, so the
+    bits are the same."""
     for k in prange(x0.shape[0]):
         out0[k] = x0[k]
         out1[k] = x1[k]
     for b in range(block_ptr.shape[0] - 1):
         g0, g1 = block_ptr[b], block_ptr[b + 1]
-        if t_ptr[g1] - t_ptr[g0] < PARALLEL_BLOCK_ROWS or g1 - g0 < 2:
+        G = interleaved[b]
+        if G > 0 and t_ptr[g1] - t_ptr[g0] >= PARALLEL_BLOCK_ROWS:
+            L = t_ptr[g0 + 1] - t_ptr[g0]
+            first = t_rows[t_ptr[g0]]
+            sums = np.empty((4, G))
+            items = min(n_threads, G)
+            for c in prange(items):
+                lo, hi = c * G // items, (c + 1) * G // items
+                _interleaved_sums(out0, target0, lam0, reg0, first, G, L, lo, hi, sums[0], sums[1])
+                _interleaved_sums(out1, target1, lam1, reg1, first, G, L, lo, hi, sums[2], sums[3])
+                _interleaved_move(
+                    out0, target0, lam0, reg0, move0, first, G, L, lo, hi, s_rows, g0,
+                    sums[0], sums[1],
+                )  # fmt: skip
+                _interleaved_move(
+                    out1, target1, lam1, reg1, move1, first, G, L, lo, hi, s_rows, g0,
+                    sums[2], sums[3],
+                )  # fmt: skip
+        elif t_ptr[g1] - t_ptr[g0] < PARALLEL_BLOCK_ROWS or g1 - g0 < 2:
             for g in range(g0, g1):
                 _gauge_group(g, out0, target0, lam0, reg0, move0, t_ptr, t_rows, s_rows)
                 _gauge_group(g, out1, target1, lam1, reg1, move1, t_ptr, t_rows, s_rows)
@@ -458,7 +528,7 @@ def gauge_pair_compiled(
 @njit(cache=True, nogil=True)
 def gauge_pair_serial(
     out0, out1, x0, x1, target0, target1, lam0, lam1, reg0, reg1, move0, move1,
-    t_ptr, t_rows, s_rows, block_ptr,
+    t_ptr, t_rows, s_rows, block_ptr, interleaved,
 ):  # fmt: skip
     """:func:`gauge_pair_compiled` on one thread (small layouts: no thread start-up)."""
     out0[:] = x0
