@@ -127,6 +127,10 @@ __all__ = [
 
 # changing any other setting with PCDTrainer.update restarts the iterate average
 KEEP_AVERAGE_SETTINGS = ("eval_every", "average")
+# settings that change the sampler or the targets: ``PCDTrainer.update`` refuses them
+FROZEN_SETTINGS = frozenset(
+    ("n_gibbs", "seed", "noise_aware", "intercept_penalty", "cell_penalty", "sweep_sites")
+)
 AVERAGE_START_RELAXATIONS = 2.0  # the average starts after ⌈2/α_θ⌉ iterations
 AVERAGE_ETA = 2.0  # polynomial-decay averaging: iterate k of the average weighs ∝ k^η
 
@@ -368,14 +372,9 @@ class PCDTrainer:
         self.gauge_active = self.settings.gauge and not raw_noisy
         self.mu, self.theta = self._initial_parameters()
         factory = make_chain if chain_factory is None else chain_factory
-        sites = self.settings.sweep_sites  # passed only when set: any factory takes the rest
-        self.chain = factory(
-            lay,
-            self.settings.n_gibbs,
-            self._marginals(),
-            self.settings.seed,
-            **({} if sites is None else {"sites": sites}),
-        )
+        st = self.settings  # sites passed only when set: any chain factory takes the rest
+        sites = {} if st.sweep_sites is None else {"sites": st.sweep_sites}
+        self.chain = factory(lay, st.n_gibbs, self._marginals(), st.seed, **sites)
         self.recorder = History()
         self._monitors: list[Callback] = [self.recorder]
         # the held-out NLLH of X_eval, y_eval (None without them); ``held_out.live = True``
@@ -434,14 +433,7 @@ class PCDTrainer:
 
         n_gibbs, seed and noise_aware change the sampler or the targets: build a new trainer.
         """
-        frozen = {
-            "n_gibbs",
-            "seed",
-            "noise_aware",
-            "intercept_penalty",
-            "cell_penalty",
-            "sweep_sites",
-        } & set(changes)
+        frozen = FROZEN_SETTINGS & set(changes)
         if frozen:
             raise AggMRFError(
                 f"{', '.join(sorted(frozen))} cannot change mid-run; build a new PCDTrainer (reset)."
