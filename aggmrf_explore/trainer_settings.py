@@ -268,7 +268,7 @@ def default_settings(
       it 3 000 iterations stopped 10⁻³–3·10⁻² short of the optimum at 10⁵ records even
       without Monte-Carlo noise;
     - every feature updated in every sweep below 400 000 Gibbs samples, a random tenth of
-      them from there on (:func:`default_sweep_sites`: the same fixed point, 3.5× faster
+      them from there on (:func:`default_sweep_sites`: the same fixed point, 3.2–3.4× faster
       iterations at the authors' scale);
     - no momentum (``DEFAULT_MOMENTUM`` = 0).  Heavy ball β = 0.8 on θ had been the remedy
       for those slow directions; it makes the fast ones ring (period ≈ 6 iterations at
@@ -419,9 +419,10 @@ def default_sweep_sites(n_features: int, n_gibbs: int) -> int | None:
 
     Both have the same fixed point (the same stationary distribution; ``tests/test_mh.py``).
     At the authors' scale (10⁷ records, 19 features, K = 5.7·10⁶, n' = 400 000) a full sweep
-    is three quarters of an iteration, and 2 features per sweep made the iteration 3.5×
-    faster (2.1 → 0.6 s, quiet machine) with the same model: test NLLH 0.3417 after 1 500
-    iterations against 0.3386 with full sweeps (docs/criteo_full.md).  Smaller chains keep
+    is four fifths of an iteration, and 2 features per sweep made the iteration 3.2–3.4×
+    faster (2.2–2.3 → 0.68–0.70 s, quiet machine) with the same model: test NLLH 0.3417 after
+    1 500 iterations against 0.3386 with full sweeps; one feature per sweep lagged and ended
+    at 0.3401 (docs/criteo_full.md).  Smaller chains keep
     the full sweep: their iterations are short, and the subset scan mixes more slowly per
     iteration, which was not measured there.  Only the Metropolis-within-Gibbs chain reads
     it; the full-conditional chains always sweep every feature."""
