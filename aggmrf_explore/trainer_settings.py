@@ -293,12 +293,10 @@ def default_settings(
     """
     T = max(layout.n_released_tables, 1)
     T_f = max(sum(1 for t in layout.tables if f in t) for f in range(layout.n_features))
-    n_gibbs = int(overrides.get("n_gibbs", default_gibbs(n)))
     raw_sd = 0.0 if overrides.get("noise_aware") else float(noise_sd)  # MRF-N models it
     lam_mu, lam_theta = noise_penalties(T, raw_sd)
     base = TrainerSettings(
-        n_gibbs=n_gibbs,
-        sweep_sites=default_sweep_sites(layout.n_features, n_gibbs),
+        n_gibbs=default_gibbs(n),
         lambda_mu=lam_mu,
         lambda_theta=lam_theta,
         step_mu=min(5.0 / T, 1.0 / T_f),
@@ -307,7 +305,11 @@ def default_settings(
         # (only where the noise raised λ_θ: a release with negligible noise keeps θ₀ free)
         intercept_penalty=1.0 / T if noise_raises_penalty(T, raw_sd) else 0.0,
     )
-    return replace(base, **overrides).validate()
+    settings = replace(base, **overrides).validate()
+    if "sweep_sites" in overrides:
+        return settings
+    # from the n' actually used (an override's), checked above
+    return replace(settings, sweep_sites=default_sweep_sites(layout.n_features, settings.n_gibbs))
 
 
 def noise_penalties(n_tables: int, noise_sd: float = 0.0) -> tuple[float, float]:

@@ -404,6 +404,21 @@ def gauge_pass(
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _gauge_s_row(num, den, k, x, target, lam, reg, move_s):
+    """A group's w from its t rows' sums num, den and its s row k, which it moves by −w (row
+    0 kept when not ``move_s``: μ₀); returns w."""
+    keep = k == 0 and not move_s
+    rs = 0.0 if keep else reg[k]
+    tk = target[k] if target.shape[0] > 0 else 0.0
+    num = num - (tk - lam * rs * x[k])
+    den = (den + rs) * lam
+    w = num / den if den > 0.0 else 0.0
+    if not keep:
+        x[k] -= w
+    return w
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _gauge_group(g, x, target, lam, reg, move_s, t_ptr, t_rows, s_rows):
     """Group g of :func:`gauge_pass` on one column x, in place (target (0,): all 0)."""
     has_target = target.shape[0] > 0
@@ -414,17 +429,9 @@ def _gauge_group(g, x, target, lam, reg, move_s, t_ptr, t_rows, s_rows):
         tr = target[r] if has_target else 0.0
         num = num + (tr - lam * reg[r] * x[r])
         den = den + reg[r]
-    k = s_rows[g]
-    keep = k == 0 and not move_s
-    rs = 0.0 if keep else reg[k]
-    tk = target[k] if has_target else 0.0
-    num = num - (tk - lam * rs * x[k])
-    den = (den + rs) * lam
-    w = num / den if den > 0.0 else 0.0
+    w = _gauge_s_row(num, den, s_rows[g], x, target, lam, reg, move_s)
     for i in range(t_ptr[g], t_ptr[g + 1]):
         x[t_rows[i]] += w
-    if not keep:
-        x[k] -= w
 
 
 @njit(cache=True, nogil=True)
@@ -462,19 +469,9 @@ def _interleaved_sums(x, target, lam, reg, first, G, L, lo, hi, num, den):
 @njit(cache=True, nogil=True, inline="always")
 def _interleaved_move(x, target, lam, reg, move_s, first, G, L, lo, hi, s_rows, g0, num, den):
     """The rest of :func:`_gauge_group` for groups lo ≤ g < hi of an interleaved block: w
-    from the sums and the s row (the same expression), the s row moved, then the t rows in
-    order."""
-    has_target = target.shape[0] > 0
-    for g in range(lo, hi):
-        k = s_rows[g0 + g]
-        keep = k == 0 and not move_s
-        rs = 0.0 if keep else reg[k]
-        tk = target[k] if has_target else 0.0
-        n_ = num[g] - (tk - lam * rs * x[k])
-        d_ = (den[g] + rs) * lam
-        num[g] = n_ / d_ if d_ > 0.0 else 0.0  # w
-        if not keep:
-            x[k] -= num[g]
+    and the s row (:func:`_gauge_s_row`), then the t rows in order."""
+    for g in range(lo, hi):  # num[g] becomes w
+        num[g] = _gauge_s_row(num[g], den[g], s_rows[g0 + g], x, target, lam, reg, move_s)
     for k in range(L):
         r0 = first + k * G
         for g in range(lo, hi):
