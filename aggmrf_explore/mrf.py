@@ -54,14 +54,8 @@ import pandas as pd
 from .callbacks import Callback, HeldOutNLLH, History, StopTraining
 from .errors import AggMRFError, DivergenceError
 from .kernels import make_chain, sample_logits
-from .kernels.update import (
-    UpdateOutputs,
-    average_step,
-    momentum_step,
-    relative_l1_at,
-    sum_of_squares,
-    update_buffers,
-)
+from .kernels.sums import relative_l1_pair, squares_sum
+from .kernels.update import UpdateOutputs, average_step, momentum_step, update_buffers
 from .pcd import (
     MU_BOUND,
     THETA_BOUND,
@@ -192,7 +186,7 @@ class IterationBuffers(NamedTuple):
     average and velocity that the trainer keeps are separate arrays."""
 
     update: UpdateOutputs  # pcd_update's ten results (θ + the momentum's step in new_theta)
-    free: Params  # gauge_free's (μ, θ); then the scratch of the iteration's errors and norm
+    free: Params  # gauge_free's (μ, θ)
     velocity: np.ndarray  # the momentum's next velocity of θ, before it is accepted
     released_rows: np.ndarray  # int64, the released rows (np.flatnonzero of the mask)
 
@@ -647,14 +641,15 @@ class PCDTrainer:
         self.iteration += 1
         self._accumulate()
 
-        rel, scratch = buf.released_rows, buf.free  # (gauge_free's arrays: checked, free)
+        # relative_l1(d̂[rel], d[rel]) and (ĉ[rel], c[rel]), one pass with numpy's bits
+        d_error, c_error = relative_l1_pair(d_hat, tg.d, c_hat, tg.c, buf.released_rows)
         stats = IterationStats(
             iteration=self.iteration,
-            d_error=relative_l1_at(d_hat, tg.d, rel, scratch),  # relative_l1(d̂[rel], d[rel])
-            c_error=relative_l1_at(c_hat, tg.c, rel, scratch),
+            d_error=d_error,
+            c_error=c_error,
             nllh_eval=None,
             seconds=time.perf_counter() - t0,
-            theta_norm=float(np.sqrt(sum_of_squares(self.theta, 1, scratch.mu))),
+            theta_norm=float(np.sqrt(squares_sum(self.theta, 1))),
             step_mu=st.step_mu,
             step_theta=st.step_theta,
             lambda_mu=st.lambda_mu,

@@ -12,7 +12,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from aggmrf_explore import metrics
 from aggmrf_explore.kernels import set_threads
 from aggmrf_explore.kernels import update as ku
 from aggmrf_explore.mrf import PCDTrainer, default_settings
@@ -123,18 +122,6 @@ def test_momentum_average_errors_and_norm_are_numpys(K):
         ref += w * (x - ref)
     ku.average_step(bar, x, w)
     assert _same(bar, ref)
-
-    est, tgt = np.abs(rng.normal(0, 5, K)), np.abs(rng.normal(0, 5, K))
-    mask = rng.random(K) > 0.2
-    mask[0] = False
-    scratch = (np.empty(K), np.empty(K))
-    for e, t in ((est, tgt), (est, np.zeros(K)), (tgt, tgt), (_awkward(rng, K), tgt)):
-        want = metrics.relative_l1(e[mask], t[mask])
-        got = ku.relative_l1_at(e, t, np.flatnonzero(mask), scratch)
-        assert _same(got, want) and type(got) is float
-
-    x = rng.normal(0, 2, K)
-    assert _same(ku.sum_of_squares(x, 1, scratch[0]), np.sum(x[1:] ** 2))
 
 
 def test_the_trainer_keeps_no_buffer_as_its_state():

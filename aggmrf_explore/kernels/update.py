@@ -45,8 +45,6 @@ __all__ = [
     "update_pass_into",
     "momentum_step",
     "average_step",
-    "relative_l1_at",
-    "sum_of_squares",
 ]
 
 GRADIENT_CODES = {"rescaled": 0, "rescaled-paper": 1, "true": 2}
@@ -571,52 +569,3 @@ def average_step(bar, x, w: float) -> None:
 def _average_compiled(bar, x, w):
     for k in prange(bar.shape[0]):
         bar[k] = bar[k] + w * (x[k] - bar[k])
-
-
-def relative_l1_at(estimate, target, rows, scratch) -> float:
-    """``metrics.relative_l1(estimate[rows], target[rows])`` without its temporaries: the
-    |differences| and |targets| go into the two float64 arrays of ``scratch`` (each at least
-    len(rows) long) and are summed by numpy (its pairwise sums: the same bits).  estimate,
-    target float64 (K,); rows int64, increasing (``np.flatnonzero`` of a mask)."""
-    estimate = np.ascontiguousarray(estimate, dtype=np.float64)
-    target = np.ascontiguousarray(target, dtype=np.float64)
-    n = rows.shape[0]
-    num_parts, den_parts = scratch[0][:n], scratch[1][:n]
-    if estimate.shape[0] >= SMALL:
-        _abs_parts(estimate, target, rows, num_parts, den_parts)
-    else:
-        with np.errstate(all="ignore"):
-            np.abs(estimate[rows] - target[rows], out=num_parts)
-        np.abs(target[rows], out=den_parts)
-    denom = den_parts.sum()
-    num = num_parts.sum()
-    if denom == 0:
-        return 0.0 if num == 0 else float("inf")
-    return float(num / denom)
-
-
-@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def _abs_parts(estimate, target, rows, num_parts, den_parts):
-    for j in prange(rows.shape[0]):
-        r = rows[j]
-        num_parts[j] = abs(estimate[r] - target[r])
-        den_parts[j] = abs(target[r])
-
-
-def sum_of_squares(x, start: int, scratch) -> float:
-    """``np.sum(x[start:] ** 2)`` (float64 (K,) x) with the squares in ``scratch`` (float64,
-    at least K − start long), summed by numpy: the same bits."""
-    n = x.shape[0] - start
-    part = scratch[:n]
-    if x.shape[0] >= SMALL:
-        _squares(x, start, part)
-    else:
-        np.multiply(x[start:], x[start:], out=part)
-    return part.sum()
-
-
-@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def _squares(x, start, out):
-    for j in prange(out.shape[0]):
-        v = x[start + j]
-        out[j] = v * v
