@@ -450,18 +450,26 @@ PARALLEL_BLOCK_ROWS = 1 << 14
 def _interleaved_sums(x, target, lam, reg, first, G, L, lo, hi, num, den):
     """num[g], den[g] of :func:`_gauge_group` for groups lo ≤ g < hi of an interleaved block
     (group g's k-th row: first + g + k·G, L rows each), reading the rows in order: each
-    group's terms are added in its own order (k = 0, 1, …), so the sums are the same bits."""
-    has_target = target.shape[0] > 0
-    for g in range(lo, hi):
-        num[g] = 0.0
-        den[g] = 0.0
+    group's terms are added in its own order (k = 0, 1, …), so the sums are the same bits.
+    (Each row of the block as contiguous slices: the loop over groups vectorises.)"""
+    n = hi - lo
+    nums = num[lo:hi]
+    dens = den[lo:hi]
+    nums[:] = 0.0
+    dens[:] = 0.0
     for k in range(L):
-        r0 = first + k * G
-        for g in range(lo, hi):
-            r = r0 + g
-            tr = target[r] if has_target else 0.0
-            num[g] = num[g] + (tr - lam * reg[r] * x[r])
-            den[g] = den[g] + reg[r]
+        r0 = first + k * G + lo
+        xs = x[r0 : r0 + n]
+        rs = reg[r0 : r0 + n]
+        if target.shape[0] > 0:
+            ts = target[r0 : r0 + n]
+            for i in range(n):
+                nums[i] = nums[i] + (ts[i] - lam * rs[i] * xs[i])
+                dens[i] = dens[i] + rs[i]
+        else:
+            for i in range(n):
+                nums[i] = nums[i] + (0.0 - lam * rs[i] * xs[i])
+                dens[i] = dens[i] + rs[i]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -470,10 +478,13 @@ def _interleaved_move(x, target, lam, reg, move_s, first, G, L, lo, hi, s_rows, 
     and the s row (:func:`_gauge_s_row`), then the t rows in order."""
     for g in range(lo, hi):  # num[g] becomes w
         num[g] = _gauge_s_row(num[g], den[g], s_rows[g0 + g], x, target, lam, reg, move_s)
+    n = hi - lo
+    ws = num[lo:hi]
     for k in range(L):
-        r0 = first + k * G
-        for g in range(lo, hi):
-            x[r0 + g] += num[g]
+        r0 = first + k * G + lo
+        xs = x[r0 : r0 + n]
+        for i in range(n):
+            xs[i] += ws[i]
 
 
 @njit(cache=True, nogil=True, parallel=True)
