@@ -38,15 +38,28 @@ def test_update_pass_in_numpy_is_the_kernel_bit_for_bit(gradient, precondition, 
         np.testing.assert_array_equal(a, b)  # (NaN == NaN here)
 
 
-def test_bound_excess_in_numpy_is_the_kernel():
-    rng = np.random.default_rng(1)
-    for _ in range(20):
-        mu, theta = rng.normal(0, 80, 50), rng.normal(0, 30, 50)
-        if rng.random() < 0.5:
-            theta[rng.integers(50)] = np.nan
-        assert kupdate.bound_excess(mu, theta, 200.0, 50.0) == tuple(
-            kupdate.bound_excess_compiled(mu, theta, 200.0, 50.0)
-        )
+@pytest.mark.parametrize("K", [1, 50, 5_000, 100_003])
+def test_bound_excess_in_numpy_is_the_kernel(K):
+    """The same (maximum, first position) as numpy's argmax, with ties and non-finite values
+    in different chunks of the kernel's parallel maximum."""
+    rng = np.random.default_rng(K)
+
+    def numpy_excess(a, bound):
+        v = np.where(np.isfinite(a), np.abs(a), np.inf) / bound
+        return float(v.max()), int(np.argmax(v))
+
+    for trial in range(20):
+        mu, theta = rng.normal(0, 80, K), rng.normal(0, 30, K)
+        at = rng.integers(K, size=2)
+        if trial % 4 == 1:
+            theta[at] = 400.0  # a tie, possibly in two chunks: the first wins
+        elif trial % 4 == 2:
+            theta[at] = [np.nan, -np.inf]
+        elif trial % 4 == 3:
+            mu[at] = -mu[at].max() * 2
+        want = (*numpy_excess(theta, 50.0), *numpy_excess(mu, 200.0))
+        assert kupdate.bound_excess(mu, theta, 200.0, 50.0) == want
+        assert tuple(kupdate.bound_excess_compiled(mu, theta, 200.0, 50.0)) == want
 
 
 @pytest.mark.parametrize("hashed", [False, True])

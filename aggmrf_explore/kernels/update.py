@@ -265,17 +265,36 @@ def update_pass_into(
         new_theta[k] = theta[k] - step_theta * dt
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _ratio(a, k, bound):
+    """|a[k]|/bound, +inf when a[k] is not finite."""
+    v = abs(a[k])
+    return v / bound if np.isfinite(v) else np.inf
+
+
+#: chunks of :func:`_excess`'s parallel maximum
+EXCESS_CHUNKS = 16
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def _excess(a, bound):
-    top = -1.0
-    at = 0
-    for k in range(a.shape[0]):
-        v = abs(a[k])
-        v = v / bound if np.isfinite(v) else np.inf
-        if v > top:
-            top = v
-            at = k
-    return top, at
+    """(max_k |a_k|/bound, its first k): each chunk's maximum in parallel (a maximum does not
+    depend on the order), then the first k that reaches it, chunk by chunk in order: the
+    same (value, k) as one scan from k = 0."""
+    n = a.shape[0]
+    tops = np.full(EXCESS_CHUNKS, -1.0)
+    for c in prange(EXCESS_CHUNKS):
+        m = -1.0
+        for k in range(c * n // EXCESS_CHUNKS, (c + 1) * n // EXCESS_CHUNKS):
+            m = max(m, _ratio(a, k, bound))
+        tops[c] = m
+    top = tops.max()
+    for c in range(EXCESS_CHUNKS):
+        if tops[c] == top:
+            for k in range(c * n // EXCESS_CHUNKS, (c + 1) * n // EXCESS_CHUNKS):
+                if _ratio(a, k, bound) == top:
+                    return top, k
+    return top, 0
 
 
 def bound_excess(mu, theta, mu_bound, theta_bound) -> tuple:
@@ -294,9 +313,8 @@ def bound_excess(mu, theta, mu_bound, theta_bound) -> tuple:
     return tuple(out)
 
 
-@njit(cache=True, nogil=True)
 def bound_excess_compiled(mu, theta, mu_bound, theta_bound):
-    """:func:`bound_excess` in one pass without temporaries (numba)."""
+    """:func:`bound_excess` without temporaries (numba, each array's maximum in parallel)."""
     t, kt = _excess(theta, theta_bound)
     m, km = _excess(mu, mu_bound)
     return t, kt, m, km
@@ -432,6 +450,31 @@ def _gauge_group(g, x, target, lam, reg, move_s, t_ptr, t_rows, s_rows):
         x[t_rows[i]] += w
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _gauge_group_pair(
+    g, x0, x1, target0, target1, lam0, lam1, reg0, reg1, move0, move1, t_ptr, t_rows, s_rows
+):  # fmt: skip
+    """:func:`_gauge_group` on two columns in one pass over the group's rows (each column's
+    sums in its own order: the same bits as one column after the other)."""
+    has0 = target0.shape[0] > 0
+    has1 = target1.shape[0] > 0
+    num0 = den0 = num1 = den1 = 0.0
+    for i in range(t_ptr[g], t_ptr[g + 1]):
+        r = t_rows[i]
+        tr0 = target0[r] if has0 else 0.0
+        tr1 = target1[r] if has1 else 0.0
+        num0 = num0 + (tr0 - lam0 * reg0[r] * x0[r])
+        den0 = den0 + reg0[r]
+        num1 = num1 + (tr1 - lam1 * reg1[r] * x1[r])
+        den1 = den1 + reg1[r]
+    w0 = _gauge_s_row(num0, den0, s_rows[g], x0, target0, lam0, reg0, move0)
+    w1 = _gauge_s_row(num1, den1, s_rows[g], x1, target1, lam1, reg1, move1)
+    for i in range(t_ptr[g], t_ptr[g + 1]):
+        r = t_rows[i]
+        x0[r] += w0
+        x1[r] += w1
+
+
 @njit(cache=True, nogil=True)
 def gauge_column_compiled(
     x, target, lam, reg, move_s, t_ptr, t_rows, s_rows, block_ptr, interleaved
@@ -523,12 +566,16 @@ def gauge_pair_compiled(
                 )  # fmt: skip
         elif t_ptr[g1] - t_ptr[g0] < PARALLEL_BLOCK_ROWS or g1 - g0 < 2:
             for g in range(g0, g1):
-                _gauge_group(g, out0, target0, lam0, reg0, move0, t_ptr, t_rows, s_rows)
-                _gauge_group(g, out1, target1, lam1, reg1, move1, t_ptr, t_rows, s_rows)
+                _gauge_group_pair(
+                    g, out0, out1, target0, target1, lam0, lam1, reg0, reg1, move0, move1,
+                    t_ptr, t_rows, s_rows,
+                )  # fmt: skip
         else:
             for g in prange(g0, g1):
-                _gauge_group(g, out0, target0, lam0, reg0, move0, t_ptr, t_rows, s_rows)
-                _gauge_group(g, out1, target1, lam1, reg1, move1, t_ptr, t_rows, s_rows)
+                _gauge_group_pair(
+                    g, out0, out1, target0, target1, lam0, lam1, reg0, reg1, move0, move1,
+                    t_ptr, t_rows, s_rows,
+                )  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
@@ -540,8 +587,10 @@ def gauge_pair_serial(
     out0[:] = x0
     out1[:] = x1
     for g in range(s_rows.shape[0]):
-        _gauge_group(g, out0, target0, lam0, reg0, move0, t_ptr, t_rows, s_rows)
-        _gauge_group(g, out1, target1, lam1, reg1, move1, t_ptr, t_rows, s_rows)
+        _gauge_group_pair(
+            g, out0, out1, target0, target1, lam0, lam1, reg0, reg1, move0, move1,
+            t_ptr, t_rows, s_rows,
+        )  # fmt: skip
 
 
 # ------------------------------------------------------- the trainer's other (K,) passes
