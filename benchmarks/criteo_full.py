@@ -30,7 +30,8 @@ run and timed.
    the current reported model is computed and the figures so far are written to
    ``--json`` (a run stopped early still leaves its numbers).
 3. Report: wall time (generation, aggregation, build, training, per iteration median and
-   p95), peak RSS of the aggregation process and of the training process, the load average
+   p95), the counting floor measured at every evaluation (:func:`counting_floor`, outside
+   the iterations' times) and the median iteration's ratio to its median, peak RSS of the aggregation process and of the training process, the load average
    before and after, and the normalised test NLLH (1 − logloss / entropy, click) of the
    model, of the true probabilities (the best any model can do) and of the constant model
    (0), on ``--test`` fresh records of an independent stream.
@@ -112,6 +113,17 @@ def random_order_cells(rows, seed: int = 1):
 
     perm = np.random.default_rng(seed).permutation(rows.shape[0])
     return np.ascontiguousarray(rows[perm]).ravel().astype(np.int64)
+
+
+def counting_floor(trainer, seed: int) -> float:
+    """Seconds of the counting floor (np.bincount of the chain's current cells, samples in
+    a random order drawn from ``seed``: :func:`random_order_cells`) into the K rows, once."""
+    import numpy as np
+
+    cells = random_order_cells(np.asarray(trainer.chain.rows), seed)
+    t0 = time.perf_counter()
+    np.bincount(cells, minlength=trainer.layout.K)
+    return time.perf_counter() - t0
 
 
 def references(rows_tm, K: int, repeats: int = 3, rows_random=None) -> dict:
@@ -495,6 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     res["evaluations"] = []
     seconds: list[float] = []
+    floors: list[float] = []
     t_train = time.perf_counter()
 
     def progress(tr, stats) -> None:
@@ -509,12 +522,17 @@ def main(argv: list[str] | None = None) -> int:
                 "d_error": round(stats.d_error, 5),
                 "averaged": bool(tr.settings.average and tr.iteration > tr.average_from),
             }
+            # the speed target's reference, in this run: timed here, outside the iterations
+            floors.append(counting_floor(tr, seed=tr.iteration))
+            row["counting_floor_s"] = round(floors[-1], 4)
             res["evaluations"].append(row)
             res["iterations_done"] = tr.iteration
             res["train_seconds"] = row["elapsed_s"]
             s = sorted(seconds)
             res["iteration_seconds_median"] = round(s[len(s) // 2], 3)
             res["iteration_seconds_p95"] = round(s[int(0.95 * (len(s) - 1))], 3)
+            res["counting_floor_median"] = round(_median(floors), 4)
+            res["ratio_to_floor"] = round(_median(seconds) / _median(floors), 2)
             save()
             print(row, f"load {res['load_now']}", flush=True)
 

@@ -20,7 +20,7 @@ def _values(rng, K: int) -> np.ndarray:
 
 
 # around numpy's block (128), the compiled threshold and the top split, and a large odd size
-SIZES = [0, 1, 7, 8, 127, 128, 129, 1000, sums.SMALL - 1, sums.SMALL, sums.SMALL + 9, 99_991]
+SIZES = [0, 1, 7, 8, 127, 128, 129, 1000, 99_991, sums.SMALL - 1, sums.SMALL, 4 * sums.SMALL + 9]
 
 
 @pytest.mark.parametrize("K", SIZES)

@@ -14,8 +14,9 @@ import numpy as np
 from numba import njit, prange
 
 #: terms from which the sums run compiled and split over the threads (fewer: numpy's own
-#: sums, the same bits and nothing to compile)
-SMALL = 1 << 12
+#: sums, the same bits in under a millisecond, and nothing to compile: their first compile
+#: takes seconds, which a first start on the explorer's tables must not wait for)
+SMALL = 1 << 18
 
 
 @njit(cache=True, nogil=True, inline="always")

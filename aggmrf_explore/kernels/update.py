@@ -274,6 +274,9 @@ def _ratio(a, k, bound):
 
 #: chunks of :func:`_excess`'s parallel maximum
 EXCESS_CHUNKS = 16
+#: coordinates from which :func:`bound_excess` runs compiled (below: numpy in about a
+#: millisecond, and no compile, which takes seconds, on a first start)
+BOUND_COMPILED_FROM = 1 << 18
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -300,8 +303,8 @@ def _excess(a, bound):
 def bound_excess(mu, theta, mu_bound, theta_bound) -> tuple:
     """(max_k |θ_k|/theta_bound, its first k, max_k |μ_k|/mu_bound, its first k); a
     non-finite coordinate counts as +inf.  mu, theta float64 (K,), K ≥ 1.  Numpy below
-    ``SMALL`` coordinates (the same numbers), else :func:`bound_excess_compiled`."""
-    if mu.shape[0] >= SMALL:
+    ``BOUND_COMPILED_FROM`` coordinates (the same numbers), else :func:`bound_excess_compiled`."""
+    if mu.shape[0] >= BOUND_COMPILED_FROM:
         return bound_excess_compiled(mu, theta, mu_bound, theta_bound)
     out = []
     for a, bound in ((theta, theta_bound), (mu, mu_bound)):
