@@ -641,7 +641,6 @@ class PCDTrainer:
         self.iteration += 1
         self._accumulate()
 
-        # relative_l1(d̂[rel], d[rel]) and (ĉ[rel], c[rel]), one pass with numpy's bits
         d_error, c_error = relative_l1_pair(d_hat, tg.d, c_hat, tg.c, buf.released_rows)
         stats = IterationStats(
             iteration=self.iteration,
