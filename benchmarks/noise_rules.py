@@ -46,7 +46,11 @@ import pandas as pd
 from aggmrf_explore.errors import AggMRFError
 from aggmrf_explore.experiment import prepare, train_mrf
 from aggmrf_explore.privacy import make_mechanism, release
-from aggmrf_explore.trainer_settings import default_iterations, default_settings
+from aggmrf_explore.trainer_settings import (
+    default_iterations,
+    default_settings,
+    noise_penalties,
+)
 
 RULES = (
     "today",
@@ -59,8 +63,6 @@ RULES = (
     "B-rate-cells",
     "B-rate-cells-tables",
 )
-LAMBDA_MAX = 1e6  # the top of λ's declared domain (settings.py)
-C = 0.5  # λ_θ ≥ C·σ·√T, λ_μ ≥ C·σ
 
 
 def rule_settings(rule: str, layout, n: int, sigma: float, seed: int):
@@ -69,12 +71,13 @@ def rule_settings(rule: str, layout, n: int, sigma: float, seed: int):
     s = default_settings(layout, n, seed=seed)
     if sigma <= 0:
         return s
-    T = max(layout.n_released_tables, 1)
+    # rule A is the shipped one: trainer_settings.noise_penalties (λ_θ ≥ ½σ√T, λ_μ ≥ ½σ)
+    lam_mu, lam_theta = noise_penalties(layout.n_released_tables, sigma)
     over = {}
     if rule in ("A-theta", "A", "A+B"):
-        over["lambda_theta"] = min(max(s.lambda_theta, C * sigma * math.sqrt(T)), LAMBDA_MAX)
+        over["lambda_theta"] = lam_theta
     if rule in ("A", "A+B"):
-        over["lambda_mu"] = min(max(s.lambda_mu, C * sigma), LAMBDA_MAX)
+        over["lambda_mu"] = lam_mu
     if rule.startswith("B") or rule == "A+B":
         over["noise_aware"] = True
         # MRF-N as it was
