@@ -7,6 +7,7 @@ Pure functions of pandas Series; :mod:`aggmrf_explore.encoding` builds on them.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -41,6 +42,15 @@ def format_number(v: float) -> str:
     if v.is_integer() and abs(v) < 1e15:
         return str(int(v))
     return f"{v:.6g}"
+
+
+def format_scale(v: float) -> str:
+    """A positive size for a legend (a noise's σ, counts): three significant digits, never
+    in exponent notation from 1 000 on ("1,234", not "1.23e+03": read on a projector)."""
+    v = float(v)
+    if math.isfinite(v) and abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
 
 
 def format_number_full(v: float) -> str:

@@ -451,6 +451,15 @@ def test_noise_plots(mech):
     _render(privacy_plots.noisy_vs_true(None, None))
 
 
+@pytest.mark.parametrize("mech", ["laplace", "gaussian"])
+def test_a_large_noise_reads_without_exponent_in_the_legend(mech):
+    """σ from ε = 0.1 on a large release runs into the thousands: "1,235", not "1.23e+03"."""
+    noise = np.random.default_rng(3).normal(0, 1234.6, 500)
+    labels = [el.label for el in privacy_plots.noise_histogram(noise, 1234.6, mech)]
+    assert any("1,235" in lab for lab in labels), labels
+    assert not any("e+" in lab for lab in labels), labels
+
+
 def test_xor_plot():
     frame = pd.DataFrame(
         {

@@ -16,6 +16,7 @@ import numpy as np
 from bokeh.models import NumeralTickFormatter
 
 from ...privacy.registry import REGISTRY
+from ...values import format_scale
 from .plots import (
     COMMON,
     MRF_COLOR,
@@ -90,16 +91,16 @@ def noise_histogram(
         xs = np.unique(np.linspace(inner[0], inner[1], 401).round())
         ys = np.asarray(pmf(xs), dtype=float)
         size = "σ" if shape == "gauss" else "std"
-        name = f"{label} pmf ({size} {s:.3g})"
+        name = f"{label} pmf ({size} {format_scale(s)})"
     elif shape == "laplace":
         xs = np.linspace(-lim, lim, 201)
         b = s / math.sqrt(2)
         ys = np.exp(-np.abs(xs) / b) / (2 * b)
-        name = f"Laplace density (std {s:.3g})"
+        name = f"Laplace density (std {format_scale(s)})"
     else:
         xs = np.linspace(-lim, lim, 201)
         ys = np.exp(-0.5 * (xs / s) ** 2) / (s * math.sqrt(2 * math.pi))
-        name = f"Gaussian density (σ {s:.3g})"
+        name = f"Gaussian density (σ {format_scale(s)})"
     curve = hv.Curve((xs, ys), xdim, ydim, label=name).opts(color="#d62728", line_width=2)
     layers = [hist, curve]
     if pmf is not None and xs.size <= 61:  # few integers: a dot on each
@@ -155,7 +156,7 @@ def _mixture_histogram(noise, sigmas, mechanism: str, bins: int, records: int | 
 
         mass = ndtr(edges[1:, None] / sig[None, :]) - ndtr(edges[:-1, None] / sig[None, :])
         ys = mass.mean(axis=1) / (edges[1] - edges[0])
-        name = f"{label}: expected, from each count's σ (median {np.median(sig):.3g})"
+        name = f"{label}: expected, from each count's σ (median {format_scale(np.median(sig))})"
     else:
         ys = np.zeros_like(xs)
         name = f"{label} density"
