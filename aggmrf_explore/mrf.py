@@ -67,6 +67,8 @@ from .pcd import (
     gauge_free,
     gauge_groups,
     gauge_step,
+    initial_marginals,
+    initial_parameters,
     pcd_update,
     rescaling_ratio,
 )
@@ -364,11 +366,13 @@ class PCDTrainer:
         T, sd = lay.n_released_tables, release_noise_sd(data)
         raw_noisy = not self.settings.noise_aware and noise_raises_penalty(T, sd)
         self.gauge_active = self.settings.gauge and not raw_noisy
-        self.mu, self.theta = self._initial_parameters()
+        self.mu, self.theta = initial_parameters(lay, self._projected)
         factory = make_chain if chain_factory is None else chain_factory
         st = self.settings  # sites passed only when set: any chain factory takes the rest
         sites = {} if st.sweep_sites is None else {"sites": st.sweep_sites}
-        self.chain = factory(lay, st.n_gibbs, self._marginals(), st.seed, **sites)
+        self.chain = factory(
+            lay, st.n_gibbs, initial_marginals(lay, self._projected.d), st.seed, **sites
+        )
         self.recorder = History()
         self._monitors: list[Callback] = [self.recorder]
         # the held-out NLLH of X_eval, y_eval (None without them); ``held_out.live = True``
@@ -384,42 +388,6 @@ class PCDTrainer:
         self.last_error: str | None = None  # why the last rejected step was rejected
         self._scratch: dict = {}  # IterationBuffers: no state (a copy makes its own)
         self._restart_average()
-
-    # ------------------------------------------------------------------ set-up
-    def _marginals(self) -> list[np.ndarray]:
-        """Per-feature modality frequencies from the first table holding each feature."""
-        lay, d = self.layout, self._projected.d
-        out = []
-        for f in range(lay.n_features):
-            ti = next(
-                (i for i, t in enumerate(lay.tables) if f in t and not lay.is_hashed(i)), None
-            )
-            if ti is None:  # f is only in hashed tables: start from uniform codes
-                out.append(np.full(lay.n_modalities[f], 1.0 / lay.n_modalities[f]))
-                continue
-            t = lay.tables[ti]
-            block = d[lay.offsets[ti] : lay.offsets[ti + 1]].reshape(
-                [lay.n_modalities[g] for g in t]
-            )
-            axes = tuple(j for j, g in enumerate(t) if g != f)
-            counts = block.sum(axis=axes) + 0.5
-            out.append(counts / counts.sum())
-        return out
-
-    def _initial_parameters(self) -> tuple[np.ndarray, np.ndarray]:
-        """μ from single tables' log-frequencies, θ = 0 but the intercept at the base rate."""
-        lay, tg = self.layout, self._projected
-        mu = np.zeros(lay.K)
-        theta = np.zeros(lay.K)
-        for ti, t in enumerate(lay.tables):
-            if len(t) == 1:
-                sl = slice(lay.offsets[ti], lay.offsets[ti + 1])
-                counts = tg.d[sl] + 0.5
-                mu[sl] = np.log(counts / counts.sum())
-        if lay.intercept:
-            rate = (tg.c[0] + 0.5) / (tg.d[0] + 1.0)
-            theta[0] = np.log(rate / (1.0 - rate))
-        return mu, theta
 
     # ------------------------------------------------------------------ control
     def update(self, **changes) -> None:

@@ -6,7 +6,8 @@ to the new (μ, θ) and every intermediate quantity (:class:`Update`): no state,
 model unchanged (:func:`gauge_groups`).
 :func:`divergence` says whether a step is acceptable (every new μ, θ finite, |θ| ≤
 ``THETA_BOUND``, |μ| ≤ ``MU_BOUND``) and, if not, its likely cause in words.  The trainer
-(:class:`.mrf.PCDTrainer`) calls both once per iteration.
+(:class:`.mrf.PCDTrainer`) calls both once per iteration, and starts from
+:func:`initial_parameters` and a chain drawn from :func:`initial_marginals`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ __all__ = [
     "gauge_groups",
     "gauge_step",
     "gauge_free",
+    "initial_marginals",
+    "initial_parameters",
     "THETA_BOUND",
     "MU_BOUND",
 ]
@@ -341,3 +344,40 @@ def divergence(upd: Update, targets: Targets, settings, layout: TableLayout) -> 
                 "delays this."
             )
     return out
+
+
+def initial_marginals(layout: TableLayout, d: np.ndarray) -> list[np.ndarray]:
+    """The chain's starting distribution of each feature: its modality frequencies (+ ½ each)
+    in the first exact table holding it, from the counts d (float (K,)); uniform for a
+    feature held by hashed tables only.  One float64 (M_f,) array per feature, summing to 1."""
+    out = []
+    for f in range(layout.n_features):
+        ti = next(
+            (i for i, t in enumerate(layout.tables) if f in t and not layout.is_hashed(i)), None
+        )
+        if ti is None:
+            out.append(np.full(layout.n_modalities[f], 1.0 / layout.n_modalities[f]))
+            continue
+        t = layout.tables[ti]
+        block = d[layout.offsets[ti] : layout.offsets[ti + 1]].reshape(
+            [layout.n_modalities[g] for g in t]
+        )
+        counts = block.sum(axis=tuple(j for j, g in enumerate(t) if g != f)) + 0.5
+        out.append(counts / counts.sum())
+    return out
+
+
+def initial_parameters(layout: TableLayout, targets: Targets) -> tuple[np.ndarray, np.ndarray]:
+    """The trainer's starting (μ, θ), float64 (K,) each: μ the single tables' log-frequencies
+    (counts + ½), θ = 0 but the intercept's, at the base rate's log-odds."""
+    mu = np.zeros(layout.K)
+    theta = np.zeros(layout.K)
+    for ti, t in enumerate(layout.tables):
+        if len(t) == 1:
+            sl = slice(layout.offsets[ti], layout.offsets[ti + 1])
+            counts = targets.d[sl] + 0.5
+            mu[sl] = np.log(counts / counts.sum())
+    if layout.intercept:
+        rate = (targets.c[0] + 0.5) / (targets.d[0] + 1.0)
+        theta[0] = np.log(rate / (1.0 - rate))
+    return mu, theta
