@@ -166,6 +166,9 @@ def test_feature_subset_built_by_clicking(server, browser):  # noqa: F811
         # a link with the subset shows it in the widget
         q = AppPage(browser, server.url + "?dataset=synthetic&features=x2,x3", ready="synthetic")
         try:
+            t0 = time.perf_counter()  # (the card's chips are drawn just after the status line)
+            while _chips(q) != ["x2", "x3"] and time.perf_counter() - t0 < 10:
+                q.page.wait_for_timeout(100)
             assert _chips(q) == ["x2", "x3"]
         finally:
             q.close()

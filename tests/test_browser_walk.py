@@ -253,6 +253,8 @@ def test_a_fresh_install_walk(browser, tmp_path, monkeypatch):  # noqa: F811
             return f"ε {key}"
 
         def triplet() -> str:
+            from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
             if model.dataset != "XOR":
                 p.select_dataset("XOR counterexample")
                 model.dataset = "XOR"
@@ -262,7 +264,14 @@ def test_a_fresh_install_walk(browser, tmp_path, monkeypatch):  # noqa: F811
             p.tab("XOR")
             box = p.page.get_by_text("Release the triplet table (X1, X2, X3)", exact=True).first
             # (the tab draws its content after the click: wait for it, as a user's eye does)
-            box.wait_for(state="visible", timeout=TRAIN_BOUND * slack() * 1000)
+            try:
+                box.wait_for(state="visible", timeout=10_000)
+            except PlaywrightTimeout:
+                # seen once in a full suite (seed 858089, the tab still closed after 64 s, not
+                # reproduced since): a user clicks the tab again; said, so it stays visible
+                print("    the XOR tab did not open within 10 s of its click: clicked it again")
+                p.tab("XOR")
+                box.wait_for(state="visible", timeout=TRAIN_BOUND * slack() * 1000)
             box.click(force=True)
             model.fresh = True
             p.tab("Training")
