@@ -27,10 +27,17 @@ def _terms(est, tgt, rows, first, j):
     return abs(est[r] - t), abs(t)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _tree8(r):
+    """numpy's combination of its eight running sums r[0..7]."""
+    return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+
+
 @njit(cache=True, nogil=True)
-def pairwise_l1(est, tgt, rows, first, lo, n):
+def pairwise_l1(est, tgt, rows, first, lo, n, r):
     """numpy's pairwise sums of |est − tgt| and |tgt| over positions lo … lo+n−1 of the rows
-    (:func:`_terms`): each with ``np.sum``'s bits on the gathered terms."""
+    (:func:`_terms`): each with ``np.sum``'s bits on the gathered terms.  r: float64 (2, 8)
+    scratch (the eight running sums of each)."""
     if n < 8:
         a = b = 0.0
         for i in range(lo, lo + n):
@@ -39,50 +46,24 @@ def pairwise_l1(est, tgt, rows, first, lo, n):
             b += v
         return a, b
     if n <= 128:
-        a0, b0 = _terms(est, tgt, rows, first, lo)
-        a1, b1 = _terms(est, tgt, rows, first, lo + 1)
-        a2, b2 = _terms(est, tgt, rows, first, lo + 2)
-        a3, b3 = _terms(est, tgt, rows, first, lo + 3)
-        a4, b4 = _terms(est, tgt, rows, first, lo + 4)
-        a5, b5 = _terms(est, tgt, rows, first, lo + 5)
-        a6, b6 = _terms(est, tgt, rows, first, lo + 6)
-        a7, b7 = _terms(est, tgt, rows, first, lo + 7)
+        for k in range(8):
+            r[0, k], r[1, k] = _terms(est, tgt, rows, first, lo + k)
         m = lo + n - n % 8
         for i in range(lo + 8, m, 8):
-            u, v = _terms(est, tgt, rows, first, i)
-            a0 += u
-            b0 += v
-            u, v = _terms(est, tgt, rows, first, i + 1)
-            a1 += u
-            b1 += v
-            u, v = _terms(est, tgt, rows, first, i + 2)
-            a2 += u
-            b2 += v
-            u, v = _terms(est, tgt, rows, first, i + 3)
-            a3 += u
-            b3 += v
-            u, v = _terms(est, tgt, rows, first, i + 4)
-            a4 += u
-            b4 += v
-            u, v = _terms(est, tgt, rows, first, i + 5)
-            a5 += u
-            b5 += v
-            u, v = _terms(est, tgt, rows, first, i + 6)
-            a6 += u
-            b6 += v
-            u, v = _terms(est, tgt, rows, first, i + 7)
-            a7 += u
-            b7 += v
-        a = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
-        b = ((b0 + b1) + (b2 + b3)) + ((b4 + b5) + (b6 + b7))
+            for k in range(8):
+                u, v = _terms(est, tgt, rows, first, i + k)
+                r[0, k] += u
+                r[1, k] += v
+        a = _tree8(r[0])
+        b = _tree8(r[1])
         for i in range(m, lo + n):
             u, v = _terms(est, tgt, rows, first, i)
             a += u
             b += v
         return a, b
     h = _half(n)
-    x = pairwise_l1(est, tgt, rows, first, lo, h)
-    y = pairwise_l1(est, tgt, rows, first, lo + h, n - h)
+    x = pairwise_l1(est, tgt, rows, first, lo, h, r)
+    y = pairwise_l1(est, tgt, rows, first, lo + h, n - h, r)
     return x[0] + y[0], x[1] + y[1]
 
 
@@ -102,7 +83,7 @@ def pairwise_squares(x, lo, n, r):
         for i in range(lo + 8, lo + m, 8):
             for k in range(8):
                 r[k] += x[i + k] * x[i + k]
-        s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        s = _tree8(r)
         for i in range(lo + m, lo + n):
             s += x[i] * x[i]
         return s
@@ -132,7 +113,8 @@ def _l1_parallel(est, tgt, rows, first, n):
     starts, lengths = _quarters(n)
     parts = np.empty((4, 2))
     for q in prange(4):
-        parts[q, 0], parts[q, 1] = pairwise_l1(est, tgt, rows, first, starts[q], lengths[q])
+        r = np.empty((2, 8))
+        parts[q, 0], parts[q, 1] = pairwise_l1(est, tgt, rows, first, starts[q], lengths[q], r)
     a = (parts[0, 0] + parts[1, 0]) + (parts[2, 0] + parts[3, 0])
     b = (parts[0, 1] + parts[1, 1]) + (parts[2, 1] + parts[3, 1])
     return a, b
